@@ -22,8 +22,12 @@ Text = Annotated[str, StringConstraints(min_length=1, max_length=2_000)]
 Phrase = Annotated[str, StringConstraints(min_length=1, max_length=200)]
 Signal = Annotated[str, StringConstraints(min_length=2, max_length=64)]
 SpdxId = Annotated[str, StringConstraints(pattern=r"^[A-Za-z0-9.+-]{1,64}$")]
+# A relative POSIX path of plain segments: no leading slash, no empty, "." or ".." segment.
 SourcePath = Annotated[
-    str, StringConstraints(pattern=r"^(?!/)(?!.*(^|/)\.\.(/|$))[A-Za-z0-9._/-]{1,300}$")
+    str,
+    StringConstraints(
+        pattern=r"^[A-Za-z0-9_-][A-Za-z0-9._-]*(/[A-Za-z0-9_-][A-Za-z0-9._-]*)*$", max_length=300
+    ),
 ]
 
 SUPPORTED_SCHEMA_VERSION = 1
