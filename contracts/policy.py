@@ -118,9 +118,7 @@ def effective_tier(
     tier = ceiling
     if risk in _HIGH_RISK and tier is not Tier.RECOMMEND:
         if analysis_only:
-            reasons.append(
-                f"{risk.value} risk kept at read_only: analysis-only research task (nothing more)"
-            )
+            reasons.append(f"{risk.value} risk kept at read_only: analysis-only research task (nothing more)")
         else:
             tier = Tier.RECOMMEND
             reasons.append(f"{risk.value} risk reduces an automatic run to recommend")

@@ -1,0 +1,38 @@
+# The README's two commands: `make demo` and `make test`. Each creates .venv when missing and installs
+# the project into it, so a fresh clone needs no other step.
+PYTHON ?= python3
+VENV   := .venv
+BIN    := $(VENV)/bin
+STAMP  := $(VENV)/.installed
+
+.PHONY: demo test lint typecheck unit dev bench clean
+
+$(STAMP): pyproject.toml
+	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install --quiet --disable-pip-version-check --upgrade pip
+	$(BIN)/python -m pip install --quiet --disable-pip-version-check -e '.[dev]'
+	touch $(STAMP)
+
+demo: $(STAMP)
+	$(BIN)/python -m control.demo
+
+test: lint typecheck unit
+
+lint: $(STAMP)
+	$(BIN)/ruff check .
+	$(BIN)/ruff format --check .
+
+typecheck: $(STAMP)
+	$(BIN)/mypy contracts catalog
+
+unit: $(STAMP)
+	$(BIN)/pytest -q
+
+dev: $(STAMP)
+	$(BIN)/specialists dev
+
+bench: $(STAMP)
+	$(BIN)/python bench/route_bench.py
+
+clean:
+	rm -rf $(VENV) .specialists .pytest_cache .mypy_cache .ruff_cache
