@@ -1,0 +1,116 @@
+"""``python worker.py``: connect to Temporal, register every workflow and activity, run until stopped.
+
+The sandbox raises on any unintentional passthrough import, so a workflow module that imports an I/O
+library fails at worker construction instead of misbehaving at run time.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import concurrent.futures
+import signal
+import sys
+from collections.abc import Sequence
+from datetime import timedelta
+from typing import Any
+
+from temporalio import workflow
+from temporalio.client import Client
+from temporalio.worker import Worker
+from temporalio.worker.workflow_sandbox import SandboxedWorkflowRunner, SandboxRestrictions
+
+from activities.authorization import AuthorizationActivities
+from activities.config import ActivityConfig
+from activities.models import ModelActivities
+from activities.projection import ProjectionActivities
+from activities.providers.base import ModelProvider
+from activities.routing import RoutingActivities
+from workflows.model_job import ModelJobWorkflow
+from workflows.specialist_run import SpecialistRunWorkflow
+
+WORKFLOWS: Sequence[type] = (SpecialistRunWorkflow, ModelJobWorkflow)
+
+# A worker killed without a graceful stop strands its sticky queue; the server waits this long before
+# handing the workflow task to another worker (TOOLCHAIN.md: 10 s by default, about 1 s at this value).
+STICKY_QUEUE_TIMEOUT = timedelta(seconds=1)
+
+
+def sandbox_runner() -> SandboxedWorkflowRunner:
+    """The workflow sandbox, set to raise on unintentional passthrough imports."""
+    restrictions = SandboxRestrictions.default.with_import_notification_policy(
+        workflow.SandboxImportNotificationPolicy.RAISE_ON_UNINTENTIONAL_PASSTHROUGH
+    )
+    return SandboxedWorkflowRunner(restrictions=restrictions)
+
+
+def activities_for(config: ActivityConfig, providers: dict[str, ModelProvider] | None = None) -> list[Any]:
+    """Every activity, bound to ``config`` (``providers`` adds or replaces model providers)."""
+    routing = RoutingActivities(config)
+    models = ModelActivities(config, providers)
+    authorization = AuthorizationActivities(config)
+    projection = ProjectionActivities(config)
+    return [
+        routing.capture_contract,
+        models.call_model,
+        authorization.authorize_action,
+        projection.project_run,
+    ]
+
+
+def build_worker(
+    client: Client,
+    *,
+    task_queue: str,
+    config: ActivityConfig,
+    providers: dict[str, ModelProvider] | None = None,
+    executor: concurrent.futures.Executor | None = None,
+) -> Worker:
+    """A worker for ``task_queue`` with every workflow and activity registered."""
+    return Worker(
+        client,
+        task_queue=task_queue,
+        workflows=list(WORKFLOWS),
+        activities=activities_for(config, providers),
+        activity_executor=executor or concurrent.futures.ThreadPoolExecutor(max_workers=16),
+        workflow_runner=sandbox_runner(),
+        sticky_queue_schedule_to_start_timeout=STICKY_QUEUE_TIMEOUT,
+        graceful_shutdown_timeout=timedelta(seconds=5),
+    )
+
+
+async def run_worker(stop: asyncio.Event | None = None) -> None:
+    """Connect with the environment's settings and run a worker until ``stop`` is set (or a signal)."""
+    from control.settings import Settings
+    from control.temporal import connect
+
+    settings = Settings.from_env()
+    client = await connect(settings)
+    config = ActivityConfig(database_url=settings.database_url)
+    stop = stop or asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for signum in (signal.SIGINT, signal.SIGTERM):
+        loop.add_signal_handler(signum, stop.set)
+    worker = build_worker(client, task_queue=settings.task_queue, config=config)
+    async with worker:
+        print(
+            f"worker polling task queue {settings.task_queue!r} on {settings.temporal_address} "
+            f"(namespace {settings.namespace})",
+            flush=True,
+        )
+        await stop.wait()
+
+
+def main() -> int:
+    """Entry point of ``python worker.py`` and ``specialists worker``."""
+    from contracts.errors import OperatorError
+
+    try:
+        asyncio.run(run_worker())
+    except OperatorError as error:
+        sys.stderr.write(f"error [{error.code}]: {error.message}\n")
+        return error.exit_code
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -16,15 +16,18 @@ from typing import Final
 # Cf) so the rule is readable: zero-width space/joiners, word joiner, BOM, soft hyphen, bidi embeddings,
 # overrides and isolates, Arabic letter mark, Mongolian vowel separator.
 INVISIBLE_CODEPOINTS: Final = frozenset(
-    [0x00AD, 0x034F, 0x061C, 0x115F, 0x1160, 0x17B4, 0x17B5, 0x180E, 0x3164, 0xFEFF, 0xFFA0]
-    + list(range(0x200B, 0x2010))  # zero-width space … right-to-left mark
-    + list(range(0x202A, 0x202F))  # bidi embeddings and overrides
-    + list(range(0x2060, 0x2070))  # word joiner, invisible operators, bidi isolates
-    + list(range(0xFE00, 0xFE10))  # variation selectors
-    + list(range(0xE0000, 0xE0080))  # tag characters
-)
+    [
+        0x00AD, 0x034F, 0x061C, 0x115F, 0x1160, 0x17B4, 0x17B5, 0x180E, 0x3164, 0xFEFF, 0xFFA0,
+        *range(0x200B, 0x2010),  # zero-width space … right-to-left mark
+        *range(0x202A, 0x202F),  # bidi embeddings and overrides
+        *range(0x2060, 0x2070),  # word joiner, invisible operators, bidi isolates
+        *range(0xFE00, 0xFE10),  # variation selectors
+        *range(0xE0000, 0xE0080),  # tag characters
+    ]
+)  # fmt: skip
 
 _WHITESPACE = re.compile(r"\s+")
+_ASCII_CONTROL = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]")
 
 
 def is_invisible(char: str) -> bool:
@@ -44,6 +47,10 @@ def invisible_characters(text: str) -> list[str]:
 
 def normalize_text(text: str) -> str:
     """NFKC, drop control/invisible characters, collapse whitespace, strip. Case is kept."""
-    text = unicodedata.normalize("NFKC", text)
-    text = "".join(" " if is_control(c) else c for c in text if not is_invisible(c))
+    if text.isascii():
+        # ASCII is already NFKC and holds no invisible characters; only controls need replacing.
+        text = _ASCII_CONTROL.sub(" ", text)
+    else:
+        text = unicodedata.normalize("NFKC", text)
+        text = "".join(" " if is_control(c) else c for c in text if not is_invisible(c))
     return _WHITESPACE.sub(" ", text).strip()

@@ -52,3 +52,49 @@ class VerificationFailed(OperatorError):
     """A verification check failed, e.g. a catalog source mismatch (exit 6)."""
 
     exit_code = 6
+
+
+class ErrorType:
+    """``ApplicationError.type`` values raised by activities and workflows.
+
+    This is the one place that classifies errors for retry and fallback (DESIGN.md "Temporal
+    conventions", "Model fallback"): Temporal retries only :data:`RETRYABLE_ERROR_TYPES` (at most two
+    attempts); an ``ordered`` model chain advances only on :data:`FALLBACK_ERROR_TYPES`; everything else
+    fails at once.
+    """
+
+    MODEL_QUOTA = "model_quota"
+    MODEL_AUTHENTICATION = "model_authentication"
+    MODEL_PROVIDER_UNAVAILABLE = "model_provider_unavailable"
+    MODEL_TIMEOUT = "model_timeout"
+    MODEL_TRANSPORT = "model_transport"
+    MODEL_RATE_LIMITED = "model_rate_limited"
+    MODEL_OUTPUT_SCHEMA = "model_output_schema"
+    MODEL_OUTPUT_INVALID = "model_output_invalid"
+    MODEL_SAFETY = "model_safety"
+    MODEL_TASK = "model_task"
+    MODEL_NOT_CONFIGURED = "model_not_configured"
+    REPLAY_NO_RECORDING = "replay_no_recording"
+    REQUEST_TOO_LARGE = "request_too_large"
+    RESULT_TOO_LARGE = "result_too_large"
+    CAPTURE_REFUSED = "capture_refused"
+    CATALOG_CHANGED = "catalog_changed"
+    PROJECTION_FAILED = "projection_failed"
+
+
+FALLBACK_ERROR_TYPES = frozenset(
+    {ErrorType.MODEL_QUOTA, ErrorType.MODEL_AUTHENTICATION, ErrorType.MODEL_PROVIDER_UNAVAILABLE}
+)
+RETRYABLE_ERROR_TYPES = frozenset(
+    {ErrorType.MODEL_TIMEOUT, ErrorType.MODEL_TRANSPORT, ErrorType.MODEL_RATE_LIMITED}
+)
+
+
+def advances_fallback(error_type: str | None) -> bool:
+    """True when a model error of ``error_type`` may move an ``ordered`` chain to its next model."""
+    return error_type in FALLBACK_ERROR_TYPES
+
+
+def is_retryable(error_type: str | None) -> bool:
+    """True when Temporal may retry an activity that failed with ``error_type``."""
+    return error_type in RETRYABLE_ERROR_TYPES

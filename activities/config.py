@@ -1,0 +1,27 @@
+"""What activities need from the deployment, passed in by the worker (never read at import time)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+DEFAULT_READ_ONLY_BUDGET_SECONDS = 30 * 60
+DEFAULT_EDIT_BUDGET_SECONDS = 60 * 60
+DEFAULT_RECORDINGS_DIR = Path(__file__).resolve().parent.parent / "examples" / "recordings"
+
+
+@dataclass(frozen=True)
+class ActivityConfig:
+    """Deployment settings for activities.
+
+    ``database_url``: the store. ``catalog_path``: the catalog file (``None`` = the installed one).
+    ``read_only_budget_seconds`` / ``edit_budget_seconds``: runtime budgets captured into contracts
+    (defaults 30 and 60 minutes, DESIGN.md "Run lifecycle"). ``recordings_dir``: where the ``replay``
+    provider finds ``<name>.json`` for model id ``replay:<name>``.
+    """
+
+    database_url: str
+    catalog_path: Path | None = None
+    read_only_budget_seconds: int = DEFAULT_READ_ONLY_BUDGET_SECONDS
+    edit_budget_seconds: int = DEFAULT_EDIT_BUDGET_SECONDS
+    recordings_dir: Path = DEFAULT_RECORDINGS_DIR

@@ -1,0 +1,63 @@
+"""The ``replay`` provider: answers from recorded structured responses in a file.
+
+Model id ``replay:<name>`` reads ``<recordings dir>/<name>.json``::
+
+    {"recordings": [{"profile": "...", "kind": "analysis" | "review", "title": "...",
+                     "response": { ...a SpecialistOutput... }}]}
+
+Recordings are keyed by the job identity (profile, job kind, work item title), not by a hash of the
+whole request, so they survive later changes to prompts and context. A job with no recording fails
+clearly (``replay_no_recording``), naming the identity it looked for.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+
+from activities.providers.base import CompletionRequest, JobIdentity, ProviderError
+from contracts.errors import ErrorType
+
+_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$")
+
+
+class ReplayProvider:
+    """Serves recordings from ``recordings_dir``."""
+
+    def __init__(self, recordings_dir: Path) -> None:
+        self._dir = recordings_dir
+
+    def _load(self, name: str) -> dict[tuple[str, str, str], str]:
+        if not _NAME.fullmatch(name):
+            raise ProviderError(ErrorType.MODEL_NOT_CONFIGURED, f"replay model name {name!r} is not valid")
+        path = self._dir / f"{name}.json"
+        try:
+            data = json.loads(path.read_text(encoding="utf-8"))
+        except FileNotFoundError:
+            raise ProviderError(
+                ErrorType.MODEL_NOT_CONFIGURED, f"replay recordings file {str(path)!r} does not exist"
+            ) from None
+        except (OSError, ValueError) as error:
+            raise ProviderError(
+                ErrorType.MODEL_NOT_CONFIGURED, f"replay recordings file {str(path)!r} is unreadable: {error}"
+            ) from None
+        table: dict[tuple[str, str, str], str] = {}
+        for entry in data.get("recordings", []):
+            key = (str(entry["profile"]), str(entry["kind"]), str(entry["title"]))
+            table[key] = json.dumps(entry["response"], sort_keys=True)
+        return table
+
+    def complete(self, request: CompletionRequest) -> str:
+        """The recorded response for the request's identity. Raises ``replay_no_recording``."""
+        identity: JobIdentity = request.identity
+        table = self._load(request.model_name)
+        key = (identity.profile_id, identity.kind.value, identity.title)
+        try:
+            return table[key]
+        except KeyError:
+            raise ProviderError(
+                ErrorType.REPLAY_NO_RECORDING,
+                f"no replay recording for profile {identity.profile_id!r}, job {identity.kind.value!r}, "
+                f"title {identity.title!r} in replay:{request.model_name}",
+            ) from None

@@ -1,0 +1,46 @@
+"""Activity ``capture_contract``: route the work item and freeze the execution contract.
+
+Reads the catalog, the automation policy and the model selection, so all three enter workflow history
+through this activity's result; later changes to any of them never alter a captured contract.
+"""
+
+from __future__ import annotations
+
+from temporalio import activity
+
+from activities.config import ActivityConfig
+from activities.errors import refusal
+from catalog.capture import capture
+from catalog.loader import load_catalog
+from contracts.errors import OperatorError
+from contracts.runs import CapturedContract, RunInput
+from store.database import open_store
+
+
+class RoutingActivities:
+    """``capture_contract`` bound to a deployment's configuration."""
+
+    def __init__(self, config: ActivityConfig) -> None:
+        self._config = config
+
+    @activity.defn(name="capture_contract")
+    def capture_contract(self, run_input: RunInput) -> CapturedContract:
+        """Route, apply the policy, snapshot the model selection, freeze and hash the contract.
+
+        A refusal is a non-retryable ``ApplicationError`` whose type is the refusal code.
+        """
+        try:
+            catalog = load_catalog(self._config.catalog_path)
+            with open_store(self._config.database_url) as store:
+                policy = store.get_policy()
+                selection = store.get_model_selection()
+            return capture(
+                run_input,
+                catalog,
+                policy,
+                selection,
+                read_only_budget_seconds=self._config.read_only_budget_seconds,
+                edit_budget_seconds=self._config.edit_budget_seconds,
+            )
+        except OperatorError as error:
+            raise refusal(error) from error

@@ -1,0 +1,39 @@
+"""Domain ids (DESIGN.md "Operator contract"): run ``SOR-`` + 16, team ``RTM-`` + 16, case ``RSC-`` + 12.
+
+With a request id, the id is derived from sha256 of the request id (first 16 hex digits, upper case),
+so repeated delivery of the same request maps to the same workflow id.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+import secrets
+from typing import Final
+
+RUN_PREFIX: Final = "SOR-"
+TEAM_PREFIX: Final = "RTM-"
+CASE_PREFIX: Final = "RSC-"
+_ALPHABET: Final = "0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZ"
+RUN_ID_PATTERN: Final = re.compile(r"^SOR-[0-9A-Z]{16}$")
+MAX_REQUEST_ID_CHARS: Final = 200
+
+
+def run_id_for_request(request_id: str) -> str:
+    """The run id for a caller's request id: ``SOR-`` + first 16 hex digits of its sha256, upper case.
+
+    Raises ``ValueError`` for an empty request id or one over 200 characters.
+    """
+    if not request_id or len(request_id) > MAX_REQUEST_ID_CHARS:
+        raise ValueError(f"request id must be 1..{MAX_REQUEST_ID_CHARS} characters")
+    return RUN_PREFIX + hashlib.sha256(request_id.encode("utf-8")).hexdigest()[:16].upper()
+
+
+def new_run_id() -> str:
+    """A fresh random run id: ``SOR-`` + 16 characters from ``[0-9A-Z]``."""
+    return RUN_PREFIX + "".join(secrets.choice(_ALPHABET) for _ in range(16))
+
+
+def is_run_id(value: str) -> bool:
+    """True when ``value`` has the shape of a run id."""
+    return RUN_ID_PATTERN.fullmatch(value) is not None

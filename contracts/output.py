@@ -1,0 +1,128 @@
+"""The output contract every model job's result is validated against (DESIGN.md "Run lifecycle").
+
+Model output is untrusted data: it is parsed into these models with unknown keys refused, every
+evidence id it cites must be one the job was given, and the serialised result is bounded (48 KiB).
+"""
+
+from __future__ import annotations
+
+from enum import StrEnum
+from typing import Annotated, Final
+
+from pydantic import BaseModel, ConfigDict, Field, StringConstraints, model_validator
+
+from contracts.enums import RiskLevel
+
+MAX_RESULT_BYTES: Final = 48 * 1024
+MAX_REQUEST_BYTES: Final = 60 * 1024
+
+ShortLine = Annotated[str, StringConstraints(min_length=1, max_length=300)]
+Detail = Annotated[str, StringConstraints(max_length=4_000)]
+
+
+class JobKind(StrEnum):
+    """What a model job does: the primary's analysis, or the independent review of it."""
+
+    ANALYSIS = "analysis"
+    REVIEW = "review"
+
+
+class ConfidenceBand(StrEnum):
+    """Confidence in words: low < 0.4 <= medium < 0.75 <= high."""
+
+    LOW = "low"
+    MEDIUM = "medium"
+    HIGH = "high"
+
+
+def band_for(confidence: float) -> ConfidenceBand:
+    """The band a confidence value falls in (see :class:`ConfidenceBand`)."""
+    if confidence < 0.4:
+        return ConfidenceBand.LOW
+    if confidence < 0.75:
+        return ConfidenceBand.MEDIUM
+    return ConfidenceBand.HIGH
+
+
+class ClosureStatus(StrEnum):
+    """Whether the job closed the question it was given."""
+
+    CLOSED = "closed"
+    PARTIAL = "partial"
+    OPEN = "open"
+
+
+class ReviewVerdict(StrEnum):
+    """The independent reviewer's verdict on the primary's findings."""
+
+    AGREE = "agree"
+    DISAGREE = "disagree"
+    INSUFFICIENT_EVIDENCE = "insufficient_evidence"
+
+
+class Finding(BaseModel):
+    """One finding: severity, a one-line title, the evidence ids it rests on and a detail."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    severity: RiskLevel
+    title: ShortLine
+    evidence_refs: Annotated[list[ShortLine], Field(max_length=50)] = []
+    detail: Detail = ""
+
+
+class SpecialistOutput(BaseModel):
+    """A model job's structured result.
+
+    ``role`` is the profile id that did the job and ``axis`` what it examined; ``verdict`` is required
+    for a review job and forbidden for an analysis job (checked by :func:`check_output_for_job`).
+    """
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    role: ShortLine
+    axis: ShortLine
+    inspected_evidence: Annotated[list[ShortLine], Field(max_length=50)]
+    findings: Annotated[list[Finding], Field(max_length=50)]
+    confidence: float = Field(ge=0.0, le=1.0)
+    confidence_band: ConfidenceBand
+    gaps: Annotated[list[ShortLine], Field(max_length=50)] = []
+    closure: ClosureStatus
+    recommended_next_action: ShortLine
+    verdict: ReviewVerdict | None = None
+
+    @model_validator(mode="after")
+    def _band_matches_confidence(self) -> SpecialistOutput:
+        expected = band_for(self.confidence)
+        if self.confidence_band is not expected:
+            raise ValueError(
+                f"confidence_band {self.confidence_band.value!r} does not match confidence "
+                f"{self.confidence} (expected {expected.value!r})"
+            )
+        return self
+
+
+class OutputContractViolation(ValueError):
+    """A model result broke the output contract; the message says which rule."""
+
+
+def check_output_for_job(
+    output: SpecialistOutput, *, kind: JobKind, profile_id: str, evidence_ids: list[str]
+) -> None:
+    """Check the rules that depend on the job: role, verdict presence, cited evidence ids.
+
+    Raises :class:`OutputContractViolation` naming the first broken rule.
+    """
+    if output.role != profile_id:
+        raise OutputContractViolation(f"role {output.role!r} is not the job's profile {profile_id!r}")
+    if kind is JobKind.REVIEW and output.verdict is None:
+        raise OutputContractViolation("a review result must carry a verdict")
+    if kind is JobKind.ANALYSIS and output.verdict is not None:
+        raise OutputContractViolation("an analysis result must not carry a verdict")
+    known = set(evidence_ids)
+    cited = set(output.inspected_evidence)
+    for finding in output.findings:
+        cited.update(finding.evidence_refs)
+    unknown = sorted(cited - known)
+    if unknown:
+        raise OutputContractViolation(f"result cites evidence the job was not given: {', '.join(unknown)}")

@@ -1,0 +1,304 @@
+"""Specialist run contracts: the run's input, its execution contract, operator actions and its view.
+
+These models cross the Temporal boundary (client → workflow → activities); new fields always get
+defaults so recorded histories keep replaying (DESIGN.md "Temporal conventions").
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from enum import StrEnum
+from typing import Annotated, Any
+
+from pydantic import BaseModel, ConfigDict, Field, StringConstraints
+
+from contracts.enums import FallbackMode, RiskLevel, TaskType, Tier
+from contracts.output import SpecialistOutput
+from contracts.routing import RouteDecision, RouteOverride
+from contracts.work_item import WorkItem
+
+Note = Annotated[str, StringConstraints(max_length=2_000)]
+
+
+class RunStatus(StrEnum):
+    """Run statuses (DESIGN.md "Run lifecycle")."""
+
+    ROUTING = "routing"
+    RECOMMENDED = "recommended"
+    READY = "ready"
+    QUEUED = "queued"
+    RUNNING = "running"
+    VERIFYING = "verifying"
+    REVIEWING = "reviewing"
+    AWAITING_APPROVAL = "awaiting_approval"
+    APPROVED = "approved"
+    AWAITING_DECISION = "awaiting_decision"
+    ACCEPTED = "accepted"
+    REJECTED = "rejected"
+    CANCEL_REQUESTED = "cancel_requested"
+    CANCELLED = "cancelled"
+    FAILED = "failed"
+    EXPIRED = "expired"
+
+    @property
+    def terminal(self) -> bool:
+        """True when nothing more happens to the run."""
+        return self in TERMINAL_STATUSES
+
+    @property
+    def needs_person(self) -> bool:
+        """True when the run waits for an operator (enqueue, approval or decision)."""
+        return self in (RunStatus.READY, RunStatus.AWAITING_APPROVAL, RunStatus.AWAITING_DECISION)
+
+
+TERMINAL_STATUSES = frozenset(
+    {
+        RunStatus.RECOMMENDED,
+        RunStatus.ACCEPTED,
+        RunStatus.REJECTED,
+        RunStatus.CANCELLED,
+        RunStatus.FAILED,
+        RunStatus.EXPIRED,
+    }
+)
+
+
+class RunInput(BaseModel):
+    """The workflow input of ``SpecialistRunWorkflow``.
+
+    ``requested_tier`` is the operator's tier (``None`` with ``automatic``); ``request_digest`` is the
+    sha256 of the canonical create request, used to tell a repeated delivery from a conflicting one.
+    """
+
+    model_config = ConfigDict(frozen=True)
+
+    run_id: str
+    work_item: WorkItem
+    requested_tier: Tier | None = None
+    automatic: bool = False
+    override: RouteOverride | None = None
+    enqueue: bool = False
+    request_id: str | None = None
+    request_digest: str
+    created_by: str | None = None
+
+
+class ModelSnapshot(BaseModel):
+    """The model selection captured into a contract; later selection changes never alter it."""
+
+    model_config = ConfigDict(frozen=True)
+
+    primary: str
+    fallbacks: list[str] = []
+    fallback_mode: FallbackMode = FallbackMode.PRIMARY_ONLY
+    support: str | None = None
+    source: str
+
+    @property
+    def chain(self) -> list[str]:
+        """Models to try, in order: the primary, then fallbacks when the mode allows them."""
+        if self.fallback_mode is FallbackMode.ORDERED:
+            return [self.primary, *self.fallbacks]
+        return [self.primary]
+
+
+class Budgets(BaseModel):
+    """Limits frozen into a contract: runtime in seconds, model attempts, changed files."""
+
+    model_config = ConfigDict(frozen=True)
+
+    runtime_seconds: int = Field(gt=0)
+    max_attempts: int = Field(default=2, ge=1, le=5)
+    max_changed_files: int = 40
+
+
+class UpstreamRef(BaseModel):
+    """The upstream pin of the catalog the contract was captured from."""
+
+    model_config = ConfigDict(frozen=True)
+
+    repository: str
+    commit: str
+    license: str
+
+
+class ExecutionContract(BaseModel):
+    """What a run may do, frozen at capture. Its RFC 8785 canonical-JSON sha256 is the digest."""
+
+    model_config = ConfigDict(frozen=True)
+
+    run_id: str
+    task: str
+    evidence_refs: list[str]
+    task_type: TaskType
+    repo_alias: str | None
+    tier: Tier
+    automatic: bool
+    risk: RiskLevel
+    catalog_version: str
+    catalog_sha256: str
+    upstream: UpstreamRef
+    primary: str
+    reviewer: str
+    model: ModelSnapshot | None
+    allowed_actions: list[str]
+    forbidden_actions: list[str]
+    budgets: Budgets
+    stop_conditions: list[str]
+    base_commit: str | None = None
+
+
+class CapturedContract(BaseModel):
+    """The capture activity's result: route, tier reasons, contract and its digest (computed once)."""
+
+    model_config = ConfigDict(frozen=True)
+
+    route: RouteDecision
+    tier_reasons: list[str]
+    contract: ExecutionContract
+    contract_sha256: str
+
+
+class AuditEvent(BaseModel):
+    """One audit event: sequence number, workflow time (UTC), kind, actor and JSON-safe data."""
+
+    model_config = ConfigDict(frozen=True)
+
+    seq: int
+    at: dt.datetime
+    kind: str
+    actor: str | None = None
+    data: dict[str, Any] = {}
+
+
+class DecisionOutcome(StrEnum):
+    ACCEPTED = "accepted"
+    REJECTED = "rejected"
+
+
+class DecisionRequest(BaseModel):
+    """Update ``decide``: the operator accepts or rejects the reviewed result."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    actor: str
+    outcome: DecisionOutcome
+    note: Note = ""
+
+
+class Decision(BaseModel):
+    """A recorded decision."""
+
+    model_config = ConfigDict(frozen=True)
+
+    actor: str
+    outcome: DecisionOutcome
+    note: str
+    at: dt.datetime
+
+
+class EnqueueRequest(BaseModel):
+    """Update ``enqueue``: move a ``ready`` run to the queue."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    actor: str | None = None
+
+
+class CancelRequest(BaseModel):
+    """Signal ``cancel``: stop the run (a running model job finishes first)."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    actor: str
+    reason: Note = ""
+
+
+class ActionResult(BaseModel):
+    """What an update returns: the run's status after the action, or why it was refused."""
+
+    model_config = ConfigDict(frozen=True)
+
+    accepted: bool
+    status: RunStatus
+    code: str | None = None
+    message: str | None = None
+
+
+class RunError(BaseModel):
+    """Why a run failed: an error type from ``contracts.errors`` and a message."""
+
+    model_config = ConfigDict(frozen=True)
+
+    type: str
+    message: str
+
+
+class RunView(BaseModel):
+    """The ``show`` view of a run (DESIGN.md ``create/show --json``), answered by query ``view``."""
+
+    model_config = ConfigDict(frozen=True)
+
+    run_id: str
+    status: RunStatus
+    tier: Tier | None
+    automatic: bool
+    route: RouteDecision | None
+    contract: ExecutionContract | None
+    contract_sha256: str | None
+    result: SpecialistOutput | None
+    review: SpecialistOutput | None
+    decision: Decision | None
+    error: RunError | None = None
+    request_digest: str
+    created_at: dt.datetime
+    audit: list[AuditEvent]
+
+
+class AuthorizeRequest(BaseModel):
+    """Input of the ``authorize_action`` activity: may ``actor`` take ``action`` on ``run_id``?"""
+
+    model_config = ConfigDict(frozen=True)
+
+    run_id: str
+    action: str
+    actor: str | None
+
+
+class AuthorizeResult(BaseModel):
+    """``allowed``, or the refusal ``code`` and ``message``."""
+
+    model_config = ConfigDict(frozen=True)
+
+    allowed: bool
+    code: str | None = None
+    message: str | None = None
+
+
+class RunSummary(BaseModel):
+    """The listable facts of a run, written to the projection (DESIGN.md ``list --json``)."""
+
+    model_config = ConfigDict(frozen=True)
+
+    run_id: str
+    status: RunStatus
+    tier: Tier | None
+    automatic: bool
+    primary: str | None
+    reviewer: str | None
+    risk: RiskLevel | None
+    repo_alias: str | None
+    title: str
+    contract_sha256: str | None
+    request_id: str | None
+    created_at: dt.datetime
+    updated_at: dt.datetime
+
+
+class ProjectRunRequest(BaseModel):
+    """Input of the ``project_run`` activity: the summary and the audit events not yet projected."""
+
+    model_config = ConfigDict(frozen=True)
+
+    summary: RunSummary
+    events: list[AuditEvent]

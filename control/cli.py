@@ -1,0 +1,684 @@
+"""The ``specialists`` command line (Typer). JSON shapes and exit codes follow DESIGN.md.
+
+Heavy modules (rich, SQLAlchemy, Temporal) are imported inside the commands that need them, so a
+preview such as ``specialists route --json`` starts quickly and touches nothing on disk.
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+
+from contracts.errors import InvalidInput, OperatorError
+
+app = typer.Typer(
+    name="specialists",
+    help="Specialist Orchestrator: route work items to reviewed specialists and run them durably.",
+    no_args_is_help=True,
+    add_completion=False,
+    pretty_exceptions_enable=False,
+)
+models_app = typer.Typer(help="Show or select the models runs use.", invoke_without_command=True)
+repos_app = typer.Typer(help="Show or add allow-listed repositories.", invoke_without_command=True)
+actors_app = typer.Typer(help="Show or register human actors.", invoke_without_command=True)
+app.add_typer(models_app, name="models")
+app.add_typer(repos_app, name="repos")
+app.add_typer(actors_app, name="actors")
+
+JsonFlag = Annotated[bool, typer.Option("--json", help="Print exactly one JSON object on stdout.")]
+
+
+ActorOption = Annotated[
+    str | None, typer.Option("--actor", help="Id of the registered human taking this action.")
+]
+
+
+def _actor_required(actor: str | None, action: str) -> str:
+    if actor is None or not actor.strip():
+        raise InvalidInput("actor_required", f"{action} needs --actor ID (a registered human)")
+    return actor
+
+
+# ---------------------------------------------------------------------------------------------- catalog
+
+
+@app.command("catalog")
+def catalog_command(
+    file: Annotated[
+        Path | None, typer.Option("--file", help="Validate this candidate catalog file instead.")
+    ] = None,
+    source_root: Annotated[
+        Path | None,
+        typer.Option("--source-root", help="Git checkout of the upstream repository to verify against."),
+    ] = None,
+    as_json: JsonFlag = False,
+) -> None:
+    """Validate the catalog (installed, or --file) and optionally verify its upstream sources."""
+    from catalog.loader import DEFAULT_CATALOG_PATH
+    from catalog.validation import validate_catalog_file
+    from control import views
+
+    report = validate_catalog_file(file or DEFAULT_CATALOG_PATH)
+    verification = None
+    if report.catalog is not None and source_root is not None:
+        from catalog.sources import verify_sources
+
+        verification = verify_sources(report.catalog.file, source_root)
+    data = views.catalog_json(report, verification)
+    from control.output import emit
+
+    emit(data, as_json, lambda console: views.render_catalog(console, report, verification))
+    if not report.valid:
+        raise typer.Exit(2)
+    if verification is not None and not verification.verified:
+        raise typer.Exit(6)
+
+
+# ------------------------------------------------------------------------------------------------ route
+
+
+@app.command("route")
+def route_command(
+    input_json: Annotated[
+        str, typer.Option("--input-json", help="The work item as JSON, or @FILE to read it from a file.")
+    ],
+    tier: Annotated[
+        str | None, typer.Option("--tier", help="Preview the tier of an operator run: recommend|…")
+    ] = None,
+    automatic: Annotated[
+        bool, typer.Option("--automatic", help="Preview the tier the policy would pick.")
+    ] = False,
+    override: Annotated[
+        str | None, typer.Option("--override", help="Profile id to use as primary instead.")
+    ] = None,
+    override_reason: Annotated[
+        str | None, typer.Option("--override-reason", help="Why the override is needed (required).")
+    ] = None,
+    as_json: JsonFlag = False,
+) -> None:
+    """Preview the route (and the effective tier) for a work item. Writes nothing."""
+    from catalog.loader import load_catalog
+    from catalog.router import route
+    from contracts.routing import RouteOverride
+    from contracts.work_item import WorkItem
+    from control import views
+    from control.inputs import parse_model, read_json_argument
+    from control.output import emit
+
+    requested = _parse_tier(tier)
+    if automatic and requested is not None:
+        raise InvalidInput("tier_conflict", "--automatic and --tier are exclusive: give one")
+    route_override = _parse_override(override, override_reason, RouteOverride)
+    item = parse_model(
+        WorkItem, read_json_argument(input_json, what="work item"), what="work item", code="invalid_work_item"
+    )
+    decision = route(item, load_catalog(), override=route_override)
+    if requested is not None or automatic:
+        from contracts.policy import effective_tier
+
+        tier_decision = effective_tier(
+            requested=requested,
+            automatic=automatic,
+            risk=decision.risk,
+            analysis_only=False,
+            policy=_read_policy_without_writing(),
+        )
+        decision = decision.model_copy(
+            update={"effective_tier": tier_decision.tier, "tier_reasons": tier_decision.reasons}
+        )
+    emit(decision.to_json_dict(), as_json, lambda console: views.render_route(console, decision))
+
+
+def _parse_tier(value: str | None) -> Any:
+    from contracts.enums import Tier
+
+    if value is None:
+        return None
+    try:
+        return Tier(value)
+    except ValueError:
+        allowed = ", ".join(t.value for t in Tier)
+        raise InvalidInput("unknown_tier", f"unknown tier {value!r}; use one of: {allowed}") from None
+
+
+def _parse_override(profile: str | None, reason: str | None, model: Any) -> Any:
+    if profile is None and reason is None:
+        return None
+    if profile is None:
+        raise InvalidInput("override_profile_required", "--override-reason needs --override PROFILE")
+    if reason is None or not reason.strip():
+        raise InvalidInput("override_reason_required", "--override needs a non-blank --override-reason")
+    return model(profile=profile, reason=reason.strip())
+
+
+def _read_policy_without_writing() -> Any:
+    """The stored policy, or the built-in default when no database exists yet (nothing is created)."""
+    from contracts.policy import AutomationPolicy
+    from store.database import StoreMissing, open_store
+
+    try:
+        store = open_store(_database_url(), create=False)
+    except StoreMissing:
+        return AutomationPolicy()
+    with store:
+        return store.get_policy().policy
+
+
+# ------------------------------------------------------------------------------------------ configuration
+
+
+def _database_url() -> str:
+    from control.settings import Settings
+
+    return Settings.from_env().database_url
+
+
+def _open_store(*, create: bool) -> Any:
+    """Open the configured store; ``create=False`` returns ``None`` when no database exists yet."""
+    from store.database import StoreMissing, open_store
+
+    try:
+        return open_store(_database_url(), create=create)
+    except StoreMissing:
+        return None
+
+
+@app.command("policy")
+def policy_command(
+    mode: Annotated[str | None, typer.Option("--mode", help="off | recommend | guarded")] = None,
+    maximum_automatic_tier: Annotated[
+        str | None,
+        typer.Option("--maximum-automatic-tier", help="Ceiling for automatic runs: recommend | read_only"),
+    ] = None,
+    actor: ActorOption = None,
+    as_json: JsonFlag = False,
+) -> None:
+    """Show the automation policy, or change it (with --actor)."""
+    from contracts.policy import AutomationPolicy
+    from control import views
+    from control.inputs import parse_model
+    from control.output import emit
+
+    if mode is None and maximum_automatic_tier is None:
+        if actor is not None:
+            raise InvalidInput("nothing_to_change", "give --mode and/or --maximum-automatic-tier to change")
+        store = _open_store(create=False)
+        record = _default_policy_record() if store is None else _with(store, lambda s: s.get_policy())
+        emit(views.policy_json(record), as_json, lambda console: views.render_policy(console, record))
+        return
+    if actor is None:
+        raise InvalidInput("actor_required", "changing the policy needs --actor ID (a registered human)")
+    store = _open_store(create=True)
+    with store:
+        current = store.get_policy().policy
+        proposed = current.model_dump(mode="json")
+        if mode is not None:
+            proposed["mode"] = mode
+        if maximum_automatic_tier is not None:
+            proposed["maximum_automatic_tier"] = maximum_automatic_tier
+        policy = parse_model(AutomationPolicy, proposed, what="policy", code="invalid_policy")
+        record = store.set_policy(policy, actor)
+    emit(views.policy_json(record), as_json, lambda console: views.render_policy(console, record))
+
+
+def _default_policy_record() -> Any:
+    from contracts.config import PolicyRecord
+    from contracts.policy import AutomationPolicy
+
+    return PolicyRecord(policy=AutomationPolicy())
+
+
+def _with(store: Any, action: Any) -> Any:
+    with store:
+        return action(store)
+
+
+@app.command("status")
+def status_command(as_json: JsonFlag = False) -> None:
+    """Catalog version and hash, automation policy and model selection."""
+    from catalog.loader import load_catalog
+    from control import views
+    from control.output import emit
+
+    catalog = load_catalog()
+    store = _open_store(create=False)
+    if store is None:
+        policy, selection, repositories, actors = _default_policy_record(), None, [], []
+    else:
+        with store:
+            policy = store.get_policy()
+            selection = store.get_model_selection()
+            repositories = store.list_repositories()
+            actors = store.list_actors()
+    data = views.status_json(catalog, policy, selection, repositories, actors)
+    emit(data, as_json, lambda console: views.render_status(console, data))
+
+
+@models_app.callback()
+def models_command(ctx: typer.Context, as_json: JsonFlag = False) -> None:
+    """Show the current model selection and its history."""
+    if ctx.invoked_subcommand is not None:
+        return
+    from control import views
+    from control.output import emit
+
+    store = _open_store(create=False)
+    if store is None:
+        current, history = None, []
+    else:
+        with store:
+            current, history = store.get_model_selection(), store.model_selection_history()
+    emit(
+        views.models_json(current, history),
+        as_json,
+        lambda console: views.render_models(console, current, history),
+    )
+
+
+@models_app.command("select")
+def models_select_command(
+    primary: Annotated[str, typer.Option("--primary", help="Primary model id, provider:name.")],
+    fallback: Annotated[
+        list[str] | None, typer.Option("--fallback", help="Fallback model id, in order (repeatable).")
+    ] = None,
+    fallback_mode: Annotated[
+        str | None, typer.Option("--fallback-mode", help="primary_only | ordered")
+    ] = None,
+    support: Annotated[
+        str | None, typer.Option("--support", help="Model for bounded support profiles.")
+    ] = None,
+    actor: ActorOption = None,
+    as_json: JsonFlag = False,
+) -> None:
+    """Select the primary model, ordered fallbacks and optional support model."""
+    from contracts.models import ModelSelection
+    from control import views
+    from control.inputs import parse_model
+    from control.output import emit
+
+    fallbacks = list(fallback or [])
+    payload: dict[str, Any] = {"primary": primary, "fallbacks": fallbacks, "support": support}
+    payload["fallback_mode"] = fallback_mode or ("ordered" if fallbacks else "primary_only")
+    selection = parse_model(ModelSelection, payload, what="model selection", code="invalid_model_selection")
+    actor = _actor_required(actor, "selecting models")
+    store = _open_store(create=True)
+    with store:
+        record = store.select_models(selection, actor)
+        history = store.model_selection_history()
+    emit(
+        views.models_json(record, history), as_json, lambda console: views.render_models(console, record, [])
+    )
+
+
+@repos_app.callback()
+def repos_command(ctx: typer.Context, as_json: JsonFlag = False) -> None:
+    """List allow-listed repositories."""
+    if ctx.invoked_subcommand is not None:
+        return
+    from control import views
+    from control.output import emit
+
+    store = _open_store(create=False)
+    repositories = [] if store is None else _with(store, lambda s: s.list_repositories())
+    emit(
+        views.repositories_json(repositories),
+        as_json,
+        lambda console: views.render_repositories(console, repositories),
+    )
+
+
+@repos_app.command("add")
+def repos_add_command(
+    alias: Annotated[str, typer.Argument(help="Short name runs use for the repository.")],
+    path: Annotated[Path, typer.Argument(help="Absolute or relative path of the git working tree.")],
+    branch: Annotated[
+        str | None, typer.Option("--branch", help="Default branch (current branch if omitted).")
+    ] = None,
+    actor: ActorOption = None,
+    as_json: JsonFlag = False,
+) -> None:
+    """Allow-list a git repository under an alias."""
+    from control import views
+    from control.output import emit
+
+    actor = _actor_required(actor, "adding a repository")
+    store = _open_store(create=True)
+    with store:
+        record = store.add_repository(alias, path, branch, actor)
+    emit(
+        {"repository": views.repository_json(record)},
+        as_json,
+        lambda console: views.render_repositories(console, [record]),
+    )
+
+
+@actors_app.callback()
+def actors_command(ctx: typer.Context, as_json: JsonFlag = False) -> None:
+    """List registered human actors."""
+    if ctx.invoked_subcommand is not None:
+        return
+    from control import views
+    from control.output import emit
+
+    store = _open_store(create=False)
+    actors = [] if store is None else _with(store, lambda s: s.list_actors())
+    emit(views.actors_json(actors), as_json, lambda console: views.render_actors(console, actors))
+
+
+@actors_app.command("register")
+def actors_register_command(
+    actor_id: Annotated[str, typer.Argument(metavar="ID", help="The new actor's id.")],
+    name: Annotated[str, typer.Option("--name", help="Display name.")],
+    actor: ActorOption = None,
+    as_json: JsonFlag = False,
+) -> None:
+    """Register a human actor (the first needs no --actor; later ones need an existing actor)."""
+    from control import views
+    from control.output import emit
+
+    store = _open_store(create=True)
+    with store:
+        record = store.register_actor(actor_id, name, actor)
+    emit({"actor": views.actor_json(record)}, as_json, lambda console: views.render_actors(console, [record]))
+
+
+# --------------------------------------------------------------------------------------------------- runs
+
+
+def _run_async(coro: Any) -> Any:
+    import asyncio
+
+    return asyncio.run(coro)
+
+
+async def _client() -> Any:
+    from control.settings import Settings
+    from control.temporal import connect
+
+    return await connect(Settings.from_env())
+
+
+def _emit_view(view: Any, as_json: bool, extra: dict[str, Any] | None = None) -> None:
+    from control import run_views
+    from control.output import emit
+
+    data = run_views.run_json(view)
+    data.update(extra or {})
+    emit(data, as_json, lambda console: run_views.render_run(console, view, extra or {}))
+
+
+@app.command("create")
+def create_command(
+    input_json: Annotated[
+        str, typer.Option("--input-json", help="The work item as JSON, or @FILE to read it from a file.")
+    ],
+    tier: Annotated[str | None, typer.Option("--tier", help="recommend | read_only")] = None,
+    enqueue: Annotated[bool, typer.Option("--enqueue", help="Enqueue a read_only run at once.")] = False,
+    automatic: Annotated[bool, typer.Option("--automatic", help="Let the policy pick the tier.")] = False,
+    override: Annotated[str | None, typer.Option("--override", help="Profile id to use as primary.")] = None,
+    override_reason: Annotated[
+        str | None, typer.Option("--override-reason", help="Why the override is needed.")
+    ] = None,
+    request_id: Annotated[
+        str | None, typer.Option("--request-id", help="Caller's id: the same id returns the same run.")
+    ] = None,
+    actor: ActorOption = None,
+    wait: Annotated[
+        bool, typer.Option("--wait", help="Wait until the run needs a person or has finished.")
+    ] = False,
+    as_json: JsonFlag = False,
+) -> None:
+    """Create a specialist run for a work item (a Temporal workflow)."""
+    from catalog.capture import capture
+    from catalog.loader import load_catalog
+    from contracts.ids import new_run_id, run_id_for_request
+    from contracts.routing import RouteOverride
+    from contracts.runs import RunInput
+    from contracts.work_item import WorkItem
+    from control.inputs import parse_model, read_json_argument
+    from control.runs import create_run, request_digest, settled, wait_for_view
+    from control.settings import Settings
+
+    requested = _parse_tier(tier)
+    if automatic and requested is not None:
+        raise InvalidInput("tier_conflict", "--automatic and --tier are exclusive: give one")
+    if not automatic and requested is None:
+        raise InvalidInput("tier_required", "give --tier recommend|read_only, or --automatic")
+    route_override = _parse_override(override, override_reason, RouteOverride)
+    item = parse_model(
+        WorkItem, read_json_argument(input_json, what="work item"), what="work item", code="invalid_work_item"
+    )
+    try:
+        run_id = run_id_for_request(request_id) if request_id is not None else new_run_id()
+    except ValueError as error:
+        raise InvalidInput("invalid_request_id", str(error)) from None
+    draft = RunInput(
+        run_id=run_id,
+        work_item=item,
+        requested_tier=requested,
+        automatic=automatic,
+        override=route_override,
+        enqueue=enqueue,
+        request_id=request_id,
+        request_digest="",
+        created_by=actor,
+    )
+    run_input = draft.model_copy(update={"request_digest": request_digest(draft)})
+    # The same checks the workflow's capture activity makes, so a refusal reaches the operator at once.
+    store = _open_store(create=False)
+    if store is None:
+        policy, selection = _default_policy_record(), None
+    else:
+        with store:
+            policy, selection = store.get_policy(), store.get_model_selection()
+            if actor is not None and not store.actor_exists(actor):
+                from contracts.errors import NotFound
+
+                raise NotFound("unknown_actor", f"actor {actor!r} is not registered")
+    capture(run_input, load_catalog(), policy, selection, read_only_budget_seconds=1, edit_budget_seconds=1)
+
+    async def go() -> tuple[Any, bool]:
+        client = await _client()
+        view, deduplicated = await create_run(client, run_input, task_queue=Settings.from_env().task_queue)
+        if wait and not settled(view):
+            view = await wait_for_view(client, run_id, settled, timeout=None, on_change=_progress(as_json))
+        return view, deduplicated
+
+    view, deduplicated = _run_async(go())
+    _emit_view(view, as_json, {"deduplicated": deduplicated})
+
+
+def _progress(as_json: bool) -> Any:
+    def show(view: Any) -> None:
+        if not as_json:
+            sys.stderr.write(f"{view.run_id}: {view.status.value}\n")
+
+    return show
+
+
+@app.command("enqueue")
+def enqueue_command(
+    run_id: Annotated[str, typer.Argument(metavar="RUN", help="Run id (SOR-…).")],
+    actor: ActorOption = None,
+    as_json: JsonFlag = False,
+) -> None:
+    """Move a ready run to the queue."""
+    from control.runs import enqueue_run, get_view
+
+    async def go() -> Any:
+        client = await _client()
+        await enqueue_run(client, run_id, actor)
+        return await get_view(client, run_id)
+
+    _emit_view(_run_async(go()), as_json)
+
+
+@app.command("decide")
+def decide_command(
+    run_id: Annotated[str, typer.Argument(metavar="RUN", help="Run id (SOR-…).")],
+    actor: ActorOption = None,
+    accept: Annotated[bool, typer.Option("--accept", help="Accept the reviewed result.")] = False,
+    reject: Annotated[bool, typer.Option("--reject", help="Reject the reviewed result.")] = False,
+    note: Annotated[str, typer.Option("--note", help="Why (kept in the audit trail).")] = "",
+    as_json: JsonFlag = False,
+) -> None:
+    """Accept or reject a run that awaits a decision."""
+    from contracts.runs import DecisionOutcome, RunStatus
+    from control.runs import decide_run, wait_for_view
+
+    if accept == reject:
+        raise InvalidInput("decision_required", "give exactly one of --accept or --reject")
+    if len(note) > 2000:
+        raise InvalidInput("note_too_long", f"--note is {len(note)} characters; the limit is 2000")
+    outcome = DecisionOutcome.ACCEPTED if accept else DecisionOutcome.REJECTED
+    actor = _require_actor(actor, "decide")
+
+    async def go() -> Any:
+        client = await _client()
+        await decide_run(client, run_id, actor, outcome, note)
+        return await wait_for_view(
+            client, run_id, lambda v: v.status is not RunStatus.AWAITING_DECISION, timeout=10.0
+        )
+
+    _emit_view(_run_async(go()), as_json)
+
+
+@app.command("cancel")
+def cancel_command(
+    run_id: Annotated[str, typer.Argument(metavar="RUN", help="Run id (SOR-…).")],
+    actor: ActorOption = None,
+    reason: Annotated[str, typer.Option("--reason", help="Why (kept in the audit trail).")] = "",
+    as_json: JsonFlag = False,
+) -> None:
+    """Cancel a run that has not finished (a running model job finishes first)."""
+    from control.runs import cancel_run, check_run_id
+
+    check_run_id(run_id)
+    if len(reason) > 2000:
+        raise InvalidInput("reason_too_long", f"--reason is {len(reason)} characters; the limit is 2000")
+    actor = _require_actor(actor, "cancel")
+
+    async def go() -> Any:
+        return await cancel_run(await _client(), run_id, actor, reason)
+
+    _emit_view(_run_async(go()), as_json)
+
+
+def _require_actor(actor: str | None, action: str) -> str:
+    """Refuse a missing or unregistered actor before anything is sent (the workflow checks again)."""
+    from contracts.errors import NotFound
+
+    actor = _actor_required(actor, action)
+    store = _open_store(create=False)
+    known = False if store is None else _with(store, lambda s: s.actor_exists(actor))
+    if not known:
+        raise NotFound(
+            "unknown_actor", f"actor {actor!r} is not registered (see `specialists actors register`)"
+        )
+    return actor
+
+
+@app.command("show")
+def show_command(
+    run_id: Annotated[str, typer.Argument(metavar="RUN", help="Run id (SOR-…).")],
+    history: Annotated[bool, typer.Option("--history", help="Add the Temporal event history.")] = False,
+    as_json: JsonFlag = False,
+) -> None:
+    """Show a run: route, contract, status, result, review, decision and audit trail."""
+    from control.runs import get_view, history_events
+
+    async def go() -> tuple[Any, dict[str, Any]]:
+        client = await _client()
+        view = await get_view(client, run_id)
+        extra = {"history": await history_events(client, run_id)} if history else {}
+        return view, extra
+
+    view, extra = _run_async(go())
+    _emit_view(view, as_json, extra)
+
+
+@app.command("list")
+def list_command(
+    status: Annotated[str | None, typer.Option("--status", help="Only runs in this status.")] = None,
+    tier: Annotated[str | None, typer.Option("--tier", help="Only runs of this tier.")] = None,
+    limit: Annotated[int, typer.Option("--limit", min=1, max=1000, help="At most this many.")] = 100,
+    as_json: JsonFlag = False,
+) -> None:
+    """List runs from the projection (newest first)."""
+    from contracts.runs import RunStatus
+    from control import run_views
+    from control.output import emit
+
+    if status is not None:
+        try:
+            RunStatus(status)
+        except ValueError:
+            allowed = ", ".join(s.value for s in RunStatus)
+            raise InvalidInput(
+                "unknown_status", f"unknown status {status!r}; use one of: {allowed}"
+            ) from None
+    requested_tier = _parse_tier(tier)
+    store = _open_store(create=False)
+    runs = (
+        []
+        if store is None
+        else _with(store, lambda s: s.list_runs(status=status, tier=requested_tier, limit=limit))
+    )
+    emit(run_views.list_json(runs), as_json, lambda console: run_views.render_list(console, runs))
+
+
+@app.command("worker")
+def worker_command() -> None:
+    """Run a worker against SPECIALISTS_TEMPORAL_ADDRESS until Ctrl-C."""
+    import worker
+
+    raise typer.Exit(worker.main())
+
+
+@app.command("dev")
+def dev_command(
+    server_only: Annotated[
+        bool, typer.Option("--server-only", help="Start only the Temporal dev server.")
+    ] = False,
+) -> None:
+    """Start the embedded Temporal dev server and a worker; Ctrl-C stops both."""
+    from control.dev import run_dev
+
+    raise typer.Exit(run_dev(server_only=server_only))
+
+
+# ------------------------------------------------------------------------------------------------- main
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Run the CLI; returns the process exit code (DESIGN.md "Exit codes")."""
+    from typer._click.exceptions import ClickException, NoArgsIsHelpError
+
+    args = sys.argv[1:] if argv is None else argv
+    as_json = "--json" in args
+    try:
+        result = app(args=args, prog_name="specialists", standalone_mode=False)
+    except OperatorError as error:
+        from control.output import report_error
+
+        return report_error(error, as_json)
+    except typer.Exit as done:
+        return int(done.exit_code)
+    except typer.Abort:
+        sys.stderr.write("aborted\n")
+        return 130
+    except NoArgsIsHelpError as error:
+        error.show()
+        return 0 if not args else 2
+    except ClickException as error:
+        from control.output import report_error
+
+        return report_error(InvalidInput("invalid_usage", error.format_message()), as_json)
+    return int(result) if isinstance(result, int) else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,117 @@
+"""JSON shapes and renderings of runs (DESIGN.md ``create/show --json`` and ``list --json``)."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from control.output import table
+
+if TYPE_CHECKING:
+    from rich.console import Console
+
+    from contracts.runs import RunSummary, RunView
+
+
+def run_json(view: RunView) -> dict[str, Any]:
+    """``{"run_id", "status", "tier", "automatic", "route", "contract", "contract_sha256", "result",
+    "review", "decision", "audit", ...}``."""
+    return view.model_dump(mode="json")
+
+
+def render_run(console: Console, view: RunView, extra: dict[str, Any]) -> None:
+    """A summary table, then findings, review, decision and the audit trail."""
+    rows = [
+        ["run", view.run_id],
+        ["status", view.status.value],
+        ["tier", view.tier.value if view.tier else "-"],
+        ["automatic", "yes" if view.automatic else "no"],
+    ]
+    if extra.get("deduplicated"):
+        rows.append(["deduplicated", "yes: this request id already had this run"])
+    if view.route is not None:
+        rows += [
+            ["primary", view.route.primary],
+            ["reviewer", view.route.reviewer],
+            ["risk", view.route.risk.value],
+            ["evidence gaps", "; ".join(view.route.evidence_gaps) or "-"],
+        ]
+    if view.contract_sha256:
+        rows.append(["contract sha256", view.contract_sha256])
+    if view.contract is not None and view.contract.model is not None:
+        rows.append(["model", view.contract.model.primary])
+    if view.error is not None:
+        rows.append(["error", f"{view.error.type}: {view.error.message}"])
+    console.print(table(f"run {view.run_id}", ["", ""], rows))
+    for label, output in (("result", view.result), ("review", view.review)):
+        if output is None:
+            continue
+        title = f"{label}: confidence {output.confidence:.2f} ({output.confidence_band.value})"
+        if output.verdict is not None:
+            title += f", verdict {output.verdict.value}"
+        console.print(
+            table(
+                title,
+                ["severity", "finding", "evidence"],
+                [[f.severity.value, f.title, ", ".join(f.evidence_refs)] for f in output.findings],
+            )
+        )
+    if view.decision is not None:
+        decision = view.decision
+        console.print(
+            f"decision: {decision.outcome.value} by {decision.actor} — {decision.note or 'no note'}"
+        )
+    console.print(
+        table(
+            "audit",
+            ["seq", "at", "kind", "actor", "data"],
+            [[str(e.seq), e.at.isoformat(), e.kind, e.actor or "-", _short(e.data)] for e in view.audit],
+        )
+    )
+    if "history" in extra:
+        console.print(
+            table(
+                "Temporal history",
+                ["id", "time", "type"],
+                [[str(h["event_id"]), h["event_time"], str(h["event_type"])] for h in extra["history"]],
+            )
+        )
+
+
+def _short(data: dict[str, Any]) -> str:
+    text = ", ".join(f"{key}={value}" for key, value in data.items() if value not in (None, [], {}, ""))
+    return text if len(text) <= 100 else text[:99] + "…"
+
+
+def summary_json(summary: RunSummary) -> dict[str, Any]:
+    """One ``list --json`` row: ``run_id, status, tier, primary, reviewer, risk, created_at`` (+ more)."""
+    return summary.model_dump(mode="json")
+
+
+def list_json(runs: list[RunSummary]) -> dict[str, Any]:
+    """``{"runs": [...]}``, newest first."""
+    return {"runs": [summary_json(run) for run in runs]}
+
+
+def render_list(console: Console, runs: list[RunSummary]) -> None:
+    if not runs:
+        console.print("no runs")
+        return
+    console.print(
+        table(
+            "runs (newest first)",
+            ["run", "status", "tier", "primary", "reviewer", "risk", "created", "title"],
+            [
+                [
+                    r.run_id,
+                    r.status.value,
+                    r.tier.value if r.tier else "-",
+                    r.primary or "-",
+                    r.reviewer or "-",
+                    r.risk.value if r.risk else "-",
+                    r.created_at.isoformat(),
+                    r.title,
+                ]
+                for r in runs
+            ],
+        )
+    )

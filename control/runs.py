@@ -1,0 +1,225 @@
+"""Run operations over the Temporal client: create (deduplicated), show, enqueue, decide, cancel.
+
+Every function takes the client as an argument so tests can pass their own. Refusals become
+:class:`contracts.errors.OperatorError` subclasses carrying DESIGN.md's exit codes.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import datetime as dt
+from collections.abc import Callable
+from typing import Any
+
+from temporalio.client import (
+    Client,
+    WorkflowHandle,
+    WorkflowQueryFailedError,
+    WorkflowUpdateFailedError,
+)
+from temporalio.common import (
+    SearchAttributeKey,
+    SearchAttributePair,
+    TypedSearchAttributes,
+    WorkflowIDConflictPolicy,
+    WorkflowIDReusePolicy,
+)
+from temporalio.exceptions import ApplicationError
+from temporalio.service import RPCError, RPCStatusCode
+
+from catalog.hashing import canonical_sha256
+from contracts.errors import InvalidInput, NotFound, OperatorError, Refused, ServiceUnavailable
+from contracts.ids import is_run_id
+from contracts.runs import (
+    ActionResult,
+    CancelRequest,
+    DecisionOutcome,
+    DecisionRequest,
+    EnqueueRequest,
+    RunInput,
+    RunStatus,
+    RunView,
+)
+
+RUN_WORKFLOW = "SpecialistRun"
+QUERY_TIMEOUT = dt.timedelta(seconds=10)
+_STATUS_KEY = SearchAttributeKey.for_keyword("SpecialistStatus")
+_NOT_FOUND_CODES = frozenset({"unknown_actor"})
+
+
+def _temporal_error(error: RPCError) -> ServiceUnavailable:
+    return ServiceUnavailable("temporal_error", f"Temporal answered {error.status.name}: {error.message}")
+
+
+def request_digest(run_input: RunInput) -> str:
+    """sha256 of the canonical create request (what the operator asked for, not ids or digests)."""
+    payload = run_input.model_dump(mode="json", exclude={"run_id", "request_digest", "created_by"})
+    return canonical_sha256(payload)
+
+
+def check_run_id(run_id: str) -> None:
+    """Raises :class:`InvalidInput` (``invalid_run_id``) unless ``run_id`` is ``SOR-`` + 16."""
+    if not is_run_id(run_id):
+        raise InvalidInput("invalid_run_id", f"{run_id!r} is not a run id (SOR- followed by 16 of 0-9A-Z)")
+
+
+async def _describe_memo(handle: WorkflowHandle[Any, Any]) -> dict[str, Any] | None:
+    """The run's memo, or ``None`` when no such workflow exists."""
+    try:
+        description = await handle.describe()
+    except RPCError as error:
+        if error.status == RPCStatusCode.NOT_FOUND:
+            return None
+        raise ServiceUnavailable(
+            "temporal_error", f"Temporal answered {error.status.name}: {error}"
+        ) from None
+    return dict(await description.memo())
+
+
+async def create_run(client: Client, run_input: RunInput, *, task_queue: str) -> tuple[RunView, bool]:
+    """Start the run, or return the existing one for the same request id.
+
+    Returns ``(view, deduplicated)``. Raises :class:`Refused` ``request_id_conflict`` when the request
+    id was used for a different payload.
+    """
+    handle = client.get_workflow_handle(run_input.run_id)
+    memo = await _describe_memo(handle) if run_input.request_id else None
+    if memo is not None:
+        if memo.get("request_digest") != run_input.request_digest:
+            raise Refused(
+                "request_id_conflict",
+                f"request id {run_input.request_id!r} was already used for a different request "
+                f"(run {run_input.run_id})",
+            )
+        return await wait_for_view(
+            client, run_input.run_id, lambda v: v.status is not RunStatus.ROUTING
+        ), True
+    await client.start_workflow(
+        RUN_WORKFLOW,
+        run_input,
+        id=run_input.run_id,
+        task_queue=task_queue,
+        id_conflict_policy=WorkflowIDConflictPolicy.USE_EXISTING,
+        id_reuse_policy=WorkflowIDReusePolicy.REJECT_DUPLICATE,
+        memo={"request_digest": run_input.request_digest, "title": run_input.work_item.title},
+        search_attributes=TypedSearchAttributes([SearchAttributePair(_STATUS_KEY, RunStatus.ROUTING.value)]),
+    )
+    view = await wait_for_view(client, run_input.run_id, lambda v: v.status is not RunStatus.ROUTING)
+    return view, False
+
+
+async def get_view(client: Client, run_id: str) -> RunView:
+    """The run's view by query. Raises :class:`NotFound` or :class:`ServiceUnavailable`."""
+    check_run_id(run_id)
+    handle = client.get_workflow_handle(run_id)
+    try:
+        view: RunView = await handle.query("view", result_type=RunView, rpc_timeout=QUERY_TIMEOUT)
+        return view
+    except RPCError as error:
+        if error.status == RPCStatusCode.NOT_FOUND:
+            raise NotFound("unknown_run", f"no run {run_id}") from None
+        if error.status in (RPCStatusCode.DEADLINE_EXCEEDED, RPCStatusCode.UNAVAILABLE):
+            raise ServiceUnavailable(
+                "no_worker",
+                f"no worker answered for run {run_id}: start one with `specialists worker` "
+                "(or `specialists dev`)",
+            ) from None
+        raise ServiceUnavailable(
+            "temporal_error", f"Temporal answered {error.status.name}: {error}"
+        ) from None
+    except WorkflowQueryFailedError as error:
+        raise ServiceUnavailable("query_failed", f"run {run_id} could not answer: {error}") from None
+
+
+async def wait_for_view(
+    client: Client,
+    run_id: str,
+    done: Callable[[RunView], bool],
+    *,
+    timeout: float | None = 15.0,
+    on_change: Callable[[RunView], None] | None = None,
+) -> RunView:
+    """Poll the run's view until ``done(view)`` or ``timeout`` seconds (``None`` = no limit)."""
+    loop = asyncio.get_running_loop()
+    deadline = None if timeout is None else loop.time() + timeout
+    last_status: RunStatus | None = None
+    while True:
+        view = await get_view(client, run_id)
+        if on_change is not None and view.status is not last_status:
+            on_change(view)
+        last_status = view.status
+        if done(view) or (deadline is not None and loop.time() >= deadline):
+            return view
+        await asyncio.sleep(0.1)
+
+
+def settled(view: RunView) -> bool:
+    """True when the run needs a person or has finished (what ``--wait`` waits for)."""
+    return view.status.terminal or view.status.needs_person
+
+
+async def _update(client: Client, run_id: str, name: str, request: Any) -> ActionResult:
+    check_run_id(run_id)
+    handle = client.get_workflow_handle(run_id)
+    if await _describe_memo(handle) is None:
+        raise NotFound("unknown_run", f"no run {run_id}")
+    try:
+        result: ActionResult = await handle.execute_update(name, request, result_type=ActionResult)
+    except WorkflowUpdateFailedError as error:
+        cause = error.cause
+        if isinstance(cause, ApplicationError):
+            raise Refused(cause.type or "refused", cause.message) from None
+        raise Refused("refused", str(cause or error)) from None
+    except RPCError as error:
+        if error.status == RPCStatusCode.NOT_FOUND:
+            raise Refused("run_finished", f"run {run_id} has finished") from None
+        raise ServiceUnavailable(
+            "temporal_error", f"Temporal answered {error.status.name}: {error}"
+        ) from None
+    if not result.accepted:
+        error_class: type[OperatorError] = NotFound if result.code in _NOT_FOUND_CODES else Refused
+        raise error_class(result.code or "refused", result.message or "refused")
+    return result
+
+
+async def enqueue_run(client: Client, run_id: str, actor: str | None) -> ActionResult:
+    """Update ``enqueue``: a ``ready`` run moves to the queue."""
+    return await _update(client, run_id, "enqueue", EnqueueRequest(actor=actor))
+
+
+async def decide_run(
+    client: Client, run_id: str, actor: str, outcome: DecisionOutcome, note: str
+) -> ActionResult:
+    """Update ``decide``: accept or reject a run awaiting a decision."""
+    return await _update(client, run_id, "decide", DecisionRequest(actor=actor, outcome=outcome, note=note))
+
+
+async def cancel_run(client: Client, run_id: str, actor: str, reason: str) -> RunView:
+    """Signal ``cancel`` after checking the run exists and has not finished."""
+    view = await get_view(client, run_id)
+    if view.status.terminal:
+        raise Refused("run_finished", f"run {run_id} is {view.status.value}: nothing to cancel")
+    handle = client.get_workflow_handle(run_id)
+    await handle.signal("cancel", CancelRequest(actor=actor, reason=reason))
+    return await wait_for_view(
+        client,
+        run_id,
+        lambda v: v.status in (RunStatus.CANCELLED, RunStatus.CANCEL_REQUESTED) or v.status.terminal,
+        timeout=10.0,
+    )
+
+
+async def history_events(client: Client, run_id: str) -> list[dict[str, Any]]:
+    """The run's Temporal event history, one compact entry per event."""
+    handle = client.get_workflow_handle(run_id)
+    history = await handle.fetch_history()
+    events = []
+    for event in history.events:
+        events.append(
+            {
+                "event_id": event.event_id,
+                "event_time": event.event_time.ToDatetime(tzinfo=dt.UTC).isoformat().replace("+00:00", "Z"),
+                "event_type": event.event_type,
+            }
+        )
+    return events

@@ -1,0 +1,312 @@
+"""JSON shapes (DESIGN.md "Operator contract") and rich renderings for the CLI's configuration views.
+
+Each ``*_json`` function returns the exact object ``--json`` prints; each ``render_*`` draws the same
+facts for a person.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from control.output import table
+
+if TYPE_CHECKING:
+    from rich.console import Console
+
+    from catalog.loaded import LoadedCatalog
+    from catalog.sources import SourceVerification
+    from catalog.validation import CatalogReport
+    from contracts.config import ActorRecord, PolicyRecord, RepositoryRecord
+    from contracts.models import ModelSelectionRecord
+    from contracts.routing import RouteDecision
+
+
+def _time(value: Any) -> str | None:
+    """ISO 8601 UTC with ``Z`` (DESIGN.md "Values")."""
+    if value is None:
+        return None
+    return str(value.astimezone(_utc()).isoformat().replace("+00:00", "Z"))
+
+
+def _utc() -> Any:
+    import datetime as dt
+
+    return dt.UTC
+
+
+# ------------------------------------------------------------------------------------------------ catalog
+
+
+def catalog_json(report: CatalogReport, verification: SourceVerification | None) -> dict[str, Any]:
+    """``catalog --json``: validity, version, hash, upstream pin, profiles, violations."""
+    catalog = report.catalog
+    data: dict[str, Any] = {
+        "valid": report.valid,
+        "catalog_version": catalog.version if catalog else None,
+        "schema_version": catalog.file.schema_version if catalog else None,
+        "catalog_sha256": report.sha256,
+        "upstream": None,
+        "profiles": [],
+        "violations": [violation.model_dump(mode="json") for violation in report.violations],
+    }
+    if catalog is not None:
+        pin = catalog.file.upstream
+        data["upstream"] = {"repository": pin.repository, "commit": pin.commit, "license": pin.license}
+        data["profiles"] = [
+            {
+                "id": profile.id,
+                "name": profile.name,
+                "reviewer": profile.reviewer,
+                "work_class": profile.work_class.value,
+                "origin": profile.provenance.origin,
+                "source_path": profile.provenance.source_path,
+                "source_commit": profile.provenance.source_commit
+                or (pin.commit if profile.provenance.origin == "upstream" else None),
+                "sha256": profile.provenance.sha256,
+                "license": profile.provenance.license,
+                "reviewed_on": profile.provenance.reviewed_on.isoformat(),
+            }
+            for profile in catalog.file.profiles
+        ]
+    if verification is not None:
+        data["verification"] = verification.model_dump(mode="json")
+    return data
+
+
+def render_catalog(console: Console, report: CatalogReport, verification: SourceVerification | None) -> None:
+    """Profiles table (with verification status when checked), then every violation."""
+    catalog = report.catalog
+    if catalog is not None:
+        statuses = {p.id: p.status for p in verification.profiles} if verification else {}
+        columns = ["id", "name", "reviewer", "class", "source"]
+        if verification:
+            columns.append("verified")
+        rows = []
+        for profile in catalog.file.profiles:
+            source = profile.provenance.source_path or f"local ({profile.provenance.local_reason or ''})"
+            row = [profile.id, profile.name, profile.reviewer, profile.work_class.value, source]
+            if verification:
+                row.append(str(statuses.get(profile.id, "")))
+            rows.append(row)
+        pin = catalog.file.upstream
+        console.print(
+            table(
+                f"catalog {catalog.version} — sha256 {report.sha256} — upstream {pin.repository}"
+                f" @ {pin.commit[:12]} ({pin.license})",
+                columns,
+                rows,
+            )
+        )
+    if report.violations:
+        console.print(
+            table(
+                f"{len(report.violations)} violation(s): catalog is NOT valid",
+                ["profile", "field", "rule", "message"],
+                [[v.profile or "-", v.field, v.rule, v.message] for v in report.violations],
+            )
+        )
+    else:
+        console.print(f"valid: {len(catalog.file.profiles) if catalog else 0} profiles")
+    if verification is not None:
+        verdict = "verified" if verification.verified else "NOT verified (mismatch or missing source)"
+        console.print(f"sources: {verdict}")
+
+
+# -------------------------------------------------------------------------------------------------- route
+
+
+def render_route(console: Console, decision: RouteDecision) -> None:
+    """Primary, reviewer, risk, confidence, reasons, alternatives, gaps and tier preview."""
+    rows = [
+        ["primary", decision.primary],
+        ["reviewer", decision.reviewer],
+        ["risk", decision.risk.value],
+        ["confidence", f"{decision.confidence:.2f} (score {decision.score})"],
+        ["task type", decision.task_type.value],
+        ["repository", decision.repo_alias or "-"],
+    ]
+    if decision.override:
+        rows.append(["override", f"{decision.override.profile}: {decision.override.reason}"])
+    if decision.effective_tier is not None:
+        rows.append(["effective tier", decision.effective_tier.value])
+        rows.extend(["tier reason", reason] for reason in decision.tier_reasons or [])
+    rows.extend(["reason", reason] for reason in decision.reasons)
+    rows.extend(["alternative", f"{alt.profile} ({alt.score})"] for alt in decision.alternatives)
+    rows.extend(["evidence gap", gap] for gap in decision.evidence_gaps)
+    console.print(table("route", ["", ""], rows))
+
+
+# ------------------------------------------------------------------------------------------ configuration
+
+
+def policy_json(record: PolicyRecord) -> dict[str, Any]:
+    """``policy --json``: mode, ceiling, who set it and when (null for the built-in default)."""
+    return {
+        "mode": record.policy.mode.value,
+        "maximum_automatic_tier": record.policy.maximum_automatic_tier.value,
+        "set_by": record.set_by,
+        "set_at": _time(record.set_at),
+        "default": record.set_by is None,
+    }
+
+
+def render_policy(console: Console, record: PolicyRecord) -> None:
+    data = policy_json(record)
+    origin = "built-in default" if data["default"] else f"set by {data['set_by']} at {data['set_at']}"
+    console.print(
+        table(
+            "automation policy",
+            ["mode", "maximum automatic tier", "origin"],
+            [[data["mode"], data["maximum_automatic_tier"], origin]],
+        )
+    )
+
+
+def selection_json(record: ModelSelectionRecord | None) -> dict[str, Any] | None:
+    """A model selection record as JSON, or ``None``."""
+    if record is None:
+        return None
+    return {
+        **record.selection.model_dump(mode="json"),
+        "selected_by": record.selected_by,
+        "selected_at": _time(record.selected_at),
+    }
+
+
+def models_json(current: ModelSelectionRecord | None, history: list[ModelSelectionRecord]) -> dict[str, Any]:
+    """``models --json``: the current selection (null when none) and the history, newest first."""
+    return {
+        "selected": current is not None,
+        "current": selection_json(current),
+        "history": [selection_json(record) for record in history],
+    }
+
+
+def render_models(
+    console: Console, current: ModelSelectionRecord | None, history: list[ModelSelectionRecord]
+) -> None:
+    if current is None:
+        console.print(
+            "model selection: none selected — choose one with "
+            "`specialists models select --primary provider:name --actor ID`"
+        )
+        return
+    records = history or [current]
+    console.print(
+        table(
+            "model selection (newest first)",
+            ["primary", "fallbacks", "fallback mode", "support", "selected by", "selected at"],
+            [
+                [
+                    r.selection.primary,
+                    ", ".join(r.selection.fallbacks) or "-",
+                    r.selection.fallback_mode.value,
+                    r.selection.support or "-",
+                    r.selected_by,
+                    _time(r.selected_at) or "",
+                ]
+                for r in records
+            ],
+        )
+    )
+
+
+def repository_json(record: RepositoryRecord) -> dict[str, Any]:
+    return {
+        "alias": record.alias,
+        "path": record.path,
+        "default_branch": record.default_branch,
+        "added_by": record.added_by,
+        "added_at": _time(record.added_at),
+    }
+
+
+def repositories_json(records: list[RepositoryRecord]) -> dict[str, Any]:
+    """``repos --json``: ``{"repositories": [...]}``."""
+    return {"repositories": [repository_json(r) for r in records]}
+
+
+def render_repositories(console: Console, records: list[RepositoryRecord]) -> None:
+    if not records:
+        console.print("no repositories — add one with `specialists repos add ALIAS PATH --actor ID`")
+        return
+    console.print(
+        table(
+            "repositories",
+            ["alias", "path", "default branch", "added by", "added at"],
+            [[r.alias, r.path, r.default_branch, r.added_by, _time(r.added_at) or ""] for r in records],
+        )
+    )
+
+
+def actor_json(record: ActorRecord) -> dict[str, Any]:
+    return {
+        "id": record.id,
+        "name": record.name,
+        "registered_by": record.registered_by,
+        "registered_at": _time(record.registered_at),
+    }
+
+
+def actors_json(records: list[ActorRecord]) -> dict[str, Any]:
+    """``actors --json``: ``{"actors": [...]}``."""
+    return {"actors": [actor_json(r) for r in records]}
+
+
+def render_actors(console: Console, records: list[ActorRecord]) -> None:
+    if not records:
+        console.print("no actors — register the first with `specialists actors register ID --name NAME`")
+        return
+    console.print(
+        table(
+            "actors",
+            ["id", "name", "registered by", "registered at"],
+            [[r.id, r.name, r.registered_by or "-", _time(r.registered_at) or ""] for r in records],
+        )
+    )
+
+
+def status_json(
+    catalog: LoadedCatalog,
+    policy: PolicyRecord,
+    selection: ModelSelectionRecord | None,
+    repositories: list[RepositoryRecord],
+    actors: list[ActorRecord],
+) -> dict[str, Any]:
+    """``status --json``: catalog version and hash, policy, model selection, counts."""
+    return {
+        "catalog": {
+            "catalog_version": catalog.version,
+            "catalog_sha256": catalog.sha256,
+            "profiles": len(catalog.profiles),
+        },
+        "policy": policy_json(policy),
+        "models": {"selected": selection is not None, "current": selection_json(selection)},
+        "repositories": len(repositories),
+        "actors": len(actors),
+    }
+
+
+def render_status(console: Console, data: dict[str, Any]) -> None:
+    catalog, policy, models = data["catalog"], data["policy"], data["models"]
+    current = models["current"]
+    model_text = (
+        "none selected (use `specialists models select --primary provider:name --actor ID`)"
+        if current is None
+        else f"{current['primary']} (fallbacks: {', '.join(current['fallbacks']) or 'none'}, "
+        f"mode {current['fallback_mode']}, support: {current['support'] or 'none'})"
+    )
+    console.print(
+        table(
+            "specialists status",
+            ["", ""],
+            [
+                ["catalog", f"{catalog['catalog_version']} ({catalog['profiles']} profiles)"],
+                ["catalog sha256", catalog["catalog_sha256"]],
+                ["policy", f"mode {policy['mode']}, ceiling {policy['maximum_automatic_tier']}"],
+                ["models", model_text],
+                ["repositories", str(data["repositories"])],
+                ["actors", str(data["actors"])],
+            ],
+        )
+    )

@@ -1,0 +1,1 @@
+"""Deployment helpers: the embedded Temporal dev-server launcher and cluster setup scripts."""

@@ -1,0 +1,118 @@
+"""The git checks behind registering a repository: a working tree's top level and its branches.
+
+git runs with an argument vector (no shell), a timeout, no terminal prompt, and without the
+environment variables that would point it at another repository than the one asked about.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+from pathlib import Path
+from typing import Final
+
+from contracts.errors import InvalidInput, ServiceUnavailable
+
+GIT_TIMEOUT_SECONDS: Final = 15.0
+MAX_BRANCH_CHARS: Final = 255
+
+# Set by git hooks and wrappers; any of them would make `git -C PATH` look somewhere else.
+_REPOSITORY_LOCATING_VARIABLES: Final = frozenset(
+    {
+        "GIT_DIR",
+        "GIT_WORK_TREE",
+        "GIT_INDEX_FILE",
+        "GIT_OBJECT_DIRECTORY",
+        "GIT_ALTERNATE_OBJECT_DIRECTORIES",
+        "GIT_COMMON_DIR",
+        "GIT_NAMESPACE",
+        "GIT_PREFIX",
+        "GIT_CEILING_DIRECTORIES",
+        "GIT_DISCOVERY_ACROSS_FILESYSTEM",
+    }
+)
+
+
+def working_tree_root(path: Path) -> Path:
+    """The absolute, resolved ``path`` if it is the top level of a git working tree.
+
+    Raises :class:`InvalidInput` (``not_a_git_repository``) for a missing directory, a directory that
+    is not in a working tree, a bare repository, or a subdirectory of a working tree (naming its top
+    level); :class:`ServiceUnavailable` (``git_unavailable``) when git cannot be run.
+    """
+    resolved = path.resolve()
+    if not resolved.is_dir():
+        raise InvalidInput("not_a_git_repository", f"{resolved} is not an existing directory")
+    result = _git(resolved, "rev-parse", "--show-toplevel")
+    if result.returncode != 0:
+        raise InvalidInput(
+            "not_a_git_repository",
+            f"{resolved} is not a git working tree: {_first_line(result.stderr)}",
+        )
+    toplevel = Path(result.stdout.strip()).resolve()
+    if toplevel != resolved:
+        raise InvalidInput(
+            "not_a_git_repository",
+            f"{resolved} is inside the git working tree {toplevel}, not its top level: register {toplevel}",
+        )
+    return resolved
+
+
+def local_branch(tree: Path, branch: str | None) -> str:
+    """The default branch for the working tree ``tree``: ``branch`` if it is an existing local
+    branch, or, when ``branch`` is ``None``, the branch checked out at ``tree``.
+
+    Raises :class:`InvalidInput` (``unknown_branch``) for a malformed or missing branch, a detached
+    HEAD, or a branch without commits.
+    """
+    if branch is None:
+        result = _git(tree, "symbolic-ref", "--quiet", "--short", "HEAD")
+        if result.returncode != 0:
+            raise InvalidInput(
+                "unknown_branch",
+                f"{tree} has a detached HEAD, so it has no current branch: name the default branch",
+            )
+        branch = result.stdout.strip()
+    if (
+        not branch
+        or len(branch) > MAX_BRANCH_CHARS
+        or branch.startswith("-")
+        or _git(tree, "check-ref-format", f"refs/heads/{branch}").returncode != 0
+    ):
+        raise InvalidInput("unknown_branch", f"{branch!r} is not a valid branch name")
+    if _git(tree, "rev-parse", "--verify", "--quiet", f"refs/heads/{branch}").returncode != 0:
+        raise InvalidInput("unknown_branch", f"{tree} has no local branch {branch!r} with a commit on it")
+    return branch
+
+
+def _git(tree: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    argv = ["git", "-C", str(tree), *args]
+    try:
+        return subprocess.run(
+            argv,
+            capture_output=True,
+            text=True,
+            timeout=GIT_TIMEOUT_SECONDS,
+            env=_git_environment(),
+            stdin=subprocess.DEVNULL,
+            check=False,
+        )
+    except FileNotFoundError as exc:
+        raise ServiceUnavailable("git_unavailable", "git is not installed or not on PATH") from exc
+    except subprocess.TimeoutExpired as exc:
+        raise ServiceUnavailable(
+            "git_unavailable", f"git did not answer within {GIT_TIMEOUT_SECONDS:g} s in {tree}"
+        ) from exc
+
+
+def _git_environment() -> dict[str, str]:
+    environment = {
+        name: value for name, value in os.environ.items() if name not in _REPOSITORY_LOCATING_VARIABLES
+    }
+    environment.update({"GIT_TERMINAL_PROMPT": "0", "GIT_OPTIONAL_LOCKS": "0", "LC_ALL": "C"})
+    return environment
+
+
+def _first_line(text: str) -> str:
+    lines = [line.strip() for line in text.strip().splitlines() if line.strip()]
+    return lines[0] if lines else "git gave no reason"

@@ -1,0 +1,120 @@
+"""The SQLAlchemy schema of the store: operator configuration tables (DESIGN.md "Storage").
+
+Every change to these classes ships with an Alembic migration in ``store/migrations/versions/`` and a
+new :data:`SCHEMA_REVISION`. Times are stored in UTC and read back timezone-aware.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from typing import Any, Final
+
+from sqlalchemy import JSON, DateTime, ForeignKey, Integer, MetaData, String, Text
+from sqlalchemy.engine import Dialect
+from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
+from sqlalchemy.types import TypeDecorator
+
+SCHEMA_REVISION: Final = "0001"
+"""The Alembic head this code expects; a store at another revision is not read without upgrading."""
+
+ACTOR_ID_LENGTH: Final = 64
+ACTOR_NAME_LENGTH: Final = 120
+ALIAS_LENGTH: Final = 64
+BRANCH_LENGTH: Final = 255
+MODEL_ID_LENGTH: Final = 200
+ENUM_LENGTH: Final = 32
+
+NAMING_CONVENTION: Final = {
+    "ix": "ix_%(column_0_label)s",
+    "uq": "uq_%(table_name)s_%(column_0_name)s",
+    "ck": "ck_%(table_name)s_%(constraint_name)s",
+    "fk": "fk_%(table_name)s_%(column_0_name)s_%(referred_table_name)s",
+    "pk": "pk_%(table_name)s",
+}
+
+
+class UtcDateTime(TypeDecorator[dt.datetime]):
+    """A timezone-aware UTC timestamp on every backend.
+
+    Refuses naive datetimes on write (their zone is unknown). SQLite keeps no zone, so the value is
+    stored as naive UTC and marked UTC again on read.
+    """
+
+    impl = DateTime(timezone=True)
+    cache_ok = True
+
+    def process_bind_param(self, value: dt.datetime | None, dialect: Dialect) -> dt.datetime | None:
+        if value is None:
+            return None
+        if value.tzinfo is None or value.utcoffset() is None:
+            raise ValueError(f"refusing to store a naive datetime {value!r}: give a UTC time")
+        value = value.astimezone(dt.UTC)
+        if dialect.name == "sqlite":
+            return value.replace(tzinfo=None)
+        return value
+
+    def process_result_value(self, value: Any, dialect: Dialect) -> dt.datetime | None:
+        if value is None:
+            return None
+        if not isinstance(value, dt.datetime):
+            raise TypeError(f"expected a datetime from the database, got {type(value).__name__}")
+        if value.tzinfo is None:
+            return value.replace(tzinfo=dt.UTC)
+        return value.astimezone(dt.UTC)
+
+
+class Base(DeclarativeBase):
+    """Declarative base of every store table."""
+
+    metadata = MetaData(naming_convention=NAMING_CONVENTION)
+
+
+class ActorRow(Base):
+    """A registered human actor. ``registered_by`` is empty only for the first actor."""
+
+    __tablename__ = "actors"
+
+    id: Mapped[str] = mapped_column(String(ACTOR_ID_LENGTH), primary_key=True)
+    name: Mapped[str] = mapped_column(String(ACTOR_NAME_LENGTH))
+    registered_by: Mapped[str | None] = mapped_column(String(ACTOR_ID_LENGTH), ForeignKey("actors.id"))
+    registered_at: Mapped[dt.datetime] = mapped_column(UtcDateTime())
+
+
+class AutomationPolicyRow(Base):
+    """One write of the automation policy; the policy in force is the row with the highest id."""
+
+    __tablename__ = "automation_policy"
+    __table_args__ = ({"sqlite_autoincrement": True},)
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
+    mode: Mapped[str] = mapped_column(String(ENUM_LENGTH))
+    maximum_automatic_tier: Mapped[str] = mapped_column(String(ENUM_LENGTH))
+    set_by: Mapped[str] = mapped_column(String(ACTOR_ID_LENGTH), ForeignKey("actors.id"))
+    set_at: Mapped[dt.datetime] = mapped_column(UtcDateTime())
+
+
+class ModelSelectionRow(Base):
+    """One model selection; the selection in force is the row with the highest id."""
+
+    __tablename__ = "model_selections"
+    __table_args__ = ({"sqlite_autoincrement": True},)
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
+    primary: Mapped[str] = mapped_column(String(MODEL_ID_LENGTH))
+    fallbacks: Mapped[list[str]] = mapped_column(JSON)
+    fallback_mode: Mapped[str] = mapped_column(String(ENUM_LENGTH))
+    support: Mapped[str | None] = mapped_column(String(MODEL_ID_LENGTH))
+    selected_by: Mapped[str] = mapped_column(String(ACTOR_ID_LENGTH), ForeignKey("actors.id"))
+    selected_at: Mapped[dt.datetime] = mapped_column(UtcDateTime())
+
+
+class RepositoryRow(Base):
+    """An allow-listed repository: alias → absolute path of a git working tree."""
+
+    __tablename__ = "repositories"
+
+    alias: Mapped[str] = mapped_column(String(ALIAS_LENGTH), primary_key=True)
+    path: Mapped[str] = mapped_column(Text)
+    default_branch: Mapped[str] = mapped_column(String(BRANCH_LENGTH))
+    added_by: Mapped[str] = mapped_column(String(ACTOR_ID_LENGTH), ForeignKey("actors.id"))
+    added_at: Mapped[dt.datetime] = mapped_column(UtcDateTime())

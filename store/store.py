@@ -1,0 +1,200 @@
+"""The store handle: one engine, short transactions, operator configuration reads and writes.
+
+Every write validates first and runs in a single transaction holding the write lock, so a refusal
+changes nothing and two writers never interleave a check and a write.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from types import TracebackType
+from typing import Final
+
+from sqlalchemy import Engine
+from sqlalchemy.orm import Session
+
+from contracts.config import ActorRecord, PolicyRecord, RepositoryRecord
+from contracts.errors import InvalidInput, OperatorError
+from contracts.models import ModelSelection, ModelSelectionRecord
+from contracts.policy import AutomationPolicy
+from store import actors, git, model_selection, repositories
+from store import policy as automation_policy
+from store.engine import database_errors, render_url, writing
+
+DEFAULT_HISTORY_LIMIT: Final = 20
+
+
+def utc_now() -> dt.datetime:
+    """The current time, timezone-aware UTC."""
+    return dt.datetime.now(dt.UTC)
+
+
+class Store:
+    """Operator configuration: automation policy, model selection, repositories and actors.
+
+    Obtain one with :func:`store.database.open_store`; close it (or use it as a context manager)
+    to release its connections. ``clock`` supplies write times (UTC).
+    """
+
+    def __init__(self, engine: Engine, *, clock: Callable[[], dt.datetime] = utc_now) -> None:
+        self._engine = engine
+        self._write_engine = writing(engine)
+        self._clock = clock
+
+    @property
+    def engine(self) -> Engine:
+        """The SQLAlchemy engine behind the store."""
+        return self._engine
+
+    @property
+    def url(self) -> str:
+        """The database URL, password hidden."""
+        return render_url(self._engine.url)
+
+    def close(self) -> None:
+        """Release every pooled connection."""
+        self._engine.dispose()
+
+    def __enter__(self) -> Store:
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        traceback: TracebackType | None,
+    ) -> None:
+        self.close()
+
+    # Automation policy
+
+    def get_policy(self) -> PolicyRecord:
+        """The policy in force; the built-in default (``set_by``/``set_at`` ``None``) if never set."""
+        with self._reading() as session:
+            return automation_policy.current_policy(session)
+
+    def policy_history(self, limit: int = DEFAULT_HISTORY_LIMIT) -> list[PolicyRecord]:
+        """Up to ``limit`` policy writes, newest first."""
+        _check_limit(limit)
+        with self._reading() as session:
+            return automation_policy.policy_history(session, limit)
+
+    def set_policy(self, policy: AutomationPolicy, actor: str) -> PolicyRecord:
+        """Set the automation policy as ``actor`` and return the policy now in force.
+
+        The write is read back in a new session and must equal what was written. Raises
+        ``unknown_actor`` (not found), or :class:`OperatorError` ``policy_write_unverified`` when the
+        policy read back differs (another write landed in between, or the write was lost).
+        """
+        with self._writing() as session:
+            written = automation_policy.record_policy(session, policy, actor, self._now())
+        in_force = self.get_policy()
+        if in_force != written:
+            raise OperatorError(
+                "policy_write_unverified",
+                f"the policy read back ({_describe_policy(in_force)}) is not the policy just "
+                f"written ({_describe_policy(written)}): check `policy` and set it again",
+            )
+        return in_force
+
+    # Model selection
+
+    def get_model_selection(self) -> ModelSelectionRecord | None:
+        """The model selection in force, or ``None`` when no model was ever selected."""
+        with self._reading() as session:
+            return model_selection.current_selection(session)
+
+    def select_models(self, selection: ModelSelection, actor: str) -> ModelSelectionRecord:
+        """Record ``selection`` as made by ``actor``. Raises ``unknown_actor`` (not found)."""
+        with self._writing() as session:
+            return model_selection.record_selection(session, selection, actor, self._now())
+
+    def model_selection_history(self, limit: int = DEFAULT_HISTORY_LIMIT) -> list[ModelSelectionRecord]:
+        """Up to ``limit`` model selections, newest first."""
+        _check_limit(limit)
+        with self._reading() as session:
+            return model_selection.selection_history(session, limit)
+
+    # Repositories
+
+    def add_repository(
+        self, alias: str, path: Path, default_branch: str | None, actor: str
+    ) -> RepositoryRecord:
+        """Allow-list the git working tree at ``path`` as ``alias``.
+
+        ``path`` must be the top level of a working tree; it is stored resolved and absolute.
+        ``default_branch`` must be an existing local branch; ``None`` takes the branch checked out.
+        Raises ``invalid_alias``, ``not_a_git_repository``, ``unknown_branch`` (invalid input),
+        ``unknown_actor`` (not found) or ``duplicate_alias`` (refused); nothing is written then.
+        """
+        repositories.check_alias(alias)
+        tree = git.working_tree_root(path)
+        branch = git.local_branch(tree, default_branch)
+        with self._writing() as session:
+            return repositories.add_repository(session, alias, str(tree), branch, actor, self._now())
+
+    def get_repository(self, alias: str) -> RepositoryRecord:
+        """The repository registered as ``alias``. Raises ``unknown_repository`` (not found)."""
+        with self._reading() as session:
+            return repositories.get_repository(session, alias)
+
+    def list_repositories(self) -> list[RepositoryRecord]:
+        """All registered repositories, by alias."""
+        with self._reading() as session:
+            return repositories.list_repositories(session)
+
+    # Actors
+
+    def register_actor(self, actor_id: str, name: str, by: str | None) -> ActorRecord:
+        """Register a human actor; see :func:`store.actors.register_actor` for the rules."""
+        actors.check_actor_id(actor_id)
+        actors.check_actor_name(name)
+        with self._writing() as session:
+            return actors.register_actor(session, actor_id, name, by, self._now())
+
+    def list_actors(self) -> list[ActorRecord]:
+        """All registered actors, in order of registration."""
+        with self._reading() as session:
+            return actors.list_actors(session)
+
+    def actor_exists(self, actor_id: str) -> bool:
+        """Whether ``actor_id`` is registered."""
+        with self._reading() as session:
+            return actors.actor_exists(session, actor_id)
+
+    # Transactions
+
+    @contextmanager
+    def _reading(self) -> Iterator[Session]:
+        with database_errors(self._engine.url), Session(self._engine) as session, session.begin():
+            yield session
+
+    @contextmanager
+    def _writing(self) -> Iterator[Session]:
+        with (
+            database_errors(self._engine.url),
+            Session(self._write_engine) as session,
+            session.begin(),
+        ):
+            yield session
+
+    def _now(self) -> dt.datetime:
+        now = self._clock()
+        if now.tzinfo is None or now.utcoffset() is None:
+            raise ValueError("the store clock must return timezone-aware times")
+        return now.astimezone(dt.UTC)
+
+
+def _check_limit(limit: int) -> None:
+    if limit < 1:
+        raise InvalidInput("invalid_limit", f"limit must be at least 1, not {limit}")
+
+
+def _describe_policy(record: PolicyRecord) -> str:
+    return (
+        f"mode {record.policy.mode.value}, ceiling {record.policy.maximum_automatic_tier.value}, "
+        f"set by {record.set_by or 'default'}"
+    )

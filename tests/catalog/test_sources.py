@@ -1,0 +1,218 @@
+"""Source verification against a git repository built in the test: ok, mismatch, missing, local."""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import subprocess
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from catalog.schema import CatalogFile
+from catalog.sources import SourceStatus, SourceVerification, verify_sources
+from contracts.errors import InvalidInput
+from tests.catalog.samples import catalog, local_provenance, profile, upstream_provenance
+
+OLD_TEXT = b"# Analyst\n\nFirst version of the analyst profile.\n"
+NEW_TEXT = b"# Analyst\n\nSecond version of the analyst profile.\n"
+REVIEWER_TEXT = b"# Reviewer\n\nReviews findings.\n"
+LICENSE_TEXT = b"Permission is granted to test.\n"
+
+
+def _sha(data: bytes) -> str:
+    return hashlib.sha256(data).hexdigest()
+
+
+def _git(root: Path, *args: str) -> str:
+    env = {
+        **{k: v for k, v in os.environ.items() if not k.startswith("GIT_")},
+        "GIT_CONFIG_GLOBAL": os.devnull,
+        "GIT_CONFIG_NOSYSTEM": "1",
+        "GIT_AUTHOR_NAME": "Test",
+        "GIT_AUTHOR_EMAIL": "test@example.org",
+        "GIT_COMMITTER_NAME": "Test",
+        "GIT_COMMITTER_EMAIL": "test@example.org",
+    }
+    result = subprocess.run(
+        ["git", "-C", str(root), *args], capture_output=True, env=env, check=True, text=True
+    )
+    return result.stdout.strip()
+
+
+class Upstream:
+    """A repository with two commits: ``old`` holds the first analyst text, ``new`` the second."""
+
+    def __init__(self, root: Path) -> None:
+        self.root = root
+        root.mkdir()
+        _git(root, "init", "-q", "-b", "main")
+        (root / "profiles").mkdir()
+        (root / "profiles" / "analyst.md").write_bytes(OLD_TEXT)
+        (root / "profiles" / "reviewer.md").write_bytes(REVIEWER_TEXT)
+        (root / "LICENSE").write_bytes(LICENSE_TEXT)
+        _git(root, "add", "-A")
+        _git(root, "commit", "-q", "-m", "first")
+        self.old = _git(root, "rev-parse", "HEAD")
+        (root / "profiles" / "analyst.md").write_bytes(NEW_TEXT)
+        (root / "profiles" / "added-later.md").write_bytes(b"later\n")
+        _git(root, "add", "-A")
+        _git(root, "commit", "-q", "-m", "second")
+        self.new = _git(root, "rev-parse", "HEAD")
+
+
+@pytest.fixture
+def upstream(tmp_path: Path) -> Upstream:
+    return Upstream(tmp_path / "upstream")
+
+
+def _catalog(upstream: Upstream, *profiles: dict[str, Any], license_sha256: str | None = None) -> CatalogFile:
+    data = catalog(*profiles)
+    data["upstream"]["commit"] = upstream.new
+    if license_sha256 is not None:
+        data["upstream"]["license_path"] = "LICENSE"
+        data["upstream"]["license_sha256"] = license_sha256
+    return CatalogFile.model_validate(data)
+
+
+def _pinned(profile_id: str, path: str, sha256: str, commit: str | None = None) -> dict[str, Any]:
+    provenance = upstream_provenance(path, sha256)
+    provenance["source_commit"] = commit
+    return profile(profile_id, "reviewer-one", provenance)
+
+
+def _statuses(result: SourceVerification) -> dict[str, str]:
+    return {check.id: check.status.value for check in result.profiles}
+
+
+def test_every_status_is_reported_per_profile(upstream: Upstream) -> None:
+    cat = _catalog(
+        upstream,
+        _pinned("at-the-pin", "profiles/analyst.md", _sha(NEW_TEXT)),
+        _pinned("at-own-commit", "profiles/analyst.md", _sha(OLD_TEXT), upstream.old),
+        _pinned("changed-text", "profiles/reviewer.md", _sha(b"something else")),
+        _pinned("no-such-file", "profiles/absent.md", _sha(NEW_TEXT)),
+        _pinned("no-such-commit", "profiles/analyst.md", _sha(NEW_TEXT), "f" * 40),
+        _pinned("not-yet-added", "profiles/added-later.md", _sha(b"later\n"), upstream.old),
+        profile("reviewer-one", "at-the-pin", local_provenance()),
+    )
+    result = verify_sources(cat, upstream.root)
+    assert _statuses(result) == {
+        "at-the-pin": "ok",
+        "at-own-commit": "ok",
+        "changed-text": "mismatch",
+        "no-such-file": "missing",
+        "no-such-commit": "missing",
+        "not-yet-added": "missing",
+        "reviewer-one": "local",
+    }
+    assert result.verified is False
+    assert result.license is None
+
+
+def test_profile_with_its_own_source_commit_reads_the_older_blob(upstream: Upstream) -> None:
+    cat = _catalog(
+        upstream,
+        _pinned("old-text-at-pin", "profiles/analyst.md", _sha(OLD_TEXT)),
+        _pinned("old-text-at-old", "profiles/analyst.md", _sha(OLD_TEXT), upstream.old),
+        profile("reviewer-one", "old-text-at-pin", local_provenance()),
+    )
+    checks = {c.id: c for c in verify_sources(cat, upstream.root).profiles}
+    assert checks["old-text-at-pin"].status is SourceStatus.MISMATCH
+    assert checks["old-text-at-pin"].commit == upstream.new
+    assert checks["old-text-at-pin"].actual_sha256 == _sha(NEW_TEXT)
+    assert checks["old-text-at-old"].status is SourceStatus.OK
+    assert checks["old-text-at-old"].commit == upstream.old
+
+
+def test_catalog_whose_sources_all_match_is_verified(upstream: Upstream) -> None:
+    cat = _catalog(
+        upstream,
+        _pinned("analyst", "profiles/analyst.md", _sha(NEW_TEXT)),
+        _pinned("reviewer-one", "profiles/reviewer.md", _sha(REVIEWER_TEXT), upstream.old),
+        profile("writer", "analyst", local_provenance()),
+        license_sha256=_sha(LICENSE_TEXT),
+    )
+    result = verify_sources(cat, upstream.root)
+    assert result.verified is True
+    assert result.license is not None and result.license.status is SourceStatus.OK
+    dumped = result.model_dump(mode="json")
+    assert dumped["profiles"][0] | {"detail": ""} == {
+        "id": "analyst",
+        "status": "ok",
+        "path": "profiles/analyst.md",
+        "commit": upstream.new,
+        "expected_sha256": _sha(NEW_TEXT),
+        "actual_sha256": _sha(NEW_TEXT),
+        "detail": "",
+    }
+
+
+def test_license_mismatch_fails_verification(upstream: Upstream) -> None:
+    cat = _catalog(
+        upstream,
+        _pinned("analyst", "profiles/analyst.md", _sha(NEW_TEXT)),
+        profile("reviewer-one", "analyst", local_provenance()),
+        license_sha256=_sha(b"another license"),
+    )
+    result = verify_sources(cat, upstream.root)
+    assert result.license is not None and result.license.status is SourceStatus.MISMATCH
+    assert _statuses(result) == {"analyst": "ok", "reviewer-one": "local"}
+    assert result.verified is False
+
+
+def test_uncommitted_changes_in_the_working_tree_do_not_change_the_outcome(upstream: Upstream) -> None:
+    (upstream.root / "profiles" / "analyst.md").write_bytes(b"edited locally\n")
+    cat = _catalog(
+        upstream,
+        _pinned("analyst", "profiles/analyst.md", _sha(NEW_TEXT)),
+        profile("reviewer-one", "analyst", local_provenance()),
+    )
+    assert verify_sources(cat, upstream.root).verified is True
+
+
+def test_git_variables_of_the_caller_do_not_redirect_git(
+    upstream: Upstream, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    decoy = tmp_path / "decoy"
+    (decoy / "profiles").mkdir(parents=True)
+    _git(decoy, "init", "-q", "-b", "main")
+    (decoy / "profiles" / "analyst.md").write_bytes(b"decoy\n")
+    _git(decoy, "add", "-A")
+    _git(decoy, "commit", "-q", "-m", "decoy")
+    monkeypatch.setenv("GIT_DIR", str(decoy / ".git"))
+    monkeypatch.setenv("GIT_WORK_TREE", str(decoy))
+    cat = _catalog(
+        upstream,
+        _pinned("analyst", "profiles/analyst.md", _sha(NEW_TEXT)),
+        profile("reviewer-one", "analyst", local_provenance()),
+    )
+    assert verify_sources(cat, upstream.root).verified is True
+
+
+def test_a_bare_clone_can_be_the_source_root(upstream: Upstream, tmp_path: Path) -> None:
+    bare = tmp_path / "bare.git"
+    subprocess.run(["git", "clone", "-q", "--bare", str(upstream.root), str(bare)], check=True)
+    cat = _catalog(
+        upstream,
+        _pinned("analyst", "profiles/analyst.md", _sha(OLD_TEXT), upstream.old),
+        profile("reviewer-one", "analyst", local_provenance()),
+    )
+    assert verify_sources(cat, bare).verified is True
+
+
+@pytest.mark.parametrize("where", ["plain-directory", "absent-directory", "subdirectory-of-a-repository"])
+def test_source_root_that_is_not_a_repository_top_is_invalid_input(
+    upstream: Upstream, tmp_path: Path, where: str
+) -> None:
+    root = {
+        "plain-directory": tmp_path,
+        "absent-directory": tmp_path / "nothing-here",
+        "subdirectory-of-a-repository": upstream.root / "profiles",
+    }[where]
+    cat = _catalog(upstream, profile("analyst", "reviewer-one"), profile("reviewer-one", "analyst"))
+    with pytest.raises(InvalidInput) as caught:
+        verify_sources(cat, root)
+    assert caught.value.code == "source_root_not_git"
+    assert caught.value.exit_code == 2

@@ -1,0 +1,440 @@
+"""``SpecialistRun``: one work item, carried from routing to an operator's decision.
+
+Lifecycle (DESIGN.md "Run lifecycle"), as this module runs it::
+
+    routing ─► recommended                         (tier recommend: no model runs)
+    routing ─► ready ─(enqueue)─► queued ─► running ─► reviewing ─► awaiting_decision
+            ─(decide)─► accepted | rejected
+    any non-terminal ─(cancel)─► cancelled         (a running model job finishes first: cancel_requested)
+    any ─► failed (error type + message)           running/reviewing ─(runtime budget)─► expired
+
+Activities do every piece of I/O: ``capture_contract`` (route, policy, model snapshot, digest),
+``project_run`` (the SQL projection), ``authorize_action`` (who may act). Model calls are ``ModelJob``
+child workflows. Handlers only change state; ``run`` tells the story and waits on conditions.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from datetime import timedelta
+from typing import Any
+
+from temporalio import workflow
+from temporalio.common import RetryPolicy, SearchAttributeKey, SearchAttributeUpdate
+from temporalio.exceptions import ActivityError, ApplicationError, ChildWorkflowError
+
+with workflow.unsafe.imports_passed_through():
+    from contracts.enums import Tier
+    from contracts.errors import ErrorType
+    from contracts.model_jobs import JobContext, ModelJobInput, ModelJobResult
+    from contracts.output import JobKind, SpecialistOutput
+    from contracts.runs import (
+        ActionResult,
+        AuditEvent,
+        AuthorizeRequest,
+        AuthorizeResult,
+        CancelRequest,
+        CapturedContract,
+        Decision,
+        DecisionOutcome,
+        DecisionRequest,
+        EnqueueRequest,
+        ProjectRunRequest,
+        RunError,
+        RunInput,
+        RunStatus,
+        RunSummary,
+        RunView,
+    )
+    from workflows.model_job import ModelJobWorkflow
+
+CAPTURE_CONTRACT_ACTIVITY = "capture_contract"
+PROJECT_RUN_ACTIVITY = "project_run"
+AUTHORIZE_ACTION_ACTIVITY = "authorize_action"
+
+STATUS_KEY = SearchAttributeKey.for_keyword("SpecialistStatus")
+TIER_KEY = SearchAttributeKey.for_keyword("SpecialistTier")
+PROFILE_KEY = SearchAttributeKey.for_keyword("SpecialistProfile")
+REVIEWER_KEY = SearchAttributeKey.for_keyword("SpecialistReviewer")
+RISK_KEY = SearchAttributeKey.for_keyword("RiskLevel")
+REPO_KEY = SearchAttributeKey.for_keyword("RepoAlias")
+
+_SHORT_ACTIVITY = timedelta(seconds=30)
+# Bookkeeping activities (capture, projection, authorisation) are cheap and idempotent: a few quick
+# retries cover a database hiccup; a refusal is a non-retryable ApplicationError and is not retried.
+_BOOKKEEPING_RETRY = RetryPolicy(maximum_attempts=3, initial_interval=timedelta(milliseconds=200))
+
+
+@workflow.defn(name="SpecialistRun")
+class SpecialistRunWorkflow:
+    """Carry one specialist run through its lifecycle; the workflow history is its audit trail."""
+
+    @workflow.init
+    def __init__(self, run_input: RunInput) -> None:
+        # Everything a handler may touch is set here, so a signal or update that arrives in the first
+        # workflow task (before run() starts) finds initialised state.
+        self._input = run_input
+        self._status = RunStatus.ROUTING
+        self._created_at = workflow.now()
+        self._captured: CapturedContract | None = None
+        self._result: SpecialistOutput | None = None
+        self._review: SpecialistOutput | None = None
+        self._decision: Decision | None = None
+        self._error: RunError | None = None
+        self._audit: list[AuditEvent] = []
+        self._projected_seq = 0
+        self._enqueued = run_input.enqueue
+        self._cancel: CancelRequest | None = None
+        self._actions_in_flight = 0
+        self._model_job_running = False
+        self._record(
+            "run_created",
+            actor=run_input.created_by,
+            data={
+                "title": run_input.work_item.title,
+                "requested_tier": run_input.requested_tier.value if run_input.requested_tier else None,
+                "automatic": run_input.automatic,
+                "enqueue": run_input.enqueue,
+                "request_id": run_input.request_id,
+            },
+        )
+
+    # ------------------------------------------------------------------------------------------ story
+
+    @workflow.run
+    async def run(self, run_input: RunInput) -> RunView:
+        await self._settle_actions()
+        if self._cancel is not None:
+            return await self._finish(RunStatus.CANCELLED)
+
+        try:
+            self._captured = await workflow.execute_activity(
+                CAPTURE_CONTRACT_ACTIVITY,
+                run_input,
+                result_type=CapturedContract,
+                start_to_close_timeout=_SHORT_ACTIVITY,
+                retry_policy=_BOOKKEEPING_RETRY,
+            )
+        except ActivityError as error:
+            return await self._fail_from(error, "capture_contract")
+        contract = self._captured.contract
+        self._record(
+            "contract_captured",
+            data={
+                "contract_sha256": self._captured.contract_sha256,
+                "tier": contract.tier.value,
+                "primary": contract.primary,
+                "reviewer": contract.reviewer,
+                "risk": contract.risk.value,
+                "catalog_sha256": contract.catalog_sha256,
+                "model": contract.model.primary if contract.model else None,
+                "tier_reasons": self._captured.tier_reasons,
+            },
+        )
+        self._upsert_route_attributes()
+
+        await self._settle_actions()
+        if self._cancel is not None:
+            return await self._finish(RunStatus.CANCELLED)
+        if contract.tier is Tier.RECOMMEND:
+            return await self._finish(RunStatus.RECOMMENDED)
+
+        if not self._enqueued:
+            await self._transition(RunStatus.READY)
+            await workflow.wait_condition(lambda: self._enqueued or self._cancel is not None)
+            await self._settle_actions()
+            if self._cancel is not None:
+                return await self._finish(RunStatus.CANCELLED)
+        await self._transition(RunStatus.QUEUED)
+        await self._transition(RunStatus.RUNNING)
+
+        # The runtime budget starts with execution, not while the run waited to be enqueued.
+        deadline = workflow.now() + timedelta(seconds=contract.budgets.runtime_seconds)
+        analysis = await self._model_job(JobKind.ANALYSIS, deadline)
+        if analysis is None:
+            return await self._finish(self._status)
+        self._result = analysis.output
+        if self._cancel is not None:
+            return await self._finish(RunStatus.CANCELLED)
+
+        await self._transition(RunStatus.REVIEWING)
+        review = await self._model_job(JobKind.REVIEW, deadline)
+        if review is None:
+            return await self._finish(self._status)
+        self._review = review.output
+        if self._cancel is not None:
+            return await self._finish(RunStatus.CANCELLED)
+
+        await self._transition(RunStatus.AWAITING_DECISION)
+        await workflow.wait_condition(lambda: self._decision is not None or self._cancel is not None)
+        await self._settle_actions()
+        if self._decision is not None:
+            outcome = self._decision.outcome
+            return await self._finish(
+                RunStatus.ACCEPTED if outcome is DecisionOutcome.ACCEPTED else RunStatus.REJECTED
+            )
+        return await self._finish(RunStatus.CANCELLED)
+
+    async def _model_job(self, kind: JobKind, deadline: Any) -> ModelJobResult | None:
+        """Run one ``ModelJob`` child inside the runtime budget.
+
+        Returns the result, or ``None`` after moving the run to ``failed`` or ``expired``.
+        """
+        assert self._captured is not None
+        contract = self._captured.contract
+        if contract.model is None:
+            self._error = RunError(type=ErrorType.MODEL_NOT_CONFIGURED, message="no model in the contract")
+            self._set_status(RunStatus.FAILED)
+            return None
+        profile = contract.primary if kind is JobKind.ANALYSIS else contract.reviewer
+        findings = [] if kind is JobKind.ANALYSIS or self._result is None else self._result.findings
+        job = ModelJobInput(
+            job_id=f"{contract.run_id}-{kind.value}",
+            run_id=contract.run_id,
+            kind=kind,
+            profile_id=profile,
+            catalog_sha256=contract.catalog_sha256,
+            # The reviewer sees the original task and evidence, then the findings only: never the
+            # author's profile, model, confidence or verdict (DESIGN.md "Run lifecycle").
+            context=JobContext(
+                title=self._input.work_item.title,
+                task=contract.task,
+                evidence_refs=contract.evidence_refs,
+                findings_under_review=findings,
+            ),
+            model=contract.model,
+            max_attempts=contract.budgets.max_attempts,
+        )
+        self._record("model_job_started", data={"kind": kind.value, "profile": profile})
+        self._model_job_running = True
+        child = asyncio.ensure_future(
+            workflow.execute_child_workflow(
+                ModelJobWorkflow.run,
+                job,
+                id=job.job_id,
+                task_queue=workflow.info().task_queue,
+            )
+        )
+        remaining = max((deadline - workflow.now()).total_seconds(), 0.001)
+        try:
+            await workflow.wait_condition(child.done, timeout=timedelta(seconds=remaining))
+        except TimeoutError:
+            child.cancel()
+            self._model_job_running = False
+            self._record("budget_exhausted", data={"kind": kind.value, "budget_seconds": remaining})
+            self._error = RunError(type="runtime_budget_exhausted", message="the runtime budget ran out")
+            self._set_status(RunStatus.EXPIRED)
+            return None
+        finally:
+            self._model_job_running = False
+        try:
+            result = child.result()
+        except ChildWorkflowError as error:
+            cause = error.cause
+            error_type = cause.type if isinstance(cause, ApplicationError) else None
+            message = cause.message if isinstance(cause, ApplicationError) else str(error)
+            attempts = list(cause.details) if isinstance(cause, ApplicationError) else []
+            self._record(
+                "model_job_failed",
+                data={"kind": kind.value, "error_type": error_type, "message": message, "attempts": attempts},
+            )
+            self._error = RunError(type=error_type or ErrorType.MODEL_TASK, message=message)
+            self._set_status(RunStatus.FAILED)
+            return None
+        self._record(
+            "model_job_completed",
+            data={
+                "kind": kind.value,
+                "model": result.model_id,
+                "attempts": [attempt.model_dump(mode="json") for attempt in result.attempts],
+                "findings": len(result.output.findings),
+                "verdict": result.output.verdict.value if result.output.verdict else None,
+            },
+        )
+        return result
+
+    # ---------------------------------------------------------------------------------------- handlers
+
+    @workflow.query(name="view")
+    def view(self) -> RunView:
+        """The run as ``show`` presents it."""
+        captured = self._captured
+        tier = captured.contract.tier if captured else self._input.requested_tier
+        return RunView(
+            run_id=self._input.run_id,
+            status=self._status,
+            tier=tier,
+            automatic=self._input.automatic,
+            route=captured.route if captured else None,
+            contract=captured.contract if captured else None,
+            contract_sha256=captured.contract_sha256 if captured else None,
+            result=self._result,
+            review=self._review,
+            decision=self._decision,
+            error=self._error,
+            request_digest=self._input.request_digest,
+            created_at=self._created_at,
+            audit=list(self._audit),
+        )
+
+    @workflow.update(name="enqueue")
+    async def enqueue(self, request: EnqueueRequest) -> ActionResult:
+        """Move a ``ready`` run to the queue."""
+        refusal = await self._authorize("enqueue", request.actor)
+        if refusal is not None:
+            return refusal
+        if self._status is not RunStatus.READY:
+            return self._refuse("enqueue", request.actor, "not_ready", f"run is {self._status.value}")
+        self._enqueued = True
+        self._record("enqueued", actor=request.actor)
+        return ActionResult(accepted=True, status=RunStatus.QUEUED)
+
+    @enqueue.validator
+    def _validate_enqueue(self, request: EnqueueRequest) -> None:
+        if self._status is not RunStatus.READY:
+            raise ApplicationError(
+                f"run {self._input.run_id} is {self._status.value}; only a ready run can be enqueued",
+                type="not_ready",
+            )
+
+    @workflow.update(name="decide")
+    async def decide(self, request: DecisionRequest) -> ActionResult:
+        """Record the operator's decision on the reviewed result."""
+        refusal = await self._authorize("decide", request.actor)
+        if refusal is not None:
+            return refusal
+        if self._status is not RunStatus.AWAITING_DECISION or self._decision is not None:
+            return self._refuse(
+                "decide", request.actor, "not_awaiting_decision", f"run is {self._status.value}"
+            )
+        self._decision = Decision(
+            actor=request.actor, outcome=request.outcome, note=request.note, at=workflow.now()
+        )
+        self._record(
+            "decided", actor=request.actor, data={"outcome": request.outcome.value, "note": request.note}
+        )
+        status = RunStatus.ACCEPTED if request.outcome is DecisionOutcome.ACCEPTED else RunStatus.REJECTED
+        return ActionResult(accepted=True, status=status)
+
+    @decide.validator
+    def _validate_decide(self, request: DecisionRequest) -> None:
+        if self._status is not RunStatus.AWAITING_DECISION or self._decision is not None:
+            raise ApplicationError(
+                f"run {self._input.run_id} is {self._status.value}; only a run awaiting a decision "
+                "can be decided",
+                type="not_awaiting_decision",
+            )
+
+    @workflow.signal(name="cancel")
+    async def cancel(self, request: CancelRequest) -> None:
+        """Stop the run; a model job that is running finishes first."""
+        refusal = await self._authorize("cancel", request.actor)
+        if refusal is not None:
+            return
+        if self._status.terminal or self._cancel is not None:
+            self._refuse("cancel", request.actor, "already_finished", f"run is {self._status.value}")
+            return
+        self._cancel = request
+        self._record("cancel_requested", actor=request.actor, data={"reason": request.reason})
+        if self._model_job_running:
+            self._set_status(RunStatus.CANCEL_REQUESTED)
+
+    async def _authorize(self, action: str, actor: str | None) -> ActionResult | None:
+        """Run the authorisation activity; ``None`` when allowed, else the recorded refusal."""
+        self._actions_in_flight += 1
+        try:
+            result = await workflow.execute_activity(
+                AUTHORIZE_ACTION_ACTIVITY,
+                AuthorizeRequest(run_id=self._input.run_id, action=action, actor=actor),
+                result_type=AuthorizeResult,
+                start_to_close_timeout=_SHORT_ACTIVITY,
+                retry_policy=_BOOKKEEPING_RETRY,
+            )
+        finally:
+            self._actions_in_flight -= 1
+        if result.allowed:
+            return None
+        return self._refuse(action, actor, result.code or "forbidden", result.message or "refused")
+
+    def _refuse(self, action: str, actor: str | None, code: str, message: str) -> ActionResult:
+        self._record("action_refused", actor=actor, data={"action": action, "code": code, "message": message})
+        return ActionResult(accepted=False, status=self._status, code=code, message=message)
+
+    async def _settle_actions(self) -> None:
+        """Wait until operator actions being authorised have taken effect or been refused."""
+        await workflow.wait_condition(lambda: self._actions_in_flight == 0)
+
+    # ------------------------------------------------------------------------------------ state/audit
+
+    def _record(self, kind: str, *, actor: str | None = None, data: dict[str, Any] | None = None) -> None:
+        self._audit.append(
+            AuditEvent(seq=len(self._audit) + 1, at=workflow.now(), kind=kind, actor=actor, data=data or {})
+        )
+
+    def _set_status(self, status: RunStatus) -> None:
+        if status is self._status:
+            return
+        previous = self._status
+        self._status = status
+        self._record("status_changed", data={"from": previous.value, "to": status.value})
+        workflow.upsert_search_attributes([STATUS_KEY.value_set(status.value)])
+
+    def _upsert_route_attributes(self) -> None:
+        assert self._captured is not None
+        contract = self._captured.contract
+        updates: list[SearchAttributeUpdate[Any]] = [
+            TIER_KEY.value_set(contract.tier.value),
+            PROFILE_KEY.value_set(contract.primary),
+            REVIEWER_KEY.value_set(contract.reviewer),
+            RISK_KEY.value_set(contract.risk.value),
+        ]
+        if contract.repo_alias:
+            updates.append(REPO_KEY.value_set(contract.repo_alias))
+        workflow.upsert_search_attributes(updates)
+
+    async def _transition(self, status: RunStatus) -> None:
+        self._set_status(status)
+        await self._project()
+
+    async def _finish(self, status: RunStatus) -> RunView:
+        self._set_status(status)
+        await workflow.wait_condition(workflow.all_handlers_finished)
+        await self._project()
+        return self.view()
+
+    async def _fail_from(self, error: ActivityError, step: str) -> RunView:
+        cause = error.cause
+        error_type = cause.type if isinstance(cause, ApplicationError) and cause.type else "activity_failed"
+        message = cause.message if isinstance(cause, ApplicationError) else str(cause or error)
+        self._error = RunError(type=error_type, message=message)
+        self._record("step_failed", data={"step": step, "error_type": error_type, "message": message})
+        return await self._finish(RunStatus.FAILED)
+
+    async def _project(self) -> None:
+        """Write the run's summary and its new audit events to the SQL projection."""
+        captured = self._captured
+        contract = captured.contract if captured else None
+        summary = RunSummary(
+            run_id=self._input.run_id,
+            status=self._status,
+            tier=contract.tier if contract else self._input.requested_tier,
+            automatic=self._input.automatic,
+            primary=contract.primary if contract else None,
+            reviewer=contract.reviewer if contract else None,
+            risk=contract.risk if contract else None,
+            repo_alias=self._input.work_item.repo_alias,
+            title=self._input.work_item.title,
+            contract_sha256=captured.contract_sha256 if captured else None,
+            request_id=self._input.request_id,
+            created_at=self._created_at,
+            updated_at=workflow.now(),
+        )
+        events = [event for event in self._audit if event.seq > self._projected_seq]
+        await workflow.execute_activity(
+            PROJECT_RUN_ACTIVITY,
+            ProjectRunRequest(summary=summary, events=events),
+            start_to_close_timeout=_SHORT_ACTIVITY,
+            retry_policy=RetryPolicy(maximum_attempts=5, initial_interval=timedelta(milliseconds=200)),
+        )
+        if events:
+            self._projected_seq = events[-1].seq
