@@ -25,6 +25,7 @@ from activities.models import ModelActivities
 from activities.projection import ProjectionActivities
 from activities.providers.base import ModelProvider
 from activities.routing import RoutingActivities
+from activities.store_access import SharedStore
 from workflows.model_job import ModelJobWorkflow
 from workflows.specialist_run import SpecialistRunWorkflow
 
@@ -45,10 +46,11 @@ def sandbox_runner() -> SandboxedWorkflowRunner:
 
 def activities_for(config: ActivityConfig, providers: dict[str, ModelProvider] | None = None) -> list[Any]:
     """Every activity, bound to ``config`` (``providers`` adds or replaces model providers)."""
-    routing = RoutingActivities(config)
+    store = SharedStore(config.database_url)
+    routing = RoutingActivities(config, store)
     models = ModelActivities(config, providers)
-    authorization = AuthorizationActivities(config)
-    projection = ProjectionActivities(config)
+    authorization = AuthorizationActivities(config, store)
+    projection = ProjectionActivities(config, store)
     return [
         routing.capture_contract,
         models.call_model,

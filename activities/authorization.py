@@ -9,8 +9,8 @@ from __future__ import annotations
 from temporalio import activity
 
 from activities.config import ActivityConfig
+from activities.store_access import SharedStore
 from contracts.runs import AuthorizeRequest, AuthorizeResult
-from store.database import open_store
 
 _ACTOR_OPTIONAL = frozenset({"enqueue"})
 
@@ -18,8 +18,9 @@ _ACTOR_OPTIONAL = frozenset({"enqueue"})
 class AuthorizationActivities:
     """``authorize_action`` bound to the store."""
 
-    def __init__(self, config: ActivityConfig) -> None:
+    def __init__(self, config: ActivityConfig, store: SharedStore) -> None:
         self._config = config
+        self._store = store
 
     @activity.defn(name="authorize_action")
     def authorize_action(self, request: AuthorizeRequest) -> AuthorizeResult:
@@ -30,8 +31,7 @@ class AuthorizationActivities:
             return AuthorizeResult(
                 allowed=False, code="actor_required", message=f"{request.action} needs --actor ID"
             )
-        with open_store(self._config.database_url) as store:
-            known = store.actor_exists(request.actor)
+        known = self._store.get().actor_exists(request.actor)
         if not known:
             return AuthorizeResult(
                 allowed=False,

@@ -10,18 +10,19 @@ from temporalio import activity
 
 from activities.config import ActivityConfig
 from activities.errors import refusal
+from activities.store_access import SharedStore
 from catalog.capture import capture
 from catalog.loader import load_catalog
 from contracts.errors import OperatorError
 from contracts.runs import CapturedContract, RunInput
-from store.database import open_store
 
 
 class RoutingActivities:
     """``capture_contract`` bound to a deployment's configuration."""
 
-    def __init__(self, config: ActivityConfig) -> None:
+    def __init__(self, config: ActivityConfig, store: SharedStore) -> None:
         self._config = config
+        self._store = store
 
     @activity.defn(name="capture_contract")
     def capture_contract(self, run_input: RunInput) -> CapturedContract:
@@ -31,9 +32,9 @@ class RoutingActivities:
         """
         try:
             catalog = load_catalog(self._config.catalog_path)
-            with open_store(self._config.database_url) as store:
-                policy = store.get_policy()
-                selection = store.get_model_selection()
+            store = self._store.get()
+            policy = store.get_policy()
+            selection = store.get_model_selection()
             return capture(
                 run_input,
                 catalog,

@@ -55,8 +55,9 @@ def open_store(url: str, *, create: bool = True) -> Store:
     """Open the store at ``url``.
 
     With ``create`` true, a SQLite file and its directory are created when missing and the schema is
-    upgraded to the newest revision. With ``create`` false nothing is ever created or changed: a
-    missing SQLite file, or a database without the store's schema, raises :class:`StoreMissing`.
+    upgraded to the newest revision. With ``create`` false no database, directory or table is
+    created and the schema is left as it is: a missing SQLite file, or a database without the
+    store's schema, raises :class:`StoreMissing` so the caller can use the defaults.
 
     Raises :class:`InvalidInput` (``invalid_database_url``, ``unsupported_database_url``) for a URL
     that is not SQLite or ``postgresql+psycopg``; :class:`ServiceUnavailable`
@@ -79,7 +80,7 @@ def open_store(url: str, *, create: bool = True) -> Store:
     except BaseException:
         engine.dispose()
         raise
-    return Store(engine)
+    return Store(engine, url=parsed)
 
 
 def parse_database_url(url: str) -> URL:

@@ -14,6 +14,7 @@ from types import TracebackType
 from typing import Final
 
 from sqlalchemy import Engine
+from sqlalchemy.engine import URL
 from sqlalchemy.orm import Session
 
 from contracts.config import ActorRecord, PolicyRecord, RepositoryRecord
@@ -36,11 +37,15 @@ class Store:
     """Operator configuration: automation policy, model selection, repositories and actors.
 
     Obtain one with :func:`store.database.open_store`; close it (or use it as a context manager)
-    to release its connections. ``clock`` supplies write times (UTC).
+    to release its connections. ``url`` is the database URL as the operator gave it (for messages;
+    default the engine's); ``clock`` supplies write times (UTC).
     """
 
-    def __init__(self, engine: Engine, *, clock: Callable[[], dt.datetime] = utc_now) -> None:
+    def __init__(
+        self, engine: Engine, *, url: URL | None = None, clock: Callable[[], dt.datetime] = utc_now
+    ) -> None:
         self._engine = engine
+        self._url = engine.url if url is None else url
         self._write_engine = writing(engine)
         self._clock = clock
 
@@ -52,7 +57,7 @@ class Store:
     @property
     def url(self) -> str:
         """The database URL, password hidden."""
-        return render_url(self._engine.url)
+        return render_url(self._url)
 
     def close(self) -> None:
         """Release every pooled connection."""
@@ -169,13 +174,13 @@ class Store:
 
     @contextmanager
     def _reading(self) -> Iterator[Session]:
-        with database_errors(self._engine.url), Session(self._engine) as session, session.begin():
+        with database_errors(self._url), Session(self._engine) as session, session.begin():
             yield session
 
     @contextmanager
     def _writing(self) -> Iterator[Session]:
         with (
-            database_errors(self._engine.url),
+            database_errors(self._url),
             Session(self._write_engine) as session,
             session.begin(),
         ):

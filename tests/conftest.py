@@ -26,7 +26,7 @@ POSTGRES_IMAGE = "postgres:16-alpine"
 
 @pytest.fixture(scope="session")
 def postgres_server_url() -> Iterator[str]:
-    """A PostgreSQL server URL (psycopg 3) that may create databases; skips when there is none."""
+    """A PostgreSQL server URL (psycopg 3) whose role may create schemas; skips when there is none."""
     url = os.environ.get(POSTGRES_URL_ENV, "").strip()
     if url:
         yield url
@@ -41,7 +41,7 @@ def _postgres_container() -> Iterator[str]:
         try:
             from testcontainers.postgres import PostgresContainer  # type: ignore[no-redef]
         except ImportError:
-            pytest.skip(f"PostgreSQL tests need {POSTGRES_URL_ENV} or testcontainers with Docker")
+            pytest.skip(f"PostgreSQL variant: set {POSTGRES_URL_ENV}, or install testcontainers")
     from docker.errors import DockerException
 
     container = None
@@ -52,8 +52,8 @@ def _postgres_container() -> Iterator[str]:
         if container is not None:
             _stop_quietly(container)
         pytest.skip(
-            f"PostgreSQL tests need {POSTGRES_URL_ENV} or a reachable Docker engine for "
-            f"testcontainers: {str(exc).splitlines()[0] if str(exc) else type(exc).__name__}"
+            f"PostgreSQL variant: set {POSTGRES_URL_ENV}, or start Docker "
+            f"(testcontainers: no Docker engine reachable, {type(exc).__name__})"
         )
     try:
         yield container.get_connection_url()

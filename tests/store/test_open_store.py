@@ -93,6 +93,7 @@ def test_existing_store_opens_without_create(database_url: str) -> None:
     with open_store(database_url) as created:
         created.register_actor("alice", "Alice", None)
     with open_store(database_url, create=False) as opened:
+        assert opened.url == created.url
         assert opened.actor_exists("alice")
         assert opened.get_policy().set_by is None
 

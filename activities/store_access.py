@@ -1,0 +1,31 @@
+"""One store per worker process, opened (and migrated) on first use and shared by every activity."""
+
+from __future__ import annotations
+
+import threading
+
+from store.database import open_store
+from store.store import Store
+
+
+class SharedStore:
+    """Lazily opens the store at ``url`` once; thread-safe (sync activities run in a thread pool)."""
+
+    def __init__(self, url: str) -> None:
+        self._url = url
+        self._store: Store | None = None
+        self._lock = threading.Lock()
+
+    def get(self) -> Store:
+        """The open store. Raises what :func:`store.database.open_store` raises."""
+        with self._lock:
+            if self._store is None:
+                self._store = open_store(self._url, create=True)
+            return self._store
+
+    def close(self) -> None:
+        """Release the store's connections (it reopens on next use)."""
+        with self._lock:
+            if self._store is not None:
+                self._store.close()
+                self._store = None
