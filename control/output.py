@@ -27,7 +27,9 @@ def console() -> Console:
     """A rich console on stdout (imported lazily: ``--json`` paths never load rich)."""
     from rich.console import Console
 
-    return Console(highlight=False, soft_wrap=False)
+    # Off a terminal (pipes, CI logs) rich would assume 80 columns and fold every table cell.
+    width = None if sys.stdout.isatty() else 200
+    return Console(highlight=False, soft_wrap=False, width=width)
 
 
 def emit(data: dict[str, Any], as_json: bool, render: Callable[[Console], None]) -> None:

@@ -9,12 +9,12 @@ from __future__ import annotations
 import datetime as dt
 from typing import Any, Final
 
-from sqlalchemy import JSON, DateTime, ForeignKey, Integer, MetaData, String, Text
+from sqlalchemy import JSON, Boolean, DateTime, ForeignKey, Index, Integer, MetaData, String, Text
 from sqlalchemy.engine import Dialect
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
 from sqlalchemy.types import TypeDecorator
 
-SCHEMA_REVISION: Final = "0001"
+SCHEMA_REVISION: Final = "0002"
 """The Alembic head this code expects; a store at another revision is not read without upgrading."""
 
 ACTOR_ID_LENGTH: Final = 64
@@ -118,3 +118,47 @@ class RepositoryRow(Base):
     default_branch: Mapped[str] = mapped_column(String(BRANCH_LENGTH))
     added_by: Mapped[str] = mapped_column(String(ACTOR_ID_LENGTH), ForeignKey("actors.id"))
     added_at: Mapped[dt.datetime] = mapped_column(UtcDateTime())
+
+
+RUN_ID_LENGTH: Final = 20
+PROFILE_ID_LENGTH: Final = 64
+DIGEST_LENGTH: Final = 64
+TITLE_LENGTH: Final = 200
+EVENT_KIND_LENGTH: Final = 64
+
+
+class RunRow(Base):
+    """The projection of one specialist run (Temporal holds the truth; this makes runs listable)."""
+
+    __tablename__ = "runs"
+    __table_args__ = (
+        Index("ix_runs_status", "status"),
+        Index("ix_runs_created_at", "created_at"),
+    )
+
+    run_id: Mapped[str] = mapped_column(String(RUN_ID_LENGTH), primary_key=True)
+    status: Mapped[str] = mapped_column(String(ENUM_LENGTH))
+    tier: Mapped[str | None] = mapped_column(String(ENUM_LENGTH))
+    automatic: Mapped[bool] = mapped_column(Boolean)
+    primary: Mapped[str | None] = mapped_column(String(PROFILE_ID_LENGTH))
+    reviewer: Mapped[str | None] = mapped_column(String(PROFILE_ID_LENGTH))
+    risk: Mapped[str | None] = mapped_column(String(ENUM_LENGTH))
+    repo_alias: Mapped[str | None] = mapped_column(String(ALIAS_LENGTH))
+    title: Mapped[str] = mapped_column(String(TITLE_LENGTH))
+    contract_sha256: Mapped[str | None] = mapped_column(String(DIGEST_LENGTH))
+    request_id: Mapped[str | None] = mapped_column(Text)
+    created_at: Mapped[dt.datetime] = mapped_column(UtcDateTime())
+    updated_at: Mapped[dt.datetime] = mapped_column(UtcDateTime())
+
+
+class RunEventRow(Base):
+    """One audit event of a run, keyed by (run id, sequence number)."""
+
+    __tablename__ = "run_events"
+
+    run_id: Mapped[str] = mapped_column(String(RUN_ID_LENGTH), ForeignKey("runs.run_id"), primary_key=True)
+    seq: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=False)
+    at: Mapped[dt.datetime] = mapped_column(UtcDateTime())
+    kind: Mapped[str] = mapped_column(String(EVENT_KIND_LENGTH))
+    actor: Mapped[str | None] = mapped_column(String(ACTOR_ID_LENGTH))
+    data: Mapped[dict[str, Any]] = mapped_column(JSON)

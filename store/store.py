@@ -18,10 +18,12 @@ from sqlalchemy.engine import URL
 from sqlalchemy.orm import Session
 
 from contracts.config import ActorRecord, PolicyRecord, RepositoryRecord
+from contracts.enums import Tier
 from contracts.errors import InvalidInput, OperatorError
 from contracts.models import ModelSelection, ModelSelectionRecord
 from contracts.policy import AutomationPolicy
-from store import actors, git, model_selection, repositories
+from contracts.runs import AuditEvent, RunSummary
+from store import actors, git, model_selection, repositories, runs
 from store import policy as automation_policy
 from store.engine import database_errors, render_url, writing
 
@@ -171,6 +173,26 @@ class Store:
             return actors.actor_exists(session, actor_id)
 
     # Transactions
+
+    # Run projection
+
+    def project_run(self, summary: RunSummary, events: list[AuditEvent]) -> None:
+        """Upsert a run's summary and append its new audit events (idempotent)."""
+        with self._writing() as session:
+            runs.project_run(session, summary, events)
+
+    def list_runs(
+        self, *, status: str | None = None, tier: Tier | None = None, limit: int = 100
+    ) -> list[RunSummary]:
+        """Projected runs, newest first, filtered by status and tier."""
+        _check_limit(limit)
+        with self._reading() as session:
+            return runs.list_runs(session, status=status, tier=tier, limit=limit)
+
+    def run_events(self, run_id: str) -> list[AuditEvent]:
+        """The projected audit events of a run, in order."""
+        with self._reading() as session:
+            return runs.run_events(session, run_id)
 
     @contextmanager
     def _reading(self) -> Iterator[Session]:
