@@ -50,6 +50,7 @@ START_HINT: Final = "start it with `specialists dev` or `make dev`"
 _LOG_TAIL_LINES: Final = 25
 _LOG_TAIL_CHARS: Final = 4_000
 _POLL_INTERVAL_S: Final = 0.05
+_LOG_ROTATE_BYTES: Final = 10 * 1024 * 1024
 
 
 # --------------------------------------------------------------------------------------------------
@@ -286,6 +287,7 @@ class DevServer:
         self.argv = self.build_argv(binary)
         self.returncode = None
 
+        _rotate(self.log_path)
         log = self.log_path.open("ab")
         self._log = log
         header = f"--- {_now()} starting: {' '.join(self.argv)}\n"
@@ -501,6 +503,13 @@ def _live_pid(pid_path: Path) -> int | None:
     except PermissionError:
         return pid
     return pid
+
+
+def _rotate(log_path: Path) -> None:
+    """Keep one previous log (``.1``) once the log passes 10 MiB."""
+    with contextlib.suppress(OSError):
+        if log_path.stat().st_size > _LOG_ROTATE_BYTES:
+            log_path.replace(log_path.with_name(log_path.name + ".1"))
 
 
 def _now() -> str:

@@ -20,6 +20,14 @@ from sqlalchemy import create_engine, text
 from sqlalchemy.engine import URL, make_url
 from sqlalchemy.pool import NullPool
 
+# Temporal fixtures (one shared dev server per test run, time-skipping server, task queues).
+from tests.temporal_fixtures import (  # noqa: F401
+    task_queue,
+    temporal_client,
+    temporal_dev_server,
+    time_skipping_env,
+)
+
 POSTGRES_URL_ENV = "SPECIALISTS_TEST_DATABASE_URL"
 POSTGRES_IMAGE = "postgres:16-alpine"
 
