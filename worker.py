@@ -82,9 +82,11 @@ def build_worker(
 
 async def run_worker(stop: asyncio.Event | None = None) -> None:
     """Connect with the environment's settings and run a worker until ``stop`` is set (or a signal)."""
+    from activities.logs import configure_logging
     from control.settings import Settings
     from control.temporal import connect
 
+    configure_logging()
     settings = Settings.from_env()
     client = await connect(settings)
     config = ActivityConfig(database_url=settings.database_url)

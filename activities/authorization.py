@@ -9,6 +9,7 @@ from __future__ import annotations
 from temporalio import activity
 
 from activities.config import ActivityConfig
+from activities.logs import run_logger
 from activities.store_access import SharedStore
 from contracts.runs import AuthorizeRequest, AuthorizeResult
 
@@ -25,6 +26,16 @@ class AuthorizationActivities:
     @activity.defn(name="authorize_action")
     def authorize_action(self, request: AuthorizeRequest) -> AuthorizeResult:
         """Allowed when the actor is registered (or optional and absent); else a refusal code."""
+        result = self._decide(request)
+        run_logger(request.run_id, activity="authorize_action").info(
+            "action_authorised" if result.allowed else "action_refused",
+            action=request.action,
+            actor=request.actor,
+            code=result.code,
+        )
+        return result
+
+    def _decide(self, request: AuthorizeRequest) -> AuthorizeResult:
         if request.actor is None:
             if request.action in _ACTOR_OPTIONAL:
                 return AuthorizeResult(allowed=True)

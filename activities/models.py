@@ -15,6 +15,7 @@ from temporalio.exceptions import ApplicationError
 
 from activities.config import ActivityConfig
 from activities.context import RequestTooLarge, build_context, build_instructions, check_request_size
+from activities.logs import run_logger
 from activities.providers.base import CompletionRequest, JobIdentity, ModelProvider, ProviderError
 from activities.providers.replay import ReplayProvider
 from catalog.loader import load_catalog
@@ -112,8 +113,17 @@ class ModelActivities:
                 profile_id=request.profile_id, kind=request.kind, title=request.context.title
             ),
         )
+        log = run_logger(
+            request.job_id, activity="call_model", model=request.model_id, kind=request.kind.value
+        )
         try:
             raw = provider.complete(completion)
+            output = parse_output(raw, request)
         except ProviderError as error:
+            log.warning("model_call_failed", error_type=error.error_type, message=error.message)
             raise _fail(error.error_type, error.message) from None
-        return ModelCallResult(model_id=request.model_id, output=parse_output(raw, request))
+        except ApplicationError as error:
+            log.warning("model_output_rejected", error_type=error.type, message=error.message)
+            raise
+        log.info("model_call_completed", request_bytes=size, findings=len(output.findings))
+        return ModelCallResult(model_id=request.model_id, output=output)

@@ -10,6 +10,7 @@ from temporalio import activity
 
 from activities.config import ActivityConfig
 from activities.errors import refusal
+from activities.logs import run_logger
 from activities.store_access import SharedStore
 from contracts.errors import OperatorError
 from contracts.runs import ProjectRunRequest
@@ -25,7 +26,10 @@ class ProjectionActivities:
     @activity.defn(name="project_run")
     def project_run(self, request: ProjectRunRequest) -> None:
         """Upsert the run summary and insert the audit events not yet stored."""
+        log = run_logger(request.summary.run_id, activity="project_run")
         try:
             self._store.get().project_run(request.summary, request.events)
         except OperatorError as error:
+            log.warning("projection_failed", code=error.code, message=error.message)
             raise refusal(error) from error
+        log.info("run_projected", status=request.summary.status.value, events=len(request.events))

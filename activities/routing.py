@@ -10,6 +10,7 @@ from temporalio import activity
 
 from activities.config import ActivityConfig
 from activities.errors import refusal
+from activities.logs import run_logger
 from activities.store_access import SharedStore
 from catalog.capture import capture
 from catalog.loader import load_catalog
@@ -30,12 +31,13 @@ class RoutingActivities:
 
         A refusal is a non-retryable ``ApplicationError`` whose type is the refusal code.
         """
+        log = run_logger(run_input.run_id, activity="capture_contract")
         try:
             catalog = load_catalog(self._config.catalog_path)
             store = self._store.get()
             policy = store.get_policy()
             selection = store.get_model_selection()
-            return capture(
+            captured = capture(
                 run_input,
                 catalog,
                 policy,
@@ -44,4 +46,14 @@ class RoutingActivities:
                 edit_budget_seconds=self._config.edit_budget_seconds,
             )
         except OperatorError as error:
+            log.warning("capture_refused", code=error.code, message=error.message)
             raise refusal(error) from error
+        contract = captured.contract
+        log.info(
+            "contract_captured",
+            tier=contract.tier.value,
+            primary=contract.primary,
+            reviewer=contract.reviewer,
+            contract_sha256=captured.contract_sha256,
+        )
+        return captured

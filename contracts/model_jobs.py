@@ -50,6 +50,7 @@ class ModelCallRequest(BaseModel):
     catalog_sha256: str
     context: JobContext
     model_id: str
+    run_id: str = ""
 
 
 class ModelCallResult(BaseModel):

@@ -59,6 +59,7 @@ class ModelJobWorkflow:
                 catalog_sha256=job.catalog_sha256,
                 context=job.context,
                 model_id=model_id,
+                run_id=job.run_id,
             )
             try:
                 result = await workflow.execute_activity(

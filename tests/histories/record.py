@@ -1,0 +1,249 @@
+"""Record one workflow history per run path into ``tests/histories/`` (run by hand, then commit).
+
+    .venv/bin/python -m tests.histories.record
+
+Starts its own in-memory dev server and an in-process worker with test providers, drives each path,
+and writes ``<path>.json`` (the ``SpecialistRun`` history) plus ``<path>.<job>.json`` for each
+``ModelJob`` child. ``tests/workflows/test_replay.py`` replays every file on every test run, so a
+change to workflow logic that would break running workflows fails the build; such a change goes
+behind ``workflow.patched()``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import tempfile
+import time
+from collections.abc import Awaitable, Callable
+from pathlib import Path
+
+from temporalio.client import Client
+from temporalio.contrib.pydantic import pydantic_data_converter
+
+from activities.config import ActivityConfig
+from activities.providers.base import CompletionRequest, ProviderError
+from contracts.constants import SEARCH_ATTRIBUTES
+from contracts.enums import AutomationMode, FallbackMode, Tier
+from contracts.errors import ErrorType, NotFound
+from contracts.ids import new_run_id
+from contracts.models import ModelSelection
+from contracts.policy import AutomationPolicy
+from contracts.runs import CancelRequest, DecisionOutcome, RunInput, RunStatus, RunView
+from contracts.work_item import WorkItem
+from control.runs import decide_run, request_digest, wait_for_view
+from infra.devserver import DevServer, free_port
+from store.database import default_database_url, open_store
+from worker import build_worker
+
+HERE = Path(__file__).resolve().parent
+EXAMPLES = HERE.parent.parent / "examples" / "work-items"
+SLOW_QUERY = WorkItem.model_validate_json((EXAMPLES / "03-slow-query.json").read_text())
+BREACH = WorkItem.model_validate_json((EXAMPLES / "01-production-breach.json").read_text())
+
+
+class SlowReplay:
+    """Answers like ``replay:demo`` after ``delay`` seconds (to cancel or expire a running job)."""
+
+    def __init__(self, inner: object, delay: float) -> None:
+        self._inner = inner
+        self._delay = delay
+
+    def complete(self, request: CompletionRequest) -> str:
+        time.sleep(self._delay)
+        return self._inner.complete(request)  # type: ignore[attr-defined, no-any-return]
+
+
+class QuotaExhausted:
+    """Always fails with a quota error (a fallback class)."""
+
+    def complete(self, request: CompletionRequest) -> str:
+        raise ProviderError(ErrorType.MODEL_QUOTA, "quota exhausted for this billing period")
+
+
+class NotJson:
+    """Returns text that is not a result (a schema error: never a fallback)."""
+
+    def complete(self, request: CompletionRequest) -> str:
+        return "I think the index is missing."
+
+
+async def _save(client: Client, name: str, run_id: str) -> None:
+    handle = client.get_workflow_handle(run_id)
+    history = await handle.fetch_history()
+    (HERE / f"{name}.json").write_text(history.to_json(), encoding="utf-8")
+    for kind in ("analysis", "review"):
+        child = client.get_workflow_handle(f"{run_id}-{kind}")
+        try:
+            child_history = await child.fetch_history()
+        except Exception:  # noqa: S112 - a path without this child job simply has none
+            continue
+        (HERE / f"{name}.{kind}.json").write_text(child_history.to_json(), encoding="utf-8")
+    print(f"recorded {name} ({run_id})", flush=True)
+
+
+def _input(item: WorkItem, tier: Tier | None, *, enqueue: bool = False, automatic: bool = False) -> RunInput:
+    draft = RunInput(
+        run_id=new_run_id(),
+        work_item=item,
+        requested_tier=tier,
+        automatic=automatic,
+        enqueue=enqueue,
+        request_digest="",
+        created_by="alice",
+    )
+    return draft.model_copy(update={"request_digest": request_digest(draft)})
+
+
+async def _start(client: Client, run_input: RunInput, queue: str) -> str:
+    await client.start_workflow("SpecialistRun", run_input, id=run_input.run_id, task_queue=queue)
+    return run_input.run_id
+
+
+def _status(*statuses: RunStatus) -> Callable[[RunView], bool]:
+    return lambda view: view.status in statuses
+
+
+async def record(server: DevServer, state: Path) -> None:
+    url = default_database_url(state)
+    with open_store(url) as store:
+        store.register_actor("alice", "Alice", None)
+        store.select_models(ModelSelection(primary="replay:demo"), "alice")
+    client = await Client.connect(server.address, data_converter=pydantic_data_converter)
+    from activities.providers.replay import ReplayProvider
+
+    replay = ReplayProvider(ActivityConfig(database_url=url).recordings_dir)
+    providers = {
+        "slow": SlowReplay(replay, 3.0),
+        "quota": QuotaExhausted(),
+        "notjson": NotJson(),
+    }
+    queue = "record-histories"
+    config = ActivityConfig(database_url=url, read_only_budget_seconds=60, recordings_dir=replay._dir)
+    paths: list[tuple[str, Callable[[], Awaitable[str]]]] = []
+
+    async def recommended() -> str:
+        run_id = await _start(client, _input(BREACH, Tier.RECOMMEND), queue)
+        await wait_for_view(client, run_id, _status(RunStatus.RECOMMENDED))
+        return run_id
+
+    async def accepted() -> str:
+        run_id = await _start(client, _input(SLOW_QUERY, Tier.READ_ONLY), queue)
+        await wait_for_view(client, run_id, _status(RunStatus.READY))
+        await client.get_workflow_handle(run_id).execute_update("enqueue", {"actor": "alice"})
+        await wait_for_view(client, run_id, _status(RunStatus.AWAITING_DECISION))
+        # The refusal is the point: an unregistered actor's attempt is recorded in history.
+        with contextlib.suppress(NotFound):
+            await decide_run(client, run_id, "mallory", DecisionOutcome.ACCEPTED, "not registered")
+        await decide_run(client, run_id, "alice", DecisionOutcome.ACCEPTED, "looks right")
+        await wait_for_view(client, run_id, _status(RunStatus.ACCEPTED))
+        return run_id
+
+    async def rejected() -> str:
+        run_id = await _start(client, _input(SLOW_QUERY, Tier.READ_ONLY, enqueue=True), queue)
+        await wait_for_view(client, run_id, _status(RunStatus.AWAITING_DECISION))
+        await decide_run(client, run_id, "alice", DecisionOutcome.REJECTED, "needs table statistics")
+        await wait_for_view(client, run_id, _status(RunStatus.REJECTED))
+        return run_id
+
+    async def cancelled_ready() -> str:
+        run_id = await _start(client, _input(SLOW_QUERY, Tier.READ_ONLY), queue)
+        await wait_for_view(client, run_id, _status(RunStatus.READY))
+        await client.get_workflow_handle(run_id).signal("cancel", CancelRequest(actor="alice"))
+        await wait_for_view(client, run_id, _status(RunStatus.CANCELLED))
+        return run_id
+
+    async def failed_automation_off() -> str:
+        with open_store(url) as store:
+            store.set_policy(AutomationPolicy(mode=AutomationMode.OFF), "alice")
+        run_id = await _start(client, _input(SLOW_QUERY, None, automatic=True), queue)
+        await wait_for_view(client, run_id, _status(RunStatus.FAILED))
+        with open_store(url) as store:
+            store.set_policy(AutomationPolicy(), "alice")
+        return run_id
+
+    async def with_selection(selection: ModelSelection, body: Callable[[], Awaitable[str]]) -> str:
+        with open_store(url) as store:
+            store.select_models(selection, "alice")
+        try:
+            return await body()
+        finally:
+            with open_store(url) as store:
+                store.select_models(ModelSelection(primary="replay:demo"), "alice")
+
+    async def cancelled_while_running() -> str:
+        async def body() -> str:
+            run_id = await _start(client, _input(SLOW_QUERY, Tier.READ_ONLY, enqueue=True), queue)
+            await wait_for_view(client, run_id, _status(RunStatus.RUNNING))
+            await client.get_workflow_handle(run_id).signal("cancel", CancelRequest(actor="alice"))
+            await wait_for_view(client, run_id, _status(RunStatus.CANCELLED), timeout=30)
+            return run_id
+
+        return await with_selection(ModelSelection(primary="slow:demo"), body)
+
+    async def failed_output_schema() -> str:
+        async def body() -> str:
+            run_id = await _start(client, _input(SLOW_QUERY, Tier.READ_ONLY, enqueue=True), queue)
+            await wait_for_view(client, run_id, _status(RunStatus.FAILED), timeout=30)
+            return run_id
+
+        return await with_selection(ModelSelection(primary="notjson:demo"), body)
+
+    async def accepted_after_fallback() -> str:
+        async def body() -> str:
+            run_id = await _start(client, _input(SLOW_QUERY, Tier.READ_ONLY, enqueue=True), queue)
+            await wait_for_view(client, run_id, _status(RunStatus.AWAITING_DECISION), timeout=30)
+            await decide_run(client, run_id, "alice", DecisionOutcome.ACCEPTED, "")
+            await wait_for_view(client, run_id, _status(RunStatus.ACCEPTED))
+            return run_id
+
+        selection = ModelSelection(
+            primary="quota:demo", fallbacks=["replay:demo"], fallback_mode=FallbackMode.ORDERED
+        )
+        return await with_selection(selection, body)
+
+    paths = [
+        ("recommended", recommended),
+        ("accepted", accepted),
+        ("rejected", rejected),
+        ("cancelled_ready", cancelled_ready),
+        ("failed_automation_off", failed_automation_off),
+        ("cancelled_while_running", cancelled_while_running),
+        ("failed_output_schema", failed_output_schema),
+        ("accepted_after_fallback", accepted_after_fallback),
+    ]
+    async with build_worker(client, task_queue=queue, config=config, providers=providers):
+        for name, path in paths:
+            await _save(client, name, await path())
+
+    # The budget path needs a short budget: a second worker configuration on its own queue.
+    expired_queue = "record-histories-expired"
+    short = ActivityConfig(database_url=url, read_only_budget_seconds=1, recordings_dir=replay._dir)
+    async with build_worker(client, task_queue=expired_queue, config=short, providers=providers):
+
+        async def expired() -> str:
+            run_id = await _start(client, _input(SLOW_QUERY, Tier.READ_ONLY, enqueue=True), expired_queue)
+            await wait_for_view(client, run_id, _status(RunStatus.EXPIRED), timeout=30)
+            return run_id
+
+        await _save(client, "expired", await with_selection(ModelSelection(primary="slow:demo"), expired))
+
+
+def main() -> None:
+    with tempfile.TemporaryDirectory() as tmp:
+        state = Path(tmp)
+        with DevServer(
+            state_dir=state,
+            db_filename=None,
+            port=free_port(),
+            headless=True,
+            search_attributes=SEARCH_ATTRIBUTES,
+        ) as server:
+            asyncio.run(record(server, state))
+    names = sorted(p.name for p in HERE.glob("*.json"))
+    print(json.dumps({"histories": names}, indent=1))
+
+
+if __name__ == "__main__":
+    main()
