@@ -211,6 +211,10 @@ def policy_command(
         return
     if actor is None:
         raise InvalidInput("actor_required", "changing the policy needs --actor ID (a registered human)")
+    # Check the flags before the store is opened (and perhaps created): invalid input writes nothing.
+    flags = {"mode": mode, "maximum_automatic_tier": maximum_automatic_tier}
+    given = {key: value for key, value in flags.items() if value is not None}
+    parse_model(AutomationPolicy, given, what="policy", code="invalid_policy")
     store = _open_store(create=True)
     with store:
         current = store.get_policy().policy
@@ -343,8 +347,13 @@ def repos_add_command(
     """Allow-list a git repository under an alias."""
     from control import views
     from control.output import emit
+    from store import git
+    from store.repositories import check_alias
 
     actor = _actor_required(actor, "adding a repository")
+    # The store checks these again; checked first so that invalid input creates no store.
+    check_alias(alias)
+    git.local_branch(git.working_tree_root(path), branch)
     store = _open_store(create=True)
     with store:
         record = store.add_repository(alias, path, branch, actor)
@@ -378,7 +387,11 @@ def actors_register_command(
     """Register a human actor (the first needs no --actor; later ones need an existing actor)."""
     from control import views
     from control.output import emit
+    from store.actors import check_actor_id, check_actor_name
 
+    # The store checks these again; checked first so that invalid input creates no store.
+    check_actor_id(actor_id)
+    check_actor_name(name)
     store = _open_store(create=True)
     with store:
         record = store.register_actor(actor_id, name, actor)
@@ -471,13 +484,15 @@ def create_command(
     store = _open_store(create=False)
     if store is None:
         policy, selection = _default_policy_record(), None
+        known_actor = actor is None  # no store yet: no actor is registered
     else:
         with store:
             policy, selection = store.get_policy(), store.get_model_selection()
-            if actor is not None and not store.actor_exists(actor):
-                from contracts.errors import NotFound
+            known_actor = actor is None or store.actor_exists(actor)
+    if not known_actor:
+        from contracts.errors import NotFound
 
-                raise NotFound("unknown_actor", f"actor {actor!r} is not registered")
+        raise NotFound("unknown_actor", f"actor {actor!r} is not registered")
     capture(run_input, load_catalog(), policy, selection, read_only_budget_seconds=1, edit_budget_seconds=1)
 
     async def go() -> tuple[Any, bool]:

@@ -11,6 +11,7 @@ import datetime as dt
 from collections.abc import Callable
 from typing import Any
 
+from temporalio.api.enums.v1 import EventType
 from temporalio.client import (
     Client,
     WorkflowHandle,
@@ -219,7 +220,7 @@ async def history_events(client: Client, run_id: str) -> list[dict[str, Any]]:
             {
                 "event_id": event.event_id,
                 "event_time": event.event_time.ToDatetime(tzinfo=dt.UTC).isoformat().replace("+00:00", "Z"),
-                "event_type": event.event_type,
+                "event_type": EventType.Name(event.event_type).removeprefix("EVENT_TYPE_"),
             }
         )
     return events

@@ -1,0 +1,45 @@
+"""``bench/route_bench.py`` runs with tiny arguments and prints one JSON object with its measurements."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+BENCH = ROOT / "bench" / "route_bench.py"
+
+
+def test_route_bench_prints_its_measurements_as_json(tmp_path: Path) -> None:
+    completed = subprocess.run(
+        [sys.executable, str(BENCH), "--rounds", "1", "--seconds", "0.05", "--cold-runs", "1"],
+        cwd=tmp_path,
+        env={name: value for name, value in os.environ.items() if not name.startswith("SPECIALISTS_")},
+        stdin=subprocess.DEVNULL,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+
+    assert completed.returncode == 0, completed.stderr
+    report = json.loads(completed.stdout)
+    assert set(report) == {
+        "items",
+        "routes_per_second_median",
+        "normalise_only_per_second_median",
+        "route_cost_vs_normalise_ratio",
+        "cli_route_cold_start_ms_median",
+        "python_bare_start_ms_median",
+        "cli_vs_bare_python_ratio",
+        "targets",
+    }
+    assert report["items"] == len(list((ROOT / "examples" / "work-items").glob("*.json")))
+    for key in ("routes_per_second_median", "normalise_only_per_second_median"):
+        assert report[key] > 0
+    for key in ("cli_route_cold_start_ms_median", "python_bare_start_ms_median"):
+        assert report[key] > 0
+    assert report["targets"] == {"routes_per_second": 20000, "cli_route_cold_start_ms": 400}
+    assert list(tmp_path.iterdir()) == []  # nothing is written where it runs

@@ -1,0 +1,183 @@
+"""``specialists route``: the RouteDecision preview, tier previews, input errors, and writing nothing."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from tests.control.cli_harness import PRODUCTION_BREACH, SLOW_QUERY, Cli
+
+ROUTE_KEYS = {
+    "primary",
+    "reviewer",
+    "confidence",
+    "score",
+    "risk",
+    "reasons",
+    "alternatives",
+    "evidence_gaps",
+    "repo_alias",
+    "task_type",
+    "override",
+}
+SLOW_QUERY_ARG = f"@{SLOW_QUERY}"
+
+
+@pytest.fixture
+def cli(tmp_path: Path) -> Cli:
+    return Cli.isolated(tmp_path)
+
+
+def test_route_json_prints_the_route_decision(cli: Cli) -> None:
+    result = cli.run("route", "--input-json", SLOW_QUERY_ARG, "--json")
+
+    decision = result.ok()
+    assert result.stderr == ""
+    assert set(decision) == ROUTE_KEYS
+    assert decision["primary"] == "database-optimizer"
+    assert decision["reviewer"] == "backend-architect"
+    assert decision["risk"] == "low"
+    assert 0 <= decision["confidence"] <= 1
+    assert decision["score"] > 0
+    assert decision["reasons"] and all(isinstance(reason, str) for reason in decision["reasons"])
+    for alternative in decision["alternatives"]:
+        assert set(alternative) == {"profile", "score"}
+        assert alternative["profile"] != decision["primary"]
+    assert isinstance(decision["evidence_gaps"], list)
+    assert decision["repo_alias"] == "orders-service"
+    assert decision["task_type"] == "audit"
+    assert decision["override"] is None
+
+
+def test_route_accepts_the_work_item_inline(cli: Cli) -> None:
+    inline = cli.call("route", "--input-json", SLOW_QUERY.read_text(encoding="utf-8"), "--json").ok()
+    from_file = cli.call("route", "--input-json", SLOW_QUERY_ARG, "--json").ok()
+    assert inline == from_file
+
+
+def test_same_input_gives_byte_identical_output(cli: Cli) -> None:
+    first = cli.run("route", "--input-json", SLOW_QUERY_ARG, "--automatic", "--json")
+    second = cli.run("route", "--input-json", SLOW_QUERY_ARG, "--automatic", "--json")
+    assert first.exit_code == second.exit_code == 0
+    assert first.stdout.encode() == second.stdout.encode()
+
+
+def test_route_writes_nothing(cli: Cli) -> None:
+    before = sorted(cli.cwd.rglob("*"))
+    for extra in ([], ["--automatic"]):
+        result = cli.run("route", "--input-json", SLOW_QUERY_ARG, *extra, "--json")
+        assert result.exit_code == 0, result
+    assert cli.call("route", "--input-json", SLOW_QUERY_ARG, "--tier", "read_only").exit_code == 0
+    assert not cli.state_dir.exists()
+    assert sorted(cli.cwd.rglob("*")) == before
+
+
+def test_operator_tier_preview_adds_effective_tier_and_reasons(cli: Cli) -> None:
+    decision = cli.call("route", "--input-json", SLOW_QUERY_ARG, "--tier", "read_only", "--json").ok()
+    assert set(decision) == ROUTE_KEYS | {"effective_tier", "tier_reasons"}
+    assert decision["effective_tier"] == "read_only"
+    assert decision["tier_reasons"] and all(isinstance(r, str) for r in decision["tier_reasons"])
+
+
+def test_automatic_preview_uses_the_default_policy_without_a_store(cli: Cli) -> None:
+    decision = cli.call("route", "--input-json", SLOW_QUERY_ARG, "--automatic", "--json").ok()
+    assert decision["effective_tier"] == "recommend"
+    assert any("recommend" in reason for reason in decision["tier_reasons"])
+    assert not cli.state_dir.exists()
+
+
+def test_automatic_preview_follows_the_stored_policy_and_risk(cli: Cli) -> None:
+    assert cli.call("actors", "register", "alice", "--name", "Alice").exit_code == 0
+    changed = cli.call(
+        "policy", "--mode", "guarded", "--maximum-automatic-tier", "read_only", "--actor", "alice"
+    )
+    assert changed.exit_code == 0, changed
+
+    low = cli.call("route", "--input-json", SLOW_QUERY_ARG, "--automatic", "--json").ok()
+    high = cli.call("route", "--input-json", f"@{PRODUCTION_BREACH}", "--automatic", "--json").ok()
+
+    assert (low["risk"], low["effective_tier"]) == ("low", "read_only")
+    assert high["risk"] in ("high", "critical")
+    assert high["effective_tier"] == "recommend"
+
+
+def test_override_uses_the_named_profile_and_records_why(cli: Cli) -> None:
+    decision = cli.call(
+        "route",
+        "--input-json",
+        SLOW_QUERY_ARG,
+        "--override",
+        "code-reviewer",
+        "--override-reason",
+        "the index change needs a code review",
+        "--json",
+    ).ok()
+    assert decision["primary"] == "code-reviewer"
+    assert decision["reviewer"] != "code-reviewer"
+    assert decision["override"] == {
+        "profile": "code-reviewer",
+        "reason": "the index change needs a code review",
+    }
+
+
+def test_route_without_json_prints_a_table(cli: Cli) -> None:
+    result = cli.run("route", "--input-json", SLOW_QUERY_ARG, "--tier", "read_only")
+    assert result.exit_code == 0, result
+    assert result.stderr == ""
+    for text in ("database-optimizer", "backend-architect", "effective tier", "read_only"):
+        assert text in result.stdout
+
+
+ITEM = json.dumps({"title": "Slow orders report"})
+
+
+@pytest.mark.parametrize(
+    ("args", "exit_code", "code"),
+    [
+        (["--input-json", ITEM, "--automatic", "--tier", "read_only"], 2, "tier_conflict"),
+        (["--input-json", ITEM, "--tier", "sometimes"], 2, "unknown_tier"),
+        (["--input-json", '{"title": "unterminated'], 2, "invalid_json"),
+        (["--input-json", "[1, 2]"], 2, "invalid_work_item"),
+        (["--input-json", json.dumps({"title": "x", "owner": "bob"})], 2, "invalid_work_item"),
+        (["--input-json", json.dumps({"title": "x" * 201})], 2, "invalid_work_item"),
+        (["--input-json", json.dumps({"description": "no title"})], 2, "invalid_work_item"),
+        (["--input-json", "@/nonexistent/item.json"], 2, "input_not_found"),
+        (["--input-json", ITEM, "--override", "unknown-x", "--override-reason", "r"], 3, "unknown_profile"),
+        (["--input-json", ITEM, "--override", "code-reviewer"], 2, "override_reason_required"),
+        (["--input-json", ITEM, "--override", "code-reviewer", "--override-reason", "  "], 2,
+         "override_reason_required"),
+        (["--input-json", ITEM, "--override-reason", "because"], 2, "override_profile_required"),
+    ],
+)  # fmt: skip
+def test_bad_route_input_is_refused_with_a_json_error(
+    cli: Cli, args: list[str], exit_code: int, code: str
+) -> None:
+    result = cli.call("route", *args, "--json")
+    result.error(exit_code, code)
+    assert result.stderr == ""
+    assert not cli.state_dir.exists()
+
+
+def test_unknown_key_and_long_title_are_named_in_the_message(cli: Cli) -> None:
+    unknown = cli.call("route", "--input-json", json.dumps({"title": "x", "owner": "bob"}), "--json")
+    assert "owner: unknown key" in unknown.error(2, "invalid_work_item")
+    long_title = cli.call("route", "--input-json", json.dumps({"title": "x" * 201}), "--json")
+    assert "title" in long_title.error(2, "invalid_work_item")
+
+
+def test_errors_without_json_go_to_stderr_as_text(cli: Cli) -> None:
+    result = cli.run("route", "--input-json", "{not json")
+    assert result.exit_code == 2, result
+    assert result.stdout == ""
+    assert result.stderr.startswith("error [invalid_json]: ")
+    assert result.stderr.count("\n") == 1
+
+
+def test_errors_with_json_are_one_object_on_stdout(cli: Cli) -> None:
+    result = cli.run(
+        "route", "--input-json", ITEM, "--override", "unknown-x", "--override-reason", "r", "--json"
+    )
+    assert "unknown-x" in result.error(3, "unknown_profile")
+    assert result.stderr == ""
