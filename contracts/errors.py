@@ -80,6 +80,7 @@ class ErrorType:
     CAPTURE_REFUSED = "capture_refused"
     CATALOG_CHANGED = "catalog_changed"
     PROJECTION_FAILED = "projection_failed"
+    RUNTIME_BUDGET_EXHAUSTED = "runtime_budget_exhausted"
 
 
 FALLBACK_ERROR_TYPES = frozenset(

@@ -7,6 +7,7 @@ Every function takes the client as an argument so tests can pass their own. Refu
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import datetime as dt
 from collections.abc import Callable
 from typing import Any
@@ -150,8 +151,19 @@ async def wait_for_view(
             on_change(view)
         last_status = view.status
         if done(view) or (deadline is not None and loop.time() >= deadline):
+            if view.status.terminal:
+                # The run reports its final status before its last projection write; the workflow
+                # result means that write is done, so a `list` right after agrees with `show`.
+                await _closed(client, run_id)
             return view
         await asyncio.sleep(0.1)
+
+
+async def _closed(client: Client, run_id: str, timeout: float = 10.0) -> None:
+    """Wait (bounded) until the run's workflow has closed."""
+    handle = client.get_workflow_handle(run_id)
+    with contextlib.suppress(Exception):
+        await asyncio.wait_for(handle.result(), timeout=timeout)
 
 
 def settled(view: RunView) -> bool:

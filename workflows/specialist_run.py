@@ -222,7 +222,9 @@ class SpecialistRunWorkflow:
             child.cancel()
             self._model_job_running = False
             self._record("budget_exhausted", data={"kind": kind.value, "budget_seconds": remaining})
-            self._error = RunError(type="runtime_budget_exhausted", message="the runtime budget ran out")
+            self._error = RunError(
+                type=ErrorType.RUNTIME_BUDGET_EXHAUSTED, message="the runtime budget ran out"
+            )
             self._set_status(RunStatus.EXPIRED)
             return None
         finally:
@@ -233,7 +235,8 @@ class SpecialistRunWorkflow:
             cause = error.cause
             error_type = cause.type if isinstance(cause, ApplicationError) else None
             message = cause.message if isinstance(cause, ApplicationError) else str(error)
-            attempts = list(cause.details) if isinstance(cause, ApplicationError) else []
+            # ModelJob carries its attempts as one list (its only detail), as a completed job does.
+            attempts = list(cause.details[0]) if isinstance(cause, ApplicationError) and cause.details else []
             self._record(
                 "model_job_failed",
                 data={"kind": kind.value, "error_type": error_type, "message": message, "attempts": attempts},

@@ -1,0 +1,129 @@
+"""The ``replay`` provider: recordings keyed by (profile, job kind, work item title), independent of
+prompt and context; a missing recording, file or bad name fails clearly."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from activities.config import DEFAULT_RECORDINGS_DIR
+from activities.providers.base import CompletionRequest, JobIdentity, ProviderError
+from activities.providers.replay import ReplayProvider
+from contracts.errors import ErrorType
+from contracts.output import JobKind
+
+
+def _request(
+    profile: str, kind: JobKind, title: str, *, name: str = "cases", prompt: str = "p"
+) -> CompletionRequest:
+    return CompletionRequest(
+        model_name=name,
+        instructions=prompt,
+        context=prompt,
+        identity=JobIdentity(profile_id=profile, kind=kind, title=title),
+    )
+
+
+def _response(marker: str) -> dict[str, Any]:
+    return {"role": marker, "axis": marker}
+
+
+@pytest.fixture
+def recordings(tmp_path: Path) -> Path:
+    entries = [
+        ("db", "analysis", "Slow query", "db-analysis"),
+        ("db", "review", "Slow query", "db-review"),
+        ("db", "analysis", "Other title", "db-other"),
+        ("arch", "analysis", "Slow query", "arch-analysis"),
+    ]
+    data = {
+        "recordings": [
+            {"profile": p, "kind": k, "title": t, "response": _response(marker)}
+            for p, k, t, marker in entries
+        ]
+    }
+    (tmp_path / "cases.json").write_text(json.dumps(data), encoding="utf-8")
+    return tmp_path
+
+
+@pytest.mark.parametrize(
+    ("profile", "kind", "title", "marker"),
+    [
+        ("db", JobKind.ANALYSIS, "Slow query", "db-analysis"),
+        ("db", JobKind.REVIEW, "Slow query", "db-review"),
+        ("db", JobKind.ANALYSIS, "Other title", "db-other"),
+        ("arch", JobKind.ANALYSIS, "Slow query", "arch-analysis"),
+    ],
+)
+def test_replay_answers_the_recording_of_the_jobs_profile_kind_and_title(
+    recordings: Path, profile: str, kind: JobKind, title: str, marker: str
+) -> None:
+    raw = ReplayProvider(recordings).complete(_request(profile, kind, title))
+    assert json.loads(raw) == _response(marker)
+
+
+def test_replay_ignores_instructions_and_context(recordings: Path) -> None:
+    provider = ReplayProvider(recordings)
+    first = provider.complete(_request("db", JobKind.ANALYSIS, "Slow query", prompt="one prompt"))
+    second = provider.complete(
+        _request("db", JobKind.ANALYSIS, "Slow query", prompt="a changed prompt " * 50)
+    )
+    assert first == second
+
+
+@pytest.mark.parametrize(
+    ("profile", "kind", "title"),
+    [
+        ("arch", JobKind.REVIEW, "Slow query"),
+        ("db", JobKind.ANALYSIS, "slow query"),
+        ("nobody", JobKind.ANALYSIS, "Slow query"),
+    ],
+    ids=["other_kind", "title_case_differs", "other_profile"],
+)
+def test_replay_without_a_recording_fails_naming_the_identity_it_looked_for(
+    recordings: Path, profile: str, kind: JobKind, title: str
+) -> None:
+    with pytest.raises(ProviderError) as raised:
+        ReplayProvider(recordings).complete(_request(profile, kind, title))
+    assert raised.value.error_type == ErrorType.REPLAY_NO_RECORDING
+    for part in (repr(profile), repr(kind.value), repr(title), "replay:cases"):
+        assert part in raised.value.message
+
+
+def test_replay_with_a_missing_recordings_file_is_a_configuration_error(recordings: Path) -> None:
+    with pytest.raises(ProviderError) as raised:
+        ReplayProvider(recordings).complete(_request("db", JobKind.ANALYSIS, "Slow query", name="absent"))
+    assert raised.value.error_type == ErrorType.MODEL_NOT_CONFIGURED
+    assert "absent.json" in raised.value.message
+
+
+def test_replay_with_an_unreadable_recordings_file_is_a_configuration_error(tmp_path: Path) -> None:
+    (tmp_path / "broken.json").write_text("{not json", encoding="utf-8")
+    with pytest.raises(ProviderError) as raised:
+        ReplayProvider(tmp_path).complete(_request("db", JobKind.ANALYSIS, "t", name="broken"))
+    assert raised.value.error_type == ErrorType.MODEL_NOT_CONFIGURED
+
+
+@pytest.mark.parametrize("name", ["../cases", "a/b", ".hidden", "", "x" * 65])
+def test_replay_refuses_a_model_name_that_could_leave_the_recordings_directory(
+    recordings: Path, name: str
+) -> None:
+    (recordings.parent / "cases.json").write_text(json.dumps({"recordings": []}), encoding="utf-8")
+    with pytest.raises(ProviderError) as raised:
+        ReplayProvider(recordings).complete(_request("db", JobKind.ANALYSIS, "Slow query", name=name))
+    assert raised.value.error_type == ErrorType.MODEL_NOT_CONFIGURED
+    assert "not valid" in raised.value.message
+
+
+def test_demo_recordings_cover_analysis_and_review_of_the_slow_query_example() -> None:
+    provider = ReplayProvider(DEFAULT_RECORDINGS_DIR)
+    title = "Audit the slow query on the orders report and a possible missing index"
+    analysis = json.loads(
+        provider.complete(_request("database-optimizer", JobKind.ANALYSIS, title, name="demo"))
+    )
+    review = json.loads(provider.complete(_request("backend-architect", JobKind.REVIEW, title, name="demo")))
+    assert analysis["role"] == "database-optimizer" and "verdict" not in analysis
+    assert review["role"] == "backend-architect" and review["verdict"] == "agree"

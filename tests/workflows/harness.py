@@ -1,0 +1,305 @@
+"""A specialist-run test bench on the shared dev server: a SQLite store in ``tmp_path``, a registered
+actor ``alice``, a model selection, in-process workers built by :func:`worker.build_worker`, and
+small model providers for the cases the replay recordings cannot produce (slow, failing, capturing).
+
+Every test bounds itself with :func:`within`, so a hang fails the test instead of blocking the run.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import dataclasses
+import functools
+import threading
+import time
+from collections.abc import AsyncIterator, Awaitable, Callable, Coroutine
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, ParamSpec, TypeVar
+
+from temporalio import activity
+from temporalio.client import Client, WorkflowExecutionStatus
+from temporalio.service import RPCError
+from temporalio.worker import Worker
+
+from activities.config import DEFAULT_RECORDINGS_DIR, ActivityConfig
+from activities.providers.base import CompletionRequest, ModelProvider, ProviderError
+from activities.providers.replay import ReplayProvider
+from contracts.enums import AutomationMode, FallbackMode, Tier
+from contracts.ids import new_run_id
+from contracts.models import ModelSelection
+from contracts.policy import AutomationPolicy
+from contracts.runs import RunInput, RunStatus, RunView
+from contracts.work_item import WorkItem
+from control.runs import create_run, request_digest, wait_for_view
+from store.database import open_store
+from store.store import Store
+from worker import build_worker
+
+P = ParamSpec("P")
+T = TypeVar("T")
+
+ACTOR = "alice"
+REPLAY_MODEL = "replay:demo"
+EXAMPLES_DIR = Path(__file__).resolve().parents[2] / "examples" / "work-items"
+SLOW_QUERY = "03-slow-query.json"  # low risk; recorded in replay:demo (analysis + review)
+RELEASE_GATE = "02-release-gate.json"  # low risk; recorded in replay:demo
+AUTH_REVIEW = "04-authentication-review.json"  # high risk; not recorded
+DASHBOARD = "05-responsive-dashboard.json"  # low risk; not recorded
+
+
+AsyncTest = Callable[P, Coroutine[Any, Any, T]]
+
+
+def within(seconds: float) -> Callable[[AsyncTest[P, T]], AsyncTest[P, T]]:
+    """Fail an async test that takes longer than ``seconds`` of wall-clock time."""
+
+    def decorate(test: AsyncTest[P, T]) -> AsyncTest[P, T]:
+        @functools.wraps(test)
+        async def bounded(*args: P.args, **kwargs: P.kwargs) -> T:
+            return await asyncio.wait_for(test(*args, **kwargs), timeout=seconds)
+
+        return bounded
+
+    return decorate
+
+
+def example(name: str) -> WorkItem:
+    """An example work item from ``examples/work-items``."""
+    return WorkItem.model_validate_json((EXAMPLES_DIR / name).read_text(encoding="utf-8"))
+
+
+def run_input(
+    item: WorkItem,
+    *,
+    tier: Tier | None = Tier.READ_ONLY,
+    automatic: bool = False,
+    enqueue: bool = False,
+    actor: str = ACTOR,
+    run_id: str | None = None,
+) -> RunInput:
+    """A run input as ``specialists create`` builds it (request digest included)."""
+    draft = RunInput(
+        run_id=run_id or new_run_id(),
+        work_item=item,
+        requested_tier=None if automatic else tier,
+        automatic=automatic,
+        enqueue=enqueue,
+        request_digest="",
+        created_by=actor,
+    )
+    return draft.model_copy(update={"request_digest": request_digest(draft)})
+
+
+# ----------------------------------------------------------------------------------------- providers
+
+_DEMO = ReplayProvider(DEFAULT_RECORDINGS_DIR)
+
+
+def replay_demo(request: CompletionRequest) -> str:
+    """The ``replay:demo`` answer for ``request``'s identity, whatever model it was sent to."""
+    return _DEMO.complete(dataclasses.replace(request, model_name="demo"))
+
+
+class RecordingProvider:
+    """Records every request, then answers from the ``replay:demo`` recordings."""
+
+    def __init__(self) -> None:
+        self.requests: list[CompletionRequest] = []
+        self._lock = threading.Lock()
+
+    def complete(self, request: CompletionRequest) -> str:
+        with self._lock:
+            self.requests.append(request)
+        return replay_demo(request)
+
+
+class FailingProvider:
+    """Raises ``ProviderError(error_type)`` on every call (or only on the first ``times`` calls,
+    then answers from the ``replay:demo`` recordings)."""
+
+    def __init__(self, error_type: str, *, times: int | None = None) -> None:
+        self.error_type = error_type
+        self.times = times
+        self.calls = 0
+        self._lock = threading.Lock()
+
+    def complete(self, request: CompletionRequest) -> str:
+        with self._lock:
+            self.calls += 1
+            calls = self.calls
+        if self.times is None or calls <= self.times:
+            raise ProviderError(self.error_type, f"test provider fails with {self.error_type}")
+        return replay_demo(request)
+
+
+class TextProvider:
+    """Answers with ``answer(request)``: raw text, which need not be valid output."""
+
+    def __init__(self, answer: Callable[[CompletionRequest], str]) -> None:
+        self._answer = answer
+
+    def complete(self, request: CompletionRequest) -> str:
+        return self._answer(request)
+
+
+class SlowProvider:
+    """Heartbeats for ``seconds`` (or until the activity is cancelled or the worker stops), then
+    answers from the ``replay:demo`` recordings. ``started`` is set when the first call begins."""
+
+    def __init__(self, seconds: float) -> None:
+        self.seconds = seconds
+        self.started = threading.Event()
+        self.finished = threading.Event()
+        self.calls = 0
+
+    def complete(self, request: CompletionRequest) -> str:
+        self.calls += 1
+        self.started.set()
+        deadline = time.monotonic() + self.seconds
+        try:
+            while time.monotonic() < deadline:
+                activity.heartbeat()
+                if activity.is_cancelled() or activity.is_worker_shutdown():
+                    raise ProviderError("model_transport", "slow test provider interrupted")
+                time.sleep(0.05)
+            return replay_demo(request)
+        finally:
+            self.finished.set()
+
+
+# ------------------------------------------------------------------------------------------- bench
+
+
+@dataclass
+class Bench:
+    """One test's store, task queue and worker factory on the shared dev server."""
+
+    client: Client
+    task_queue: str
+    database_url: str
+    store: Store
+    config: ActivityConfig
+    providers: dict[str, ModelProvider] = field(default_factory=dict)
+    started: list[str] = field(default_factory=list)
+
+    def worker(self) -> Worker:
+        """A fresh worker for this bench's task queue (run it with ``async with``)."""
+        return build_worker(
+            self.client, task_queue=self.task_queue, config=self.config, providers=self.providers
+        )
+
+    def select(
+        self, primary: str, *fallbacks: str, mode: FallbackMode | None = None, actor: str = ACTOR
+    ) -> None:
+        """Select the models new runs capture."""
+        if mode is None:
+            mode = FallbackMode.ORDERED if fallbacks else FallbackMode.PRIMARY_ONLY
+        self.store.select_models(
+            ModelSelection(primary=primary, fallbacks=list(fallbacks), fallback_mode=mode), actor
+        )
+
+    def set_policy(self, mode: AutomationMode, ceiling: Tier = Tier.RECOMMEND) -> None:
+        """Set the automation policy new runs capture."""
+        self.store.set_policy(AutomationPolicy(mode=mode, maximum_automatic_tier=ceiling), ACTOR)
+
+    async def create(self, item: WorkItem | str, **kwargs: Any) -> RunView:
+        """Create a run with :func:`control.runs.create_run`; returns its first settled-from-routing
+        view."""
+        if isinstance(item, str):
+            item = example(item)
+        inp = run_input(item, **kwargs)
+        self.started.append(inp.run_id)
+        view, deduplicated = await create_run(self.client, inp, task_queue=self.task_queue)
+        assert not deduplicated
+        return view
+
+    async def wait(
+        self, run_id: str, done: Callable[[RunView], bool] | RunStatus, *, timeout: float = 15.0
+    ) -> RunView:
+        """Poll the run until ``done`` (a predicate or a status); fails on timeout."""
+        predicate = (lambda v: v.status is done) if isinstance(done, RunStatus) else done
+        view = await wait_for_view(self.client, run_id, predicate, timeout=timeout)
+        assert predicate(view), f"run {run_id} is {view.status.value}, error {view.error}"
+        return view
+
+    async def terminal(self, run_id: str, *, timeout: float = 15.0) -> RunView:
+        """Wait until the workflow has completed and return its final view.
+
+        The view turns terminal before the run's last projection write; the workflow result comes
+        after it, so the projection is complete once this returns.
+        """
+        handle = self.client.get_workflow_handle(run_id, result_type=RunView)
+        return await asyncio.wait_for(handle.result(), timeout=timeout)
+
+    def projected_status(self, run_id: str) -> str | None:
+        """The run's status in the SQL projection (``None`` when not projected)."""
+        for summary in self.store.list_runs(limit=1000):
+            if summary.run_id == run_id:
+                return summary.status.value
+        return None
+
+
+def audit_kinds(view: RunView) -> list[str]:
+    """The audit event kinds in order."""
+    return [event.kind for event in view.audit]
+
+
+def transitions(view: RunView) -> list[tuple[str, str]]:
+    """The ``status_changed`` events as (from, to) pairs, in order."""
+    return [(e.data["from"], e.data["to"]) for e in view.audit if e.kind == "status_changed"]
+
+
+def events(view: RunView, kind: str) -> list[dict[str, Any]]:
+    """The data of every audit event of ``kind``."""
+    return [e.data for e in view.audit if e.kind == kind]
+
+
+async def until(check: Callable[[], Awaitable[bool]], *, timeout: float = 5.0, every: float = 0.05) -> bool:
+    """Poll an async check until it is true or ``timeout`` seconds pass; returns the last result."""
+    deadline = time.monotonic() + timeout
+    while True:
+        if await check():
+            return True
+        if time.monotonic() >= deadline:
+            return False
+        await asyncio.sleep(every)
+
+
+@contextlib.asynccontextmanager
+async def bench(
+    client: Client,
+    task_queue: str,
+    tmp_path: Path,
+    *,
+    providers: dict[str, ModelProvider] | None = None,
+    model: str | None = REPLAY_MODEL,
+    read_only_budget_seconds: int = 120,
+) -> AsyncIterator[Bench]:
+    """A bench with ``alice`` registered and ``model`` selected (``None``: no selection).
+
+    On exit, any run this bench started that is still open is terminated, so the shared dev server
+    is left with nothing running.
+    """
+    database_url = f"sqlite:///{tmp_path / 'state' / 'specialists.db'}"
+    store = open_store(database_url, create=True)
+    store.register_actor(ACTOR, "Alice Operator", None)
+    config = ActivityConfig(
+        database_url=database_url,
+        read_only_budget_seconds=read_only_budget_seconds,
+        recordings_dir=DEFAULT_RECORDINGS_DIR,
+    )
+    b = Bench(client, task_queue, database_url, store, config, dict(providers or {}))
+    if model is not None:
+        b.select(model)
+    try:
+        yield b
+    finally:
+        for run_id in b.started:
+            handle = client.get_workflow_handle(run_id)
+            with contextlib.suppress(RPCError):
+                description = await handle.describe()
+                if description.status == WorkflowExecutionStatus.RUNNING:
+                    await handle.terminate("test finished")
+        store.close()

@@ -1,0 +1,730 @@
+"""``SpecialistRun`` on the shared dev server: a real worker in-process, a real SQLite store in
+``tmp_path``, the replay provider and small test providers (DESIGN.md "Run lifecycle")."""
+
+from __future__ import annotations
+
+import asyncio
+import datetime as dt
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+from temporalio.client import Client, WorkflowExecutionStatus, WorkflowUpdateFailedError
+from temporalio.common import WorkflowIDConflictPolicy
+from temporalio.exceptions import ApplicationError
+from temporalio.worker import Worker
+
+from activities.config import DEFAULT_RECORDINGS_DIR, ActivityConfig
+from catalog.hashing import canonical_sha256
+from contracts.enums import AutomationMode, Tier
+from contracts.errors import ErrorType, Refused
+from contracts.output import JobKind
+from contracts.runs import (
+    ActionResult,
+    CancelRequest,
+    DecisionOutcome,
+    DecisionRequest,
+    RunStatus,
+)
+from control.runs import cancel_run, decide_run, enqueue_run, get_view
+from tests.workflows.harness import (
+    ACTOR,
+    AUTH_REVIEW,
+    DASHBOARD,
+    REPLAY_MODEL,
+    SLOW_QUERY,
+    FailingProvider,
+    RecordingProvider,
+    SlowProvider,
+    TextProvider,
+    audit_kinds,
+    bench,
+    events,
+    example,
+    run_input,
+    transitions,
+    until,
+    within,
+)
+from worker import build_worker, sandbox_runner
+
+READ_ONLY_PATH = [
+    ("routing", "ready"),
+    ("ready", "queued"),
+    ("queued", "running"),
+    ("running", "reviewing"),
+    ("reviewing", "awaiting_decision"),
+]
+
+
+def _recorded(kind: str, profile: str) -> dict[str, Any]:
+    """The ``replay:demo`` response recorded for the slow-query example."""
+    data = json.loads((DEFAULT_RECORDINGS_DIR / "demo.json").read_text(encoding="utf-8"))
+    title = example(SLOW_QUERY).title
+    for entry in data["recordings"]:
+        if (entry["kind"], entry["profile"], entry["title"]) == (kind, profile, title):
+            return dict(entry["response"])
+    raise AssertionError(f"no recording for {profile} {kind}")
+
+
+# ------------------------------------------------------------------------------------------ recommend
+
+
+@within(30)
+async def test_recommend_run_ends_recommended_with_route_contract_and_digest_and_runs_no_model(
+    temporal_client: Client, task_queue: str, tmp_path: Path
+) -> None:
+    async with bench(temporal_client, task_queue, tmp_path) as b, b.worker():
+        view = await b.create(SLOW_QUERY, tier=Tier.RECOMMEND)
+        view = await b.terminal(view.run_id)
+
+        assert view.status is RunStatus.RECOMMENDED
+        assert view.tier is Tier.RECOMMEND
+        assert view.route is not None and view.route.primary == "database-optimizer"
+        assert view.contract is not None and view.contract.tier is Tier.RECOMMEND
+        assert view.contract_sha256 == canonical_sha256(view.contract.model_dump(mode="json"))
+        assert view.result is None and view.review is None and view.decision is None
+        kinds = audit_kinds(view)
+        assert "model_job_started" not in kinds
+        assert kinds[:2] == ["run_created", "contract_captured"]
+        assert transitions(view) == [("routing", "recommended")]
+
+        # The projection lists it, with every audit event.
+        assert b.projected_status(view.run_id) == "recommended"
+        assert [e.kind for e in b.store.run_events(view.run_id)] == kinds
+
+        # The search attribute is visible to operators (visibility lags about 100 ms).
+        query = f'WorkflowId="{view.run_id}" AND SpecialistStatus="recommended"'
+
+        async def listed() -> bool:
+            found = [wf async for wf in temporal_client.list_workflows(query)]
+            return [wf.id for wf in found] == [view.run_id]
+
+        assert await until(listed)
+        found = [wf async for wf in temporal_client.list_workflows(query)]
+        assert found[0].status == WorkflowExecutionStatus.COMPLETED
+
+
+# ----------------------------------------------------------------------------------------- read_only
+
+
+@within(40)
+async def test_read_only_run_waits_ready_until_enqueued_then_is_reviewed_and_accepted(
+    temporal_client: Client, task_queue: str, tmp_path: Path
+) -> None:
+    async with bench(temporal_client, task_queue, tmp_path) as b, b.worker():
+        view = await b.create(SLOW_QUERY, tier=Tier.READ_ONLY)
+        assert view.status is RunStatus.READY
+        assert b.projected_status(view.run_id) == "ready"
+        await asyncio.sleep(0.3)
+        assert (await get_view(temporal_client, view.run_id)).status is RunStatus.READY
+
+        enqueued = await enqueue_run(temporal_client, view.run_id, ACTOR)
+        assert enqueued.accepted and enqueued.status is RunStatus.QUEUED
+
+        view = await b.wait(view.run_id, RunStatus.AWAITING_DECISION)
+        assert view.result is not None and view.result.role == "database-optimizer"
+        assert view.review is not None and view.review.role == "backend-architect"
+        assert view.review.verdict is not None and view.review.verdict.value == "agree"
+        assert view.decision is None
+        assert b.projected_status(view.run_id) == "awaiting_decision"
+
+        decided = await decide_run(
+            temporal_client, view.run_id, ACTOR, DecisionOutcome.ACCEPTED, "index proposal accepted"
+        )
+        assert decided.accepted and decided.status is RunStatus.ACCEPTED
+        view = await b.terminal(view.run_id)
+
+    assert view.status is RunStatus.ACCEPTED
+    assert transitions(view) == [*READ_ONLY_PATH, ("awaiting_decision", "accepted")]
+    assert view.decision is not None
+    assert (view.decision.actor, view.decision.outcome, view.decision.note) == (
+        ACTOR,
+        DecisionOutcome.ACCEPTED,
+        "index proposal accepted",
+    )
+    kinds = [k for k in audit_kinds(view) if k != "status_changed"]
+    assert kinds == [
+        "run_created",
+        "contract_captured",
+        "enqueued",
+        "model_job_started",
+        "model_job_completed",
+        "model_job_started",
+        "model_job_completed",
+        "decided",
+    ]
+    assert [e["kind"] for e in events(view, "model_job_started")] == ["analysis", "review"]
+    completed = events(view, "model_job_completed")
+    assert [c["model"] for c in completed] == [REPLAY_MODEL, REPLAY_MODEL]
+    assert completed[1]["verdict"] == "agree"
+    assert events(view, "decided") == [{"outcome": "accepted", "note": "index proposal accepted"}]
+    assert [e.seq for e in view.audit] == list(range(1, len(view.audit) + 1))
+    assert b.projected_status(view.run_id) == "accepted"
+    assert [e.kind for e in b.store.run_events(view.run_id)] == audit_kinds(view)
+
+
+@within(40)
+async def test_read_only_run_created_enqueued_skips_ready_and_a_rejection_ends_it_rejected(
+    temporal_client: Client, task_queue: str, tmp_path: Path
+) -> None:
+    async with bench(temporal_client, task_queue, tmp_path) as b, b.worker():
+        view = await b.create(SLOW_QUERY, tier=Tier.READ_ONLY, enqueue=True)
+        view = await b.wait(view.run_id, RunStatus.AWAITING_DECISION)
+        decided = await decide_run(
+            temporal_client, view.run_id, ACTOR, DecisionOutcome.REJECTED, "needs pg_stats first"
+        )
+        assert decided.status is RunStatus.REJECTED
+        view = await b.terminal(view.run_id)
+
+    assert view.status is RunStatus.REJECTED
+    assert transitions(view) == [
+        ("routing", "queued"),
+        ("queued", "running"),
+        ("running", "reviewing"),
+        ("reviewing", "awaiting_decision"),
+        ("awaiting_decision", "rejected"),
+    ]
+    assert "enqueued" not in audit_kinds(view)
+    assert view.decision is not None and view.decision.outcome is DecisionOutcome.REJECTED
+    assert view.decision.note == "needs pg_stats first"
+    assert view.result is not None and view.review is not None
+    assert b.projected_status(view.run_id) == "rejected"
+
+
+@within(40)
+async def test_review_job_sees_task_evidence_and_findings_but_not_the_authors_profile_model_or_confidence(
+    temporal_client: Client, task_queue: str, tmp_path: Path
+) -> None:
+    capture = RecordingProvider()
+    providers = {"capture": capture}
+    async with (
+        bench(temporal_client, task_queue, tmp_path, providers=providers, model="capture:demo") as b,
+        b.worker(),
+    ):
+        view = await b.create(SLOW_QUERY, tier=Tier.READ_ONLY, enqueue=True)
+        view = await b.wait(view.run_id, RunStatus.AWAITING_DECISION)
+
+        # The child workflow's input carries the findings and nothing about their author.
+        review_history = await temporal_client.get_workflow_handle(f"{view.run_id}-review").fetch_history()
+
+    assert view.result is not None
+    analysis_request, review_request = capture.requests
+    assert analysis_request.identity.kind is JobKind.ANALYSIS
+    assert review_request.identity.kind is JobKind.REVIEW
+    assert review_request.identity.profile_id == "backend-architect"
+
+    seen = review_request.instructions + review_request.context
+    findings = [f.model_dump(mode="json") for f in view.result.findings]
+    assert json.dumps(findings, indent=1, sort_keys=True) in review_request.context
+    for finding in view.result.findings:
+        assert finding.title in review_request.context
+    # The original task and evidence come first, then the findings.
+    context = review_request.context
+    assert context.index(example(SLOW_QUERY).title) < context.index("Findings under review")
+    assert context.index("log:pg-slow-2026-11-27") < context.index("Findings under review")
+    # Never the author's profile, model, confidence or closure.
+    assert "database-optimizer" not in seen
+    assert "Database Optimizer" not in seen
+    assert "capture:demo" not in seen
+    assert view.result.axis not in seen
+    assert str(view.result.confidence) not in seen
+    assert view.result.recommended_next_action not in seen
+    # The analysis request has no findings section at all.
+    assert "Findings under review" not in analysis_request.context
+
+    started = review_history.events[0].workflow_execution_started_event_attributes
+    payload = json.loads(started.input.payloads[0].data)
+    assert payload["kind"] == "review"
+    assert payload["profile_id"] == "backend-architect"
+    assert payload["context"]["findings_under_review"] == findings
+    assert set(payload["context"]) == {"title", "task", "evidence_refs", "findings_under_review"}
+    assert "database-optimizer" not in json.dumps(payload["context"])
+
+
+# ---------------------------------------------------------------------------------------- automatic
+
+
+@within(30)
+async def test_automatic_run_is_refused_when_policy_mode_is_off(
+    temporal_client: Client, task_queue: str, tmp_path: Path
+) -> None:
+    async with bench(temporal_client, task_queue, tmp_path) as b, b.worker():
+        b.set_policy(AutomationMode.OFF)
+        view = await b.create(SLOW_QUERY, automatic=True)
+        view = await b.terminal(view.run_id)
+    assert view.status is RunStatus.FAILED
+    assert view.error is not None and view.error.type == "automation_off"
+    assert view.contract is None
+    assert events(view, "step_failed") == [
+        {"step": "capture_contract", "error_type": "automation_off", "message": view.error.message}
+    ]
+    assert "model_job_started" not in audit_kinds(view)
+    assert b.projected_status(view.run_id) == "failed"
+
+
+@within(30)
+async def test_automatic_run_in_policy_mode_recommend_gets_the_recommend_tier(
+    temporal_client: Client, task_queue: str, tmp_path: Path
+) -> None:
+    async with bench(temporal_client, task_queue, tmp_path) as b, b.worker():
+        b.set_policy(AutomationMode.RECOMMEND, Tier.READ_ONLY)
+        view = await b.create(SLOW_QUERY, automatic=True)
+        view = await b.terminal(view.run_id)
+    assert view.status is RunStatus.RECOMMENDED
+    assert view.automatic and view.contract is not None and view.contract.automatic
+    assert view.contract.tier is Tier.RECOMMEND
+    assert "model_job_started" not in audit_kinds(view)
+
+
+@within(30)
+async def test_guarded_automatic_low_risk_run_gets_the_read_only_ceiling_and_high_risk_drops_to_recommend(
+    temporal_client: Client, task_queue: str, tmp_path: Path
+) -> None:
+    async with bench(temporal_client, task_queue, tmp_path) as b, b.worker():
+        b.set_policy(AutomationMode.GUARDED, Tier.READ_ONLY)
+        low = await b.create(SLOW_QUERY, automatic=True)
+        high = await b.create(AUTH_REVIEW, automatic=True)
+        high = await b.terminal(high.run_id)
+
+    assert low.status is RunStatus.READY
+    assert low.contract is not None and low.contract.tier is Tier.READ_ONLY
+    assert low.contract.risk.value == "low" and low.contract.automatic
+    assert low.contract.model is not None and low.contract.model.primary == REPLAY_MODEL
+
+    assert high.status is RunStatus.RECOMMENDED
+    assert high.contract is not None and high.contract.tier is Tier.RECOMMEND
+    assert high.contract.risk.value == "high"
+    (captured,) = events(high, "contract_captured")
+    assert any("reduces an automatic run to recommend" in reason for reason in captured["tier_reasons"])
+
+
+# ---------------------------------------------------------------------------------- capture refusals
+
+
+@pytest.mark.parametrize("tier", [Tier.WORKTREE, Tier.PR_READY])
+@within(30)
+async def test_worktree_and_pr_ready_runs_are_refused_as_not_available(
+    temporal_client: Client, task_queue: str, tmp_path: Path, tier: Tier
+) -> None:
+    async with bench(temporal_client, task_queue, tmp_path) as b, b.worker():
+        view = await b.create(SLOW_QUERY, tier=tier)
+        view = await b.terminal(view.run_id)
+    assert view.status is RunStatus.FAILED
+    assert view.error is not None and view.error.type == "tier_not_available"
+    assert view.contract is None and "model_job_started" not in audit_kinds(view)
+
+
+@within(30)
+async def test_read_only_run_without_a_model_selection_fails_with_no_model_selected(
+    temporal_client: Client, task_queue: str, tmp_path: Path
+) -> None:
+    async with bench(temporal_client, task_queue, tmp_path, model=None) as b, b.worker():
+        view = await b.create(SLOW_QUERY, tier=Tier.READ_ONLY, enqueue=True)
+        view = await b.terminal(view.run_id)
+    assert view.status is RunStatus.FAILED
+    assert view.error is not None and view.error.type == "no_model_selected"
+    assert "model_job_started" not in audit_kinds(view)
+
+
+# ----------------------------------------------------------------------------------- refused actions
+
+
+@within(30)
+async def test_decide_on_a_run_not_awaiting_a_decision_is_rejected_by_the_validator_and_not_audited(
+    temporal_client: Client, task_queue: str, tmp_path: Path
+) -> None:
+    async with bench(temporal_client, task_queue, tmp_path) as b, b.worker():
+        view = await b.create(SLOW_QUERY, tier=Tier.READ_ONLY)
+        assert view.status is RunStatus.READY
+        before = await get_view(temporal_client, view.run_id)
+        handle = temporal_client.get_workflow_handle(view.run_id)
+        with pytest.raises(WorkflowUpdateFailedError) as raised:
+            await handle.execute_update(
+                "decide",
+                DecisionRequest(actor=ACTOR, outcome=DecisionOutcome.ACCEPTED),
+                result_type=ActionResult,
+            )
+        cause = raised.value.cause
+        assert isinstance(cause, ApplicationError) and cause.type == "not_awaiting_decision"
+
+        # Through the client helper the same refusal is an operator error (exit 4).
+        with pytest.raises(Refused) as refused:
+            await decide_run(temporal_client, view.run_id, ACTOR, DecisionOutcome.ACCEPTED, "")
+        assert refused.value.code == "not_awaiting_decision"
+
+        after = await get_view(temporal_client, view.run_id)
+        assert after.status is RunStatus.READY
+        assert after.audit == before.audit
+        history = await handle.fetch_history()
+        accepted = "workflow_execution_update_accepted_event_attributes"
+        assert not [e for e in history.events if e.HasField(accepted)]
+
+
+@within(40)
+async def test_decide_by_an_unregistered_actor_is_refused_audited_and_changes_nothing(
+    temporal_client: Client, task_queue: str, tmp_path: Path
+) -> None:
+    async with bench(temporal_client, task_queue, tmp_path) as b, b.worker():
+        view = await b.create(SLOW_QUERY, tier=Tier.READ_ONLY, enqueue=True)
+        view = await b.wait(view.run_id, RunStatus.AWAITING_DECISION)
+        handle = temporal_client.get_workflow_handle(view.run_id)
+        result = await handle.execute_update(
+            "decide",
+            DecisionRequest(actor="mallory", outcome=DecisionOutcome.ACCEPTED, note="let me in"),
+            result_type=ActionResult,
+        )
+        assert not result.accepted
+        assert result.code == "unknown_actor" and result.status is RunStatus.AWAITING_DECISION
+
+        view = await get_view(temporal_client, view.run_id)
+        assert view.status is RunStatus.AWAITING_DECISION and view.decision is None
+        refused = [e for e in view.audit if e.kind == "action_refused"]
+        assert len(refused) == 1
+        assert refused[0].actor == "mallory"
+        assert refused[0].data["action"] == "decide" and refused[0].data["code"] == "unknown_actor"
+        assert audit_kinds(view)[-1] == "action_refused"
+
+        # The run still takes a decision from a registered actor.
+        await decide_run(temporal_client, view.run_id, ACTOR, DecisionOutcome.ACCEPTED, "")
+        view = await b.terminal(view.run_id)
+    assert view.status is RunStatus.ACCEPTED and view.decision is not None
+    assert view.decision.actor == ACTOR
+
+
+@within(30)
+async def test_cancel_of_a_finished_run_is_refused_as_run_finished(
+    temporal_client: Client, task_queue: str, tmp_path: Path
+) -> None:
+    async with bench(temporal_client, task_queue, tmp_path) as b, b.worker():
+        view = await b.create(SLOW_QUERY, tier=Tier.RECOMMEND)
+        view = await b.terminal(view.run_id)
+        with pytest.raises(Refused) as refused:
+            await cancel_run(temporal_client, view.run_id, ACTOR, "too late")
+        assert refused.value.code == "run_finished"
+        assert (await get_view(temporal_client, view.run_id)).status is RunStatus.RECOMMENDED
+
+
+# -------------------------------------------------------------------------------------------- cancel
+
+
+@within(30)
+async def test_cancel_of_a_ready_run_ends_it_cancelled_without_a_model_job(
+    temporal_client: Client, task_queue: str, tmp_path: Path
+) -> None:
+    async with bench(temporal_client, task_queue, tmp_path) as b, b.worker():
+        view = await b.create(SLOW_QUERY, tier=Tier.READ_ONLY)
+        assert view.status is RunStatus.READY
+        view = await cancel_run(temporal_client, view.run_id, ACTOR, "not needed")
+        view = await b.terminal(view.run_id)
+    assert view.status is RunStatus.CANCELLED
+    assert transitions(view) == [("routing", "ready"), ("ready", "cancelled")]
+    (cancelled,) = [e for e in view.audit if e.kind == "cancel_requested"]
+    assert cancelled.actor == ACTOR and cancelled.data == {"reason": "not needed"}
+    assert "model_job_started" not in audit_kinds(view)
+    assert view.result is None and view.review is None
+    assert b.projected_status(view.run_id) == "cancelled"
+
+
+@within(30)
+async def test_cancel_sent_before_any_worker_polled_ends_the_run_cancelled_before_capture(
+    temporal_client: Client, task_queue: str, tmp_path: Path
+) -> None:
+    async with bench(temporal_client, task_queue, tmp_path) as b:
+        inp = run_input(example(SLOW_QUERY), tier=Tier.READ_ONLY, enqueue=True)
+        b.started.append(inp.run_id)
+        handle = await temporal_client.start_workflow(
+            "SpecialistRun",
+            inp,
+            id=inp.run_id,
+            task_queue=task_queue,
+            execution_timeout=dt.timedelta(seconds=60),
+            id_conflict_policy=WorkflowIDConflictPolicy.USE_EXISTING,
+        )
+        await handle.signal("cancel", CancelRequest(actor=ACTOR, reason="changed my mind"))
+        async with b.worker():
+            view = await b.terminal(inp.run_id)
+            history = await handle.fetch_history()
+
+    assert view.status is RunStatus.CANCELLED
+    assert transitions(view) == [("routing", "cancelled")]
+    assert audit_kinds(view) == ["run_created", "cancel_requested", "status_changed"]
+    assert view.contract is None and view.result is None
+    scheduled = [
+        e.activity_task_scheduled_event_attributes.activity_type.name
+        for e in history.events
+        if e.HasField("activity_task_scheduled_event_attributes")
+    ]
+    assert "capture_contract" not in scheduled
+    assert "call_model" not in scheduled
+    assert scheduled[0] == "authorize_action"
+
+
+@within(40)
+async def test_cancel_while_the_model_job_runs_waits_for_it_keeps_the_result_and_skips_the_review(
+    temporal_client: Client, task_queue: str, tmp_path: Path
+) -> None:
+    slow = SlowProvider(2.0)
+    async with (
+        bench(temporal_client, task_queue, tmp_path, providers={"slow": slow}, model="slow:demo") as b,
+        b.worker(),
+    ):
+        view = await b.create(SLOW_QUERY, tier=Tier.READ_ONLY, enqueue=True)
+        assert await asyncio.to_thread(slow.started.wait, 10)
+        view = await cancel_run(temporal_client, view.run_id, ACTOR, "stop after this")
+        assert view.status is RunStatus.CANCEL_REQUESTED
+        assert not slow.finished.is_set()
+        view = await b.terminal(view.run_id)
+
+    assert view.status is RunStatus.CANCELLED
+    assert transitions(view) == [
+        ("routing", "queued"),
+        ("queued", "running"),
+        ("running", "cancel_requested"),
+        ("cancel_requested", "cancelled"),
+    ]
+    assert view.result is not None and view.result.role == "database-optimizer"
+    assert view.review is None
+    assert [e["kind"] for e in events(view, "model_job_started")] == ["analysis"]
+    assert slow.calls == 1
+    assert b.projected_status(view.run_id) == "cancelled"
+
+
+# -------------------------------------------------------------------------------- worker not running
+
+
+@within(60)
+async def test_a_decision_sent_while_no_worker_runs_completes_once_a_worker_starts(
+    temporal_client: Client, task_queue: str, tmp_path: Path
+) -> None:
+    async with bench(temporal_client, task_queue, tmp_path) as b:
+        async with b.worker():
+            view = await b.create(SLOW_QUERY, tier=Tier.READ_ONLY, enqueue=True)
+            view = await b.wait(view.run_id, RunStatus.AWAITING_DECISION)
+
+        handle = temporal_client.get_workflow_handle(view.run_id)
+        pending = asyncio.create_task(
+            handle.execute_update(
+                "decide",
+                DecisionRequest(actor=ACTOR, outcome=DecisionOutcome.ACCEPTED, note="decided offline"),
+                result_type=ActionResult,
+            )
+        )
+        await asyncio.sleep(1.0)
+        assert not pending.done()
+
+        async with b.worker():
+            result = await asyncio.wait_for(pending, timeout=20)
+            assert result.accepted and result.status is RunStatus.ACCEPTED
+            view = await b.terminal(view.run_id)
+    assert view.status is RunStatus.ACCEPTED
+    assert view.decision is not None and view.decision.note == "decided offline"
+
+
+# -------------------------------------------------------------------------------------------- budget
+
+
+@within(40)
+async def test_a_model_job_outliving_the_runtime_budget_ends_the_run_expired(
+    temporal_client: Client, task_queue: str, tmp_path: Path
+) -> None:
+    slow = SlowProvider(30.0)
+    async with (
+        bench(
+            temporal_client,
+            task_queue,
+            tmp_path,
+            providers={"slow": slow},
+            model="slow:demo",
+            read_only_budget_seconds=2,
+        ) as b,
+        b.worker(),
+    ):
+        view = await b.create(SLOW_QUERY, tier=Tier.READ_ONLY, enqueue=True)
+        assert view.contract is not None and view.contract.budgets.runtime_seconds == 2
+        view = await b.terminal(view.run_id, timeout=20)
+
+    assert view.status is RunStatus.EXPIRED
+    assert view.error is not None and view.error.type == "runtime_budget_exhausted"
+    assert view.result is None and view.review is None
+    (exhausted,) = events(view, "budget_exhausted")
+    assert exhausted["kind"] == "analysis"
+    assert transitions(view)[-1] == ("running", "expired")
+    assert b.projected_status(view.run_id) == "expired"
+
+
+@within(40)
+async def test_the_runtime_budget_starts_when_the_run_starts_running_not_while_it_waits_ready(
+    temporal_client: Client, task_queue: str, tmp_path: Path
+) -> None:
+    async with (
+        bench(temporal_client, task_queue, tmp_path, read_only_budget_seconds=2) as b,
+        b.worker(),
+    ):
+        view = await b.create(SLOW_QUERY, tier=Tier.READ_ONLY)
+        assert view.status is RunStatus.READY
+        await asyncio.sleep(2.5)  # longer than the whole budget
+        await enqueue_run(temporal_client, view.run_id, ACTOR)
+        view = await b.wait(view.run_id, RunStatus.AWAITING_DECISION)
+    assert view.error is None and "budget_exhausted" not in audit_kinds(view)
+
+
+@within(40)
+async def test_a_model_selection_changed_after_capture_does_not_change_the_runs_contract(
+    temporal_client: Client, task_queue: str, tmp_path: Path
+) -> None:
+    quota = FailingProvider(ErrorType.MODEL_QUOTA)
+    async with bench(temporal_client, task_queue, tmp_path, providers={"quota": quota}) as b, b.worker():
+        view = await b.create(SLOW_QUERY, tier=Tier.READ_ONLY)
+        captured = (view.contract, view.contract_sha256)
+        b.select("quota:broken")
+        await enqueue_run(temporal_client, view.run_id, ACTOR)
+        view = await b.wait(view.run_id, RunStatus.AWAITING_DECISION)
+    assert (view.contract, view.contract_sha256) == captured
+    assert view.contract is not None and view.contract.model is not None
+    assert view.contract.model.primary == REPLAY_MODEL
+    assert quota.calls == 0
+
+
+# -------------------------------------------------------------------------------------- model errors
+
+
+@pytest.mark.parametrize(
+    ("provider", "expected"),
+    [
+        (FailingProvider(ErrorType.MODEL_OUTPUT_SCHEMA), ErrorType.MODEL_OUTPUT_SCHEMA),
+        (TextProvider(lambda request: "I think the index is missing."), ErrorType.MODEL_OUTPUT_SCHEMA),
+        (
+            TextProvider(
+                lambda request: json.dumps(
+                    {
+                        **_recorded("analysis", "database-optimizer"),
+                        "inspected_evidence": ["log:pg-slow-2026-11-27", "log:invented"],
+                    }
+                )
+            ),
+            ErrorType.MODEL_OUTPUT_INVALID,
+        ),
+    ],
+    ids=["provider_schema_error", "not_json", "unknown_evidence"],
+)
+@within(30)
+async def test_bad_model_output_fails_the_run_with_its_error_type(
+    temporal_client: Client, task_queue: str, tmp_path: Path, provider: object, expected: str
+) -> None:
+    async with (
+        bench(temporal_client, task_queue, tmp_path, providers={"test": provider}, model="test:m") as b,
+        b.worker(),
+    ):
+        view = await b.create(SLOW_QUERY, tier=Tier.READ_ONLY, enqueue=True)
+        view = await b.terminal(view.run_id)
+    assert view.status is RunStatus.FAILED
+    assert view.error is not None and view.error.type == expected
+    (failed,) = events(view, "model_job_failed")
+    assert failed["kind"] == "analysis" and failed["error_type"] == expected
+    assert [a["model_id"] for a in failed["attempts"]] == ["test:m"]
+    assert view.result is None
+    assert b.projected_status(view.run_id) == "failed"
+
+
+@within(30)
+async def test_replay_without_a_recording_fails_the_run_with_replay_no_recording(
+    temporal_client: Client, task_queue: str, tmp_path: Path
+) -> None:
+    async with bench(temporal_client, task_queue, tmp_path) as b, b.worker():
+        view = await b.create(DASHBOARD, tier=Tier.READ_ONLY, enqueue=True)
+        view = await b.terminal(view.run_id)
+    assert view.status is RunStatus.FAILED
+    assert view.error is not None and view.error.type == ErrorType.REPLAY_NO_RECORDING
+    assert "frontend-developer" in view.error.message
+    assert example(DASHBOARD).title in view.error.message
+
+
+@within(30)
+async def test_ordered_fallback_moves_past_a_quota_failure_and_audits_the_fallback_step(
+    temporal_client: Client, task_queue: str, tmp_path: Path
+) -> None:
+    quota = FailingProvider(ErrorType.MODEL_QUOTA)
+    async with bench(temporal_client, task_queue, tmp_path, providers={"quota": quota}) as b, b.worker():
+        b.select("quota:big", REPLAY_MODEL)
+        view = await b.create(SLOW_QUERY, tier=Tier.READ_ONLY, enqueue=True)
+        view = await b.wait(view.run_id, RunStatus.AWAITING_DECISION)
+    assert view.contract is not None and view.contract.model is not None
+    assert view.contract.model.chain == ["quota:big", REPLAY_MODEL]
+    analysis, review = events(view, "model_job_completed")
+    assert analysis["model"] == REPLAY_MODEL
+    assert [(a["model_id"], a["outcome"], a["error_type"], a["fallback"]) for a in analysis["attempts"]] == [
+        ("quota:big", "failed", ErrorType.MODEL_QUOTA, True),
+        (REPLAY_MODEL, "ok", None, False),
+    ]
+    assert review["model"] == REPLAY_MODEL
+    # model_quota is not retryable: one call per job.
+    assert quota.calls == 2
+
+
+@within(30)
+async def test_primary_only_quota_failure_fails_the_run_without_fallback(
+    temporal_client: Client, task_queue: str, tmp_path: Path
+) -> None:
+    quota = FailingProvider(ErrorType.MODEL_QUOTA)
+    async with (
+        bench(temporal_client, task_queue, tmp_path, providers={"quota": quota}, model="quota:big") as b,
+        b.worker(),
+    ):
+        view = await b.create(SLOW_QUERY, tier=Tier.READ_ONLY, enqueue=True)
+        view = await b.terminal(view.run_id)
+    assert view.status is RunStatus.FAILED
+    assert view.error is not None and view.error.type == ErrorType.MODEL_QUOTA
+    (failed,) = events(view, "model_job_failed")
+    assert [(a["model_id"], a["fallback"]) for a in failed["attempts"]] == [("quota:big", False)]
+    assert quota.calls == 1
+
+
+@within(30)
+async def test_a_schema_error_never_falls_back_even_in_ordered_mode(
+    temporal_client: Client, task_queue: str, tmp_path: Path
+) -> None:
+    bad = TextProvider(lambda request: "{not json")
+    async with bench(temporal_client, task_queue, tmp_path, providers={"bad": bad}) as b, b.worker():
+        b.select("bad:model", REPLAY_MODEL)
+        view = await b.create(SLOW_QUERY, tier=Tier.READ_ONLY, enqueue=True)
+        view = await b.terminal(view.run_id)
+    assert view.status is RunStatus.FAILED
+    assert view.error is not None and view.error.type == ErrorType.MODEL_OUTPUT_SCHEMA
+    (failed,) = events(view, "model_job_failed")
+    assert [(a["model_id"], a["error_type"], a["fallback"]) for a in failed["attempts"]] == [
+        ("bad:model", ErrorType.MODEL_OUTPUT_SCHEMA, False)
+    ]
+    assert "model_job_completed" not in audit_kinds(view)
+
+
+# -------------------------------------------------------------------------------------------- worker
+
+
+@within(20)
+async def test_build_worker_accepts_every_workflow_under_the_raising_sandbox(
+    temporal_client: Client, task_queue: str, tmp_path: Path
+) -> None:
+    # Worker construction validates each workflow module in the sandbox, which raises on any
+    # import that is not passed through on purpose: constructing it proves the modules are clean.
+    config = ActivityConfig(database_url=f"sqlite:///{tmp_path / 's.db'}")
+    built = build_worker(temporal_client, task_queue=task_queue, config=config)
+    assert isinstance(built, Worker)
+
+
+@within(20)
+async def test_a_workflow_module_importing_sqlalchemy_outside_passthrough_fails_worker_construction(
+    temporal_client: Client, task_queue: str
+) -> None:
+    from tests.workflows.unsafe_workflow import UnsafeImportWorkflow
+
+    with pytest.raises(RuntimeError, match="UnsafeImportWorkflow") as raised:
+        Worker(
+            temporal_client,
+            task_queue=task_queue,
+            workflows=[UnsafeImportWorkflow],
+            workflow_runner=sandbox_runner(),
+        )
+    assert "sqlalchemy" in repr(raised.value.__cause__)
+    assert "not intentionally passed through" in str(raised.value.__cause__)
