@@ -87,9 +87,27 @@ async def run_worker(stop: asyncio.Event | None = None) -> None:
     from control.temporal import connect
 
     configure_logging()
+    from control.settings import RunBudgets
+    from store.action_token import load_action_token
+
     settings = Settings.from_env()
+    budgets = RunBudgets.from_env()
+    token = load_action_token()
     client = await connect(settings)
-    config = ActivityConfig(database_url=settings.database_url)
+    config = ActivityConfig(
+        database_url=settings.database_url,
+        read_only_budget_seconds=budgets.read_only_seconds,
+        edit_budget_seconds=budgets.edit_seconds,
+        approval_window_seconds=budgets.approval_window_seconds,
+        action_token=token,
+    )
+    if token is None:
+        print(
+            "warning: no action token (SPECIALISTS_ACTION_TOKEN or SPECIALISTS_ACTION_TOKEN_FILE): "
+            "every protected action will be refused",
+            file=sys.stderr,
+            flush=True,
+        )
     stop = stop or asyncio.Event()
     loop = asyncio.get_running_loop()
     for signum in (signal.SIGINT, signal.SIGTERM):

@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 DEFAULT_READ_ONLY_BUDGET_SECONDS = 30 * 60
 DEFAULT_EDIT_BUDGET_SECONDS = 60 * 60
+DEFAULT_APPROVAL_WINDOW_SECONDS = 7 * 24 * 3600
 DEFAULT_RECORDINGS_DIR = Path(__file__).resolve().parent.parent / "examples" / "recordings"
 
 
@@ -16,12 +17,17 @@ class ActivityConfig:
 
     ``database_url``: the store. ``catalog_path``: the catalog file (``None`` = the installed one).
     ``read_only_budget_seconds`` / ``edit_budget_seconds``: runtime budgets captured into contracts
-    (defaults 30 and 60 minutes, DESIGN.md "Run lifecycle"). ``recordings_dir``: where the ``replay``
-    provider finds ``<name>.json`` for model id ``replay:<name>``.
+    (defaults 30 and 60 minutes, DESIGN.md "Run lifecycle"). ``approval_window_seconds``: how long a
+    worktree or pr_ready run waits for approval before it expires (default 7 days).
+    ``recordings_dir``: where the ``replay`` provider finds ``<name>.json`` for model id
+    ``replay:<name>``. ``action_token``: the deployment's action token, which the authorisation
+    activity uses to check proofs (``None``: every protected action is refused); never logged.
     """
 
     database_url: str
     catalog_path: Path | None = None
     read_only_budget_seconds: int = DEFAULT_READ_ONLY_BUDGET_SECONDS
     edit_budget_seconds: int = DEFAULT_EDIT_BUDGET_SECONDS
+    approval_window_seconds: int = DEFAULT_APPROVAL_WINDOW_SECONDS
     recordings_dir: Path = DEFAULT_RECORDINGS_DIR
+    action_token: bytes | None = field(default=None, repr=False)

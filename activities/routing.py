@@ -15,6 +15,7 @@ from activities.store_access import SharedStore
 from catalog.capture import capture
 from catalog.loader import load_catalog
 from contracts.errors import OperatorError
+from contracts.policy import APPROVAL_TIERS
 from contracts.runs import CapturedContract, RunInput
 
 
@@ -37,6 +38,12 @@ class RoutingActivities:
             store = self._store.get()
             policy = store.get_policy()
             selection = store.get_model_selection()
+            base_commit = None
+            alias = run_input.work_item.repo_alias
+            if run_input.requested_tier in APPROVAL_TIERS and alias is not None:
+                # Resolved now and frozen in the contract: the run uses this commit even if the
+                # branch moves while it waits for approval.
+                _, base_commit = store.resolve_base_commit(alias)
             captured = capture(
                 run_input,
                 catalog,
@@ -44,6 +51,8 @@ class RoutingActivities:
                 selection,
                 read_only_budget_seconds=self._config.read_only_budget_seconds,
                 edit_budget_seconds=self._config.edit_budget_seconds,
+                approval_window_seconds=self._config.approval_window_seconds,
+                base_commit=base_commit,
             )
         except OperatorError as error:
             log.warning("capture_refused", code=error.code, message=error.message)
@@ -55,5 +64,6 @@ class RoutingActivities:
             primary=contract.primary,
             reviewer=contract.reviewer,
             contract_sha256=captured.contract_sha256,
+            base_commit=contract.base_commit,
         )
         return captured

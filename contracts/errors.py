@@ -81,6 +81,7 @@ class ErrorType:
     CATALOG_CHANGED = "catalog_changed"
     PROJECTION_FAILED = "projection_failed"
     RUNTIME_BUDGET_EXHAUSTED = "runtime_budget_exhausted"
+    APPROVAL_WINDOW_EXPIRED = "approval_window_expired"
 
 
 FALLBACK_ERROR_TYPES = frozenset(

@@ -14,6 +14,7 @@ from pydantic import BaseModel, ConfigDict, Field, StringConstraints
 
 from contracts.enums import FallbackMode, RiskLevel, TaskType, Tier
 from contracts.output import SpecialistOutput
+from contracts.proofs import ActionProof
 from contracts.routing import RouteDecision, RouteOverride
 from contracts.work_item import WorkItem
 
@@ -81,6 +82,7 @@ class RunInput(BaseModel):
     request_id: str | None = None
     request_digest: str
     created_by: str | None = None
+    proof: ActionProof | None = None
 
 
 class ModelSnapshot(BaseModel):
@@ -110,6 +112,7 @@ class Budgets(BaseModel):
     runtime_seconds: int = Field(gt=0)
     max_attempts: int = Field(default=2, ge=1, le=5)
     max_changed_files: int = 40
+    approval_window_seconds: int = Field(default=7 * 24 * 3600, gt=0)
 
 
 class UpstreamRef(BaseModel):
@@ -184,6 +187,7 @@ class DecisionRequest(BaseModel):
     actor: str
     outcome: DecisionOutcome
     note: Note = ""
+    proof: ActionProof | None = None
 
 
 class Decision(BaseModel):
@@ -203,6 +207,27 @@ class EnqueueRequest(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid")
 
     actor: str | None = None
+    proof: ActionProof | None = None
+
+
+class ApproveRequest(BaseModel):
+    """Update ``approve``: approve exactly the contract with digest ``contract_sha256``."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    actor: str
+    contract_sha256: str
+    proof: ActionProof | None = None
+
+
+class Approval(BaseModel):
+    """A recorded approval: who approved which contract digest, when."""
+
+    model_config = ConfigDict(frozen=True)
+
+    actor: str
+    contract_sha256: str
+    at: dt.datetime
 
 
 class CancelRequest(BaseModel):
@@ -212,6 +237,7 @@ class CancelRequest(BaseModel):
 
     actor: str
     reason: Note = ""
+    proof: ActionProof | None = None
 
 
 class ActionResult(BaseModel):
@@ -249,6 +275,7 @@ class RunView(BaseModel):
     result: SpecialistOutput | None
     review: SpecialistOutput | None
     decision: Decision | None
+    approval: Approval | None = None
     error: RunError | None = None
     request_digest: str
     created_at: dt.datetime
@@ -263,6 +290,8 @@ class AuthorizeRequest(BaseModel):
     run_id: str
     action: str
     actor: str | None
+    digest: str = ""
+    proof: ActionProof | None = None
 
 
 class AuthorizeResult(BaseModel):

@@ -215,7 +215,7 @@ def policy_command(
     flags = {"mode": mode, "maximum_automatic_tier": maximum_automatic_tier}
     given = {key: value for key, value in flags.items() if value is not None}
     parse_model(AutomationPolicy, given, what="policy", code="invalid_policy")
-    store = _open_store(create=True)
+    store = _open_configuration_store()
     with store:
         current = store.get_policy().policy
         proposed = current.model_dump(mode="json")
@@ -226,6 +226,25 @@ def policy_command(
         policy = parse_model(AutomationPolicy, proposed, what="policy", code="invalid_policy")
         record = store.set_policy(policy, actor)
     emit(views.policy_json(record), as_json, lambda console: views.render_policy(console, record))
+
+
+def _open_configuration_store() -> Any:
+    """Open (creating if needed) the store for a configuration change, after checking the token.
+
+    The token is required before anything is created; its fingerprint is then checked against the
+    one the deployment adopted (the first configuration change adopts it).
+    """
+    from control.actions import require_configuration_token
+    from store.action_token import require_action_token
+
+    require_action_token()
+    store = _open_store(create=True)
+    try:
+        require_configuration_token(store)
+    except BaseException:
+        store.close()
+        raise
+    return store
 
 
 def _default_policy_record() -> Any:
@@ -308,7 +327,7 @@ def models_select_command(
     payload["fallback_mode"] = fallback_mode or ("ordered" if fallbacks else "primary_only")
     selection = parse_model(ModelSelection, payload, what="model selection", code="invalid_model_selection")
     actor = _actor_required(actor, "selecting models")
-    store = _open_store(create=True)
+    store = _open_configuration_store()
     with store:
         record = store.select_models(selection, actor)
         history = store.model_selection_history()
@@ -354,7 +373,7 @@ def repos_add_command(
     # The store checks these again; checked first so that invalid input creates no store.
     check_alias(alias)
     git.local_branch(git.working_tree_root(path), branch)
-    store = _open_store(create=True)
+    store = _open_configuration_store()
     with store:
         record = store.add_repository(alias, path, branch, actor)
     emit(
@@ -392,7 +411,7 @@ def actors_register_command(
     # The store checks these again; checked first so that invalid input creates no store.
     check_actor_id(actor_id)
     check_actor_name(name)
-    store = _open_store(create=True)
+    store = _open_configuration_store()
     with store:
         record = store.register_actor(actor_id, name, actor)
     emit({"actor": views.actor_json(record)}, as_json, lambda console: views.render_actors(console, [record]))
@@ -428,8 +447,12 @@ def create_command(
     input_json: Annotated[
         str, typer.Option("--input-json", help="The work item as JSON, or @FILE to read it from a file.")
     ],
-    tier: Annotated[str | None, typer.Option("--tier", help="recommend | read_only")] = None,
-    enqueue: Annotated[bool, typer.Option("--enqueue", help="Enqueue a read_only run at once.")] = False,
+    tier: Annotated[
+        str | None, typer.Option("--tier", help="recommend | read_only | worktree | pr_ready")
+    ] = None,
+    enqueue: Annotated[
+        bool, typer.Option("--enqueue", help="Enqueue a read_only run at once (protected).")
+    ] = False,
     automatic: Annotated[bool, typer.Option("--automatic", help="Let the policy pick the tier.")] = False,
     override: Annotated[str | None, typer.Option("--override", help="Profile id to use as primary.")] = None,
     override_reason: Annotated[
@@ -459,7 +482,12 @@ def create_command(
     if automatic and requested is not None:
         raise InvalidInput("tier_conflict", "--automatic and --tier are exclusive: give one")
     if not automatic and requested is None:
-        raise InvalidInput("tier_required", "give --tier recommend|read_only, or --automatic")
+        raise InvalidInput(
+            "tier_required", "give --tier recommend|read_only|worktree|pr_ready, or --automatic"
+        )
+    protected = enqueue or automatic
+    if protected:
+        actor = _actor_required(actor, "create with --enqueue or --automatic")
     route_override = _parse_override(override, override_reason, RouteOverride)
     item = parse_model(
         WorkItem, read_json_argument(input_json, what="work item"), what="work item", code="invalid_work_item"
@@ -481,19 +509,39 @@ def create_command(
     )
     run_input = draft.model_copy(update={"request_digest": request_digest(draft)})
     # The same checks the workflow's capture activity makes, so a refusal reaches the operator at once.
+    from contracts.errors import NotFound
+    from contracts.policy import APPROVAL_TIERS
+
+    base_commit = None
     store = _open_store(create=False)
     if store is None:
         policy, selection = _default_policy_record(), None
         known_actor = actor is None  # no store yet: no actor is registered
+        if requested in APPROVAL_TIERS and item.repo_alias is not None:
+            raise NotFound("unknown_repository", f"no repository {item.repo_alias!r} is registered")
     else:
         with store:
             policy, selection = store.get_policy(), store.get_model_selection()
             known_actor = actor is None or store.actor_exists(actor)
+            if requested in APPROVAL_TIERS and item.repo_alias is not None:
+                _, base_commit = store.resolve_base_commit(item.repo_alias)
     if not known_actor:
-        from contracts.errors import NotFound
-
         raise NotFound("unknown_actor", f"actor {actor!r} is not registered")
-    capture(run_input, load_catalog(), policy, selection, read_only_budget_seconds=1, edit_budget_seconds=1)
+    capture(
+        run_input,
+        load_catalog(),
+        policy,
+        selection,
+        read_only_budget_seconds=1,
+        edit_budget_seconds=1,
+        base_commit=base_commit,
+    )
+    if protected:
+        from control.actions import proof_for
+
+        assert actor is not None
+        proof = proof_for(run_id=run_id, action="create", actor=actor, digest=run_input.request_digest)
+        run_input = run_input.model_copy(update={"proof": proof})
 
     async def go() -> tuple[Any, bool]:
         client = await _client()
@@ -520,12 +568,17 @@ def enqueue_command(
     actor: ActorOption = None,
     as_json: JsonFlag = False,
 ) -> None:
-    """Move a ready run to the queue."""
-    from control.runs import enqueue_run, get_view
+    """Move a ready run to the queue (protected)."""
+    from control.actions import proof_for
+    from control.runs import check_run_id, enqueue_run, get_view
+
+    check_run_id(run_id)
+    actor = _require_actor(actor, "enqueue")
+    proof = proof_for(run_id=run_id, action="enqueue", actor=actor)
 
     async def go() -> Any:
         client = await _client()
-        await enqueue_run(client, run_id, actor)
+        await enqueue_run(client, run_id, actor, proof)
         return await get_view(client, run_id)
 
     _emit_view(_run_async(go()), as_json)
@@ -542,18 +595,21 @@ def decide_command(
 ) -> None:
     """Accept or reject a run that awaits a decision."""
     from contracts.runs import DecisionOutcome, RunStatus
-    from control.runs import decide_run, wait_for_view
+    from control.actions import proof_for
+    from control.runs import check_run_id, decide_run, wait_for_view
 
     if accept == reject:
         raise InvalidInput("decision_required", "give exactly one of --accept or --reject")
     if len(note) > 2000:
         raise InvalidInput("note_too_long", f"--note is {len(note)} characters; the limit is 2000")
     outcome = DecisionOutcome.ACCEPTED if accept else DecisionOutcome.REJECTED
+    check_run_id(run_id)
     actor = _require_actor(actor, "decide")
+    proof = proof_for(run_id=run_id, action="decide", actor=actor)
 
     async def go() -> Any:
         client = await _client()
-        await decide_run(client, run_id, actor, outcome, note)
+        await decide_run(client, run_id, actor, outcome, note, proof)
         return await wait_for_view(
             client, run_id, lambda v: v.status is not RunStatus.AWAITING_DECISION, timeout=10.0
         )
@@ -569,17 +625,78 @@ def cancel_command(
     as_json: JsonFlag = False,
 ) -> None:
     """Cancel a run that has not finished (a running model job finishes first)."""
+    from control.actions import proof_for
     from control.runs import cancel_run, check_run_id
 
     check_run_id(run_id)
     if len(reason) > 2000:
         raise InvalidInput("reason_too_long", f"--reason is {len(reason)} characters; the limit is 2000")
     actor = _require_actor(actor, "cancel")
+    proof = proof_for(run_id=run_id, action="cancel", actor=actor)
 
     async def go() -> Any:
-        return await cancel_run(await _client(), run_id, actor, reason)
+        return await cancel_run(await _client(), run_id, actor, reason, proof)
 
     _emit_view(_run_async(go()), as_json)
+
+
+@app.command("approve")
+def approve_command(
+    run_id: Annotated[str, typer.Argument(metavar="RUN", help="Run id (SOR-…).")],
+    actor: ActorOption = None,
+    contract_sha256: Annotated[
+        str | None,
+        typer.Option("--contract-sha256", help="The contract digest you reviewed (`show` displays it)."),
+    ] = None,
+    as_json: JsonFlag = False,
+) -> None:
+    """Approve a worktree or pr_ready run: exactly the contract whose digest you name (protected)."""
+    import re
+
+    from control.actions import proof_for
+    from control.runs import approve_run, check_run_id
+
+    check_run_id(run_id)
+    if contract_sha256 is None or not re.fullmatch(r"[0-9a-f]{64}", contract_sha256):
+        raise InvalidInput(
+            "contract_digest_required", "give --contract-sha256 H: the 64 hex digits `show` displays"
+        )
+    actor = _require_actor(actor, "approve")
+    proof = proof_for(run_id=run_id, action="approve", actor=actor, digest=contract_sha256)
+
+    async def go() -> Any:
+        return await approve_run(await _client(), run_id, actor, contract_sha256, proof)
+
+    _emit_view(_run_async(go()), as_json)
+
+
+@app.command("execute")
+def execute_command(
+    run_id: Annotated[str, typer.Argument(metavar="RUN", help="Run id (SOR-…).")],
+    actor: ActorOption = None,
+    as_json: JsonFlag = False,
+) -> None:
+    """Execute an approved worktree or pr_ready run (protected; not available yet)."""
+    from contracts.errors import Refused
+    from contracts.runs import RunStatus
+    from control.runs import check_run_id, get_view
+    from store.action_token import require_action_token
+
+    check_run_id(run_id)
+    actor = _require_actor(actor, "execute")
+    require_action_token()
+
+    async def go() -> Any:
+        return await get_view(await _client(), run_id)
+
+    view = _run_async(go())
+    if view.status is not RunStatus.APPROVED:
+        raise Refused("not_approved", f"run {run_id} is {view.status.value}; only an approved run executes")
+    raise Refused(
+        "execution_not_available",
+        f"run {run_id} is approved, but worktree execution is not available in this version: "
+        "the run keeps waiting (cancel it with `specialists cancel`)",
+    )
 
 
 def _require_actor(actor: str | None, action: str) -> str:

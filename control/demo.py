@@ -4,13 +4,17 @@
 2. Starts the embedded Temporal dev server (or uses one already listening on the configured address)
    and a worker, registers a demo operator and selects the ``replay:demo`` model.
 3. Runs every example as a ``recommend`` run, then takes one ``read_only`` run through analysis and
-   independent review to an accepted decision.
+   independent review to an accepted decision, and creates a ``worktree`` run against a small git
+   repository it makes, approves its exact contract digest and leaves it waiting for execute.
 4. Prints a summary table and the Temporal UI URL, then stops what it started.
 """
 
 from __future__ import annotations
 
 import asyncio
+import os
+import secrets
+import subprocess
 import sys
 from pathlib import Path
 from typing import Any
@@ -18,7 +22,7 @@ from typing import Any
 from catalog.loaded import LoadedCatalog
 from catalog.loader import load_catalog
 from catalog.router import route
-from contracts.enums import Tier
+from contracts.enums import TaskType, Tier
 from contracts.ids import new_run_id
 from contracts.models import ModelSelection
 from contracts.runs import DecisionOutcome, RunInput, RunStatus, RunView
@@ -29,6 +33,7 @@ EXAMPLES_DIR = Path(__file__).resolve().parent.parent / "examples" / "work-items
 DEMO_ACTOR = "demo-operator"
 DEMO_MODEL = "replay:demo"
 READ_ONLY_EXAMPLE = "03-slow-query.json"
+DEMO_REPOSITORY = "demo-orders"
 
 
 def example_work_items(directory: Path = EXAMPLES_DIR) -> list[tuple[str, WorkItem]]:
@@ -64,11 +69,56 @@ def print_routes(catalog: LoadedCatalog, items: list[tuple[str, WorkItem]]) -> N
     )
 
 
-def _prepare_store(database_url: str) -> None:
-    """Register the demo operator and select the replay model (once; later runs reuse them)."""
+def ensure_action_token(state_dir: Path) -> bytes:
+    """The configured action token, or the demo's own token file ``<state>/action-token`` (0600).
+
+    The demo sets ``SPECIALISTS_ACTION_TOKEN_FILE`` for its own process when no token is configured,
+    so its protected actions carry proofs like any operator's.
+    """
+    from store.action_token import TOKEN_FILE_ENV, load_action_token
+
+    token = load_action_token()
+    if token is not None:
+        return token
+    path = state_dir / "action-token"
+    if not path.exists():
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+        with os.fdopen(fd, "w", encoding="utf-8") as handle:
+            handle.write(secrets.token_urlsafe(32) + "\n")
+    os.environ[TOKEN_FILE_ENV] = str(path)
+    token = load_action_token()
+    assert token is not None
+    return token
+
+
+def demo_repository(state_dir: Path) -> Path:
+    """A small git repository for the worktree-tier run (created once under the state directory)."""
+    path = state_dir / "demo-repository"
+    if (path / ".git").is_dir():
+        return path
+    path.mkdir(parents=True, exist_ok=True)
+    (path / "README.md").write_text("# orders-service\n\nReport queries live in reports.sql.\n")
+    (path / "reports.sql").write_text(
+        "SELECT * FROM orders WHERE customer_id = $1 AND created_at >= $2 ORDER BY created_at;\n"
+    )
+    env = {**os.environ, "GIT_AUTHOR_NAME": "demo", "GIT_AUTHOR_EMAIL": "demo@example.invalid"}
+    env.update({"GIT_COMMITTER_NAME": "demo", "GIT_COMMITTER_EMAIL": "demo@example.invalid"})
+    for argv in (
+        ["git", "init", "--quiet", "--initial-branch=main", str(path)],
+        ["git", "-C", str(path), "add", "README.md", "reports.sql"],
+        ["git", "-C", str(path), "commit", "--quiet", "-m", "orders report"],
+    ):
+        subprocess.run(argv, check=True, env=env, stdin=subprocess.DEVNULL, timeout=30)
+    return path
+
+
+def _prepare_store(database_url: str, token: bytes, repository: Path) -> None:
+    """Register the demo operator, select the replay model, allow-list the demo repository."""
+    from contracts.proofs import token_fingerprint
     from store.database import open_store
 
     with open_store(database_url) as store:
+        store.adopt_token_fingerprint(token_fingerprint(token))
         if not store.actor_exists(DEMO_ACTOR):
             first = not store.list_actors()
             by = None if first else store.list_actors()[0].id
@@ -76,25 +126,34 @@ def _prepare_store(database_url: str) -> None:
         current = store.get_model_selection()
         if current is None or current.selection.primary != DEMO_MODEL:
             store.select_models(ModelSelection(primary=DEMO_MODEL), DEMO_ACTOR)
+        if DEMO_REPOSITORY not in {record.alias for record in store.list_repositories()}:
+            store.add_repository(DEMO_REPOSITORY, repository, "main", DEMO_ACTOR)
 
 
-async def _run_jobs(settings: Any, items: list[tuple[str, WorkItem]]) -> list[tuple[str, RunView]]:
+async def _run_jobs(
+    settings: Any, items: list[tuple[str, WorkItem]], token: bytes
+) -> list[tuple[str, RunView]]:
     from activities.config import ActivityConfig
-    from control.runs import create_run, decide_run, request_digest, settled, wait_for_view
+    from control.actions import proof_for
+    from control.runs import approve_run, create_run, decide_run, request_digest, settled, wait_for_view
     from control.temporal import connect
     from worker import build_worker
 
     client = await connect(settings)
-    worker = build_worker(
-        client, task_queue=settings.task_queue, config=ActivityConfig(database_url=settings.database_url)
-    )
+    config = ActivityConfig(database_url=settings.database_url, action_token=token)
+    worker = build_worker(client, task_queue=settings.task_queue, config=config)
     results: list[tuple[str, RunView]] = []
     async with worker:
         jobs = [(name, item, Tier.RECOMMEND, False) for name, item in items]
         jobs += [(name, item, Tier.READ_ONLY, True) for name, item in items if name == READ_ONLY_EXAMPLE]
+        worktree_item = dict(items)[READ_ONLY_EXAMPLE].model_copy(
+            update={"repo_alias": DEMO_REPOSITORY, "task_type": TaskType.FIX}
+        )
+        jobs.append((READ_ONLY_EXAMPLE, worktree_item, Tier.WORKTREE, False))
         for name, item, tier, enqueue in jobs:
+            run_id = new_run_id()
             draft = RunInput(
-                run_id=new_run_id(),
+                run_id=run_id,
                 work_item=item,
                 requested_tier=tier,
                 enqueue=enqueue,
@@ -102,13 +161,25 @@ async def _run_jobs(settings: Any, items: list[tuple[str, WorkItem]]) -> list[tu
                 created_by=DEMO_ACTOR,
             )
             run_input = draft.model_copy(update={"request_digest": request_digest(draft)})
+            if enqueue:
+                proof = proof_for(
+                    run_id=run_id, action="create", actor=DEMO_ACTOR, digest=run_input.request_digest
+                )
+                run_input = run_input.model_copy(update={"proof": proof})
             view, _ = await create_run(client, run_input, task_queue=settings.task_queue)
             view = await wait_for_view(client, view.run_id, settled, timeout=120)
             if view.status is RunStatus.AWAITING_DECISION:
+                proof = proof_for(run_id=run_id, action="decide", actor=DEMO_ACTOR)
                 await decide_run(
-                    client, view.run_id, DEMO_ACTOR, DecisionOutcome.ACCEPTED, "demo: findings accepted"
+                    client, run_id, DEMO_ACTOR, DecisionOutcome.ACCEPTED, "demo: findings accepted", proof
                 )
-                view = await wait_for_view(client, view.run_id, lambda v: v.status.terminal, timeout=30)
+                view = await wait_for_view(client, run_id, lambda v: v.status.terminal, timeout=30)
+            if view.status is RunStatus.AWAITING_APPROVAL and view.contract_sha256 is not None:
+                digest = view.contract_sha256
+                base = view.contract.base_commit if view.contract else None
+                print(f"  {run_id}  awaiting approval of contract {digest} (base commit {base})")
+                proof = proof_for(run_id=run_id, action="approve", actor=DEMO_ACTOR, digest=digest)
+                view = await approve_run(client, run_id, DEMO_ACTOR, digest, proof)
             print(f"  {view.run_id}  {tier.value:<9}  {view.status.value:<12}  {name}", flush=True)
             results.append((name, view))
     return results
@@ -152,22 +223,34 @@ def print_summary(results: list[tuple[str, RunView]]) -> None:
             )
         if view.decision is not None:
             out.print(f"decision: {view.decision.outcome.value} by {view.decision.actor}")
+    for _, view in results:
+        if view.approval is not None:
+            out.print(
+                f"{view.run_id}: {view.status.value} — contract {view.approval.contract_sha256} approved by "
+                f"{view.approval.actor}; it waits for `specialists execute`, which this version refuses "
+                "(worktree execution is not available yet)"
+            )
 
 
 def main() -> int:
     """Run the demo; returns the exit code."""
+    import logging
+
+    from activities.logs import configure_logging
     from contracts.errors import OperatorError
     from control.dev import dev_server_for
     from control.settings import Settings
     from infra.devserver import is_reachable
 
+    configure_logging(logging.WARNING)  # the demo prints its own story; the worker's log stays quiet
     catalog = load_catalog()
     items = example_work_items()
     print_routes(catalog, items)
     try:
         settings = Settings.from_env()
         settings.state_dir.mkdir(parents=True, exist_ok=True)
-        _prepare_store(settings.database_url)
+        token = ensure_action_token(settings.state_dir)
+        _prepare_store(settings.database_url, token, demo_repository(settings.state_dir))
         server = None
         if not is_reachable(settings.temporal_address):
             server = dev_server_for(settings).start()
@@ -176,7 +259,7 @@ def main() -> int:
             print(f"using the Temporal server already on {settings.temporal_address}", flush=True)
         try:
             print("runs:", flush=True)
-            results = asyncio.run(_run_jobs(settings, items))
+            results = asyncio.run(_run_jobs(settings, items, token))
         finally:
             if server is not None:
                 server.stop()

@@ -32,8 +32,10 @@ from temporalio.service import RPCError, RPCStatusCode
 from catalog.hashing import canonical_sha256
 from contracts.errors import InvalidInput, NotFound, OperatorError, Refused, ServiceUnavailable
 from contracts.ids import is_run_id
+from contracts.proofs import ActionProof
 from contracts.runs import (
     ActionResult,
+    ApproveRequest,
     CancelRequest,
     DecisionOutcome,
     DecisionRequest,
@@ -55,7 +57,7 @@ def _temporal_error(error: RPCError) -> ServiceUnavailable:
 
 def request_digest(run_input: RunInput) -> str:
     """sha256 of the canonical create request (what the operator asked for, not ids or digests)."""
-    payload = run_input.model_dump(mode="json", exclude={"run_id", "request_digest", "created_by"})
+    payload = run_input.model_dump(mode="json", exclude={"run_id", "request_digest", "created_by", "proof"})
     return canonical_sha256(payload)
 
 
@@ -195,25 +197,44 @@ async def _update(client: Client, run_id: str, name: str, request: Any) -> Actio
     return result
 
 
-async def enqueue_run(client: Client, run_id: str, actor: str | None) -> ActionResult:
+async def enqueue_run(
+    client: Client, run_id: str, actor: str | None, proof: ActionProof | None = None
+) -> ActionResult:
     """Update ``enqueue``: a ``ready`` run moves to the queue."""
-    return await _update(client, run_id, "enqueue", EnqueueRequest(actor=actor))
+    return await _update(client, run_id, "enqueue", EnqueueRequest(actor=actor, proof=proof))
 
 
 async def decide_run(
-    client: Client, run_id: str, actor: str, outcome: DecisionOutcome, note: str
+    client: Client,
+    run_id: str,
+    actor: str,
+    outcome: DecisionOutcome,
+    note: str,
+    proof: ActionProof | None = None,
 ) -> ActionResult:
     """Update ``decide``: accept or reject a run awaiting a decision."""
-    return await _update(client, run_id, "decide", DecisionRequest(actor=actor, outcome=outcome, note=note))
+    request = DecisionRequest(actor=actor, outcome=outcome, note=note, proof=proof)
+    return await _update(client, run_id, "decide", request)
 
 
-async def cancel_run(client: Client, run_id: str, actor: str, reason: str) -> RunView:
+async def approve_run(
+    client: Client, run_id: str, actor: str, contract_sha256: str, proof: ActionProof | None = None
+) -> RunView:
+    """Update ``approve``: approve exactly the contract with ``contract_sha256``; returns the view."""
+    request = ApproveRequest(actor=actor, contract_sha256=contract_sha256, proof=proof)
+    await _update(client, run_id, "approve", request)
+    return await wait_for_view(client, run_id, lambda v: v.status is not RunStatus.AWAITING_APPROVAL)
+
+
+async def cancel_run(
+    client: Client, run_id: str, actor: str, reason: str, proof: ActionProof | None = None
+) -> RunView:
     """Signal ``cancel`` after checking the run exists and has not finished."""
     view = await get_view(client, run_id)
     if view.status.terminal:
         raise Refused("run_finished", f"run {run_id} is {view.status.value}: nothing to cancel")
     handle = client.get_workflow_handle(run_id)
-    await handle.signal("cancel", CancelRequest(actor=actor, reason=reason))
+    await handle.signal("cancel", CancelRequest(actor=actor, reason=reason, proof=proof))
     return await wait_for_view(
         client,
         run_id,

@@ -85,6 +85,21 @@ def local_branch(tree: Path, branch: str | None) -> str:
     return branch
 
 
+def branch_commit(tree: Path, branch: str) -> str:
+    """The full commit id (40 hex) the local ``branch`` of working tree ``tree`` points at.
+
+    Raises :class:`InvalidInput` (``not_a_git_repository``, ``unknown_branch``) like
+    :func:`working_tree_root` and :func:`local_branch`.
+    """
+    root = working_tree_root(tree)
+    name = local_branch(root, branch)
+    result = _git(root, "rev-parse", "--verify", "--quiet", f"refs/heads/{name}^{{commit}}")
+    commit = result.stdout.strip()
+    if result.returncode != 0 or len(commit) != 40:
+        raise InvalidInput("unknown_branch", f"{root}: branch {name!r} does not resolve to a commit")
+    return commit
+
+
 def _git(tree: Path, *args: str) -> subprocess.CompletedProcess[str]:
     argv = ["git", "-C", str(tree), *args]
     try:

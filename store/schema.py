@@ -14,7 +14,7 @@ from sqlalchemy.engine import Dialect
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
 from sqlalchemy.types import TypeDecorator
 
-SCHEMA_REVISION: Final = "0002"
+SCHEMA_REVISION: Final = "0003"
 """The Alembic head this code expects; a store at another revision is not read without upgrading."""
 
 ACTOR_ID_LENGTH: Final = 64
@@ -162,3 +162,16 @@ class RunEventRow(Base):
     kind: Mapped[str] = mapped_column(String(EVENT_KIND_LENGTH))
     actor: Mapped[str | None] = mapped_column(String(ACTOR_ID_LENGTH))
     data: Mapped[dict[str, Any]] = mapped_column(JSON)
+
+
+SETTING_KEY_LENGTH: Final = 64
+
+
+class DeploymentSettingRow(Base):
+    """A deployment-wide setting, e.g. the fingerprint of the action token the deployment adopted."""
+
+    __tablename__ = "deployment_settings"
+
+    key: Mapped[str] = mapped_column(String(SETTING_KEY_LENGTH), primary_key=True)
+    value: Mapped[str] = mapped_column(Text)
+    set_at: Mapped[dt.datetime] = mapped_column(UtcDateTime())

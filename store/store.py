@@ -7,6 +7,7 @@ changes nothing and two writers never interleave a check and a write.
 from __future__ import annotations
 
 import datetime as dt
+import hmac
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -19,15 +20,17 @@ from sqlalchemy.orm import Session
 
 from contracts.config import ActorRecord, PolicyRecord, RepositoryRecord
 from contracts.enums import Tier
-from contracts.errors import InvalidInput, OperatorError
+from contracts.errors import InvalidInput, OperatorError, Refused
 from contracts.models import ModelSelection, ModelSelectionRecord
 from contracts.policy import AutomationPolicy
 from contracts.runs import AuditEvent, RunSummary
 from store import actors, git, model_selection, repositories, runs
 from store import policy as automation_policy
 from store.engine import database_errors, render_url, writing
+from store.schema import DeploymentSettingRow
 
 DEFAULT_HISTORY_LIMIT: Final = 20
+TOKEN_FINGERPRINT_KEY: Final = "action_token_fingerprint"
 
 
 def utc_now() -> dt.datetime:
@@ -148,6 +151,23 @@ class Store:
         with self._reading() as session:
             return repositories.get_repository(session, alias)
 
+    def resolve_base_commit(self, alias: str) -> tuple[RepositoryRecord, str]:
+        """The repository ``alias`` and the commit its default branch points at now.
+
+        Raises :class:`NotFound` (``unknown_repository``) and :class:`Refused`
+        (``repository_unavailable``: the path is no longer a git working tree or the branch does not
+        resolve to a commit).
+        """
+        record = self.get_repository(alias)
+        try:
+            commit = git.branch_commit(Path(record.path), record.default_branch)
+        except InvalidInput as error:
+            raise Refused(
+                "repository_unavailable",
+                f"repository {alias!r} ({record.path}, branch {record.default_branch}): {error.message}",
+            ) from None
+        return record, commit
+
     def list_repositories(self) -> list[RepositoryRecord]:
         """All registered repositories, by alias."""
         with self._reading() as session:
@@ -173,6 +193,29 @@ class Store:
             return actors.actor_exists(session, actor_id)
 
     # Transactions
+
+    # Action token
+
+    def adopt_token_fingerprint(self, fingerprint: str) -> bool:
+        """Check ``fingerprint`` against the adopted action token's; adopt it when there is none.
+
+        Returns ``True`` when the fingerprint was adopted now. Raises :class:`Refused`
+        (``action_token_mismatch``) when a different token was adopted before.
+        """
+        with self._writing() as session:
+            row = session.get(DeploymentSettingRow, TOKEN_FINGERPRINT_KEY)
+            if row is None:
+                session.add(
+                    DeploymentSettingRow(key=TOKEN_FINGERPRINT_KEY, value=fingerprint, set_at=self._now())
+                )
+                return True
+            if not hmac.compare_digest(row.value, fingerprint):
+                raise Refused(
+                    "action_token_mismatch",
+                    "the action token is not the one this deployment adopted: use the deployment's "
+                    "token (SPECIALISTS_ACTION_TOKEN or SPECIALISTS_ACTION_TOKEN_FILE)",
+                )
+            return False
 
     # Run projection
 

@@ -5,12 +5,15 @@ Lifecycle (DESIGN.md "Run lifecycle"), as this module runs it::
     routing ─► recommended                         (tier recommend: no model runs)
     routing ─► ready ─(enqueue)─► queued ─► running ─► reviewing ─► awaiting_decision
             ─(decide)─► accepted | rejected
+    routing ─► awaiting_approval ─(approve: contract digest)─► approved   (worktree | pr_ready)
+            awaiting_approval ─(approval window)─► expired
     any non-terminal ─(cancel)─► cancelled         (a running model job finishes first: cancel_requested)
     any ─► failed (error type + message)           running/reviewing ─(runtime budget)─► expired
 
 Activities do every piece of I/O: ``capture_contract`` (route, policy, model snapshot, digest),
-``project_run`` (the SQL projection), ``authorize_action`` (who may act). Model calls are ``ModelJob``
-child workflows. Handlers only change state; ``run`` tells the story and waits on conditions.
+``project_run`` (the SQL projection), ``authorize_action`` (who may act: a registered human with a
+valid proof of the action token). Model calls are ``ModelJob`` child workflows. Handlers only change
+state; ``run`` tells the story and waits on conditions.
 """
 
 from __future__ import annotations
@@ -28,8 +31,12 @@ with workflow.unsafe.imports_passed_through():
     from contracts.errors import ErrorType
     from contracts.model_jobs import JobContext, ModelJobInput, ModelJobResult
     from contracts.output import JobKind, SpecialistOutput
+    from contracts.policy import APPROVAL_TIERS
+    from contracts.proofs import ActionProof
     from contracts.runs import (
         ActionResult,
+        Approval,
+        ApproveRequest,
         AuditEvent,
         AuthorizeRequest,
         AuthorizeResult,
@@ -64,6 +71,9 @@ _SHORT_ACTIVITY = timedelta(seconds=30)
 # retries cover a database hiccup; a refusal is a non-retryable ApplicationError and is not retried.
 _BOOKKEEPING_RETRY = RetryPolicy(maximum_attempts=3, initial_interval=timedelta(milliseconds=200))
 
+# workflow.patched() ids: each marks a change to logic that recorded histories already exercise.
+PATCH_AUTHORIZE_CREATE = "authorize-protected-create"
+
 
 @workflow.defn(name="SpecialistRun")
 class SpecialistRunWorkflow:
@@ -80,7 +90,9 @@ class SpecialistRunWorkflow:
         self._result: SpecialistOutput | None = None
         self._review: SpecialistOutput | None = None
         self._decision: Decision | None = None
+        self._approval: Approval | None = None
         self._error: RunError | None = None
+        self._used_nonces: set[str] = set()
         self._audit: list[AuditEvent] = []
         self._projected_seq = 0
         self._enqueued = run_input.enqueue
@@ -106,6 +118,16 @@ class SpecialistRunWorkflow:
         await self._settle_actions()
         if self._cancel is not None:
             return await self._finish(RunStatus.CANCELLED)
+
+        # Creating a run that is enqueued at once or whose tier the policy picks is a protected action.
+        # Histories recorded before this check existed replay without it.
+        if (run_input.enqueue or run_input.automatic) and workflow.patched(PATCH_AUTHORIZE_CREATE):
+            refusal = await self._authorize(
+                "create", run_input.created_by, proof=run_input.proof, digest=run_input.request_digest
+            )
+            if refusal is not None:
+                self._error = RunError(type=refusal.code or "action_refused", message=refusal.message or "")
+                return await self._finish(RunStatus.FAILED)
 
         try:
             self._captured = await workflow.execute_activity(
@@ -138,6 +160,10 @@ class SpecialistRunWorkflow:
             return await self._finish(RunStatus.CANCELLED)
         if contract.tier is Tier.RECOMMEND:
             return await self._finish(RunStatus.RECOMMENDED)
+        if contract.tier in APPROVAL_TIERS:
+            # Before approvals existed, capture refused these tiers, so no recorded history reaches
+            # this branch: it needs no patch marker.
+            return await self._await_approval()
 
         if not self._enqueued:
             await self._transition(RunStatus.READY)
@@ -173,6 +199,34 @@ class SpecialistRunWorkflow:
             return await self._finish(
                 RunStatus.ACCEPTED if outcome is DecisionOutcome.ACCEPTED else RunStatus.REJECTED
             )
+        return await self._finish(RunStatus.CANCELLED)
+
+    async def _await_approval(self) -> RunView:
+        """Wait (durably, up to the approval window) for an approval of the exact contract digest."""
+        assert self._captured is not None
+        window = timedelta(seconds=self._captured.contract.budgets.approval_window_seconds)
+        await self._transition(RunStatus.AWAITING_APPROVAL)
+        try:
+            await workflow.wait_condition(
+                lambda: self._approval is not None or self._cancel is not None, timeout=window
+            )
+        except TimeoutError:
+            await self._settle_actions()
+            if self._approval is None and self._cancel is None:
+                self._record("approval_window_expired", data={"window_seconds": window.total_seconds()})
+                self._error = RunError(
+                    type=ErrorType.APPROVAL_WINDOW_EXPIRED,
+                    message=f"no approval within {window}: create the run again",
+                )
+                return await self._finish(RunStatus.EXPIRED)
+        await self._settle_actions()
+        if self._cancel is not None:
+            return await self._finish(RunStatus.CANCELLED)
+        await self._transition(RunStatus.APPROVED)
+        # Execution of an approved worktree run is not offered yet (the `execute` command refuses
+        # it); the approved run waits until it is cancelled.
+        await workflow.wait_condition(lambda: self._cancel is not None)
+        await self._settle_actions()
         return await self._finish(RunStatus.CANCELLED)
 
     async def _model_job(self, kind: JobKind, deadline: Any) -> ModelJobResult | None:
@@ -274,6 +328,7 @@ class SpecialistRunWorkflow:
             result=self._result,
             review=self._review,
             decision=self._decision,
+            approval=self._approval,
             error=self._error,
             request_digest=self._input.request_digest,
             created_at=self._created_at,
@@ -283,7 +338,7 @@ class SpecialistRunWorkflow:
     @workflow.update(name="enqueue")
     async def enqueue(self, request: EnqueueRequest) -> ActionResult:
         """Move a ``ready`` run to the queue."""
-        refusal = await self._authorize("enqueue", request.actor)
+        refusal = await self._authorize("enqueue", request.actor, proof=request.proof)
         if refusal is not None:
             return refusal
         if self._status is not RunStatus.READY:
@@ -303,7 +358,7 @@ class SpecialistRunWorkflow:
     @workflow.update(name="decide")
     async def decide(self, request: DecisionRequest) -> ActionResult:
         """Record the operator's decision on the reviewed result."""
-        refusal = await self._authorize("decide", request.actor)
+        refusal = await self._authorize("decide", request.actor, proof=request.proof)
         if refusal is not None:
             return refusal
         if self._status is not RunStatus.AWAITING_DECISION or self._decision is not None:
@@ -328,10 +383,43 @@ class SpecialistRunWorkflow:
                 type="not_awaiting_decision",
             )
 
+    @workflow.update(name="approve")
+    async def approve(self, request: ApproveRequest) -> ActionResult:
+        """Approve exactly the captured contract (its digest), by a registered human with the token."""
+        assert self._captured is not None
+        digest = self._captured.contract_sha256
+        refusal = await self._authorize("approve", request.actor, proof=request.proof, digest=digest)
+        if refusal is not None:
+            return refusal
+        if self._status is not RunStatus.AWAITING_APPROVAL or self._approval is not None:
+            # Another approval (or a cancel, or the window) won while this one was being authorised.
+            return self._refuse(
+                "approve", request.actor, "not_awaiting_approval", f"run is {self._status.value}"
+            )
+        self._approval = Approval(actor=request.actor, contract_sha256=digest, at=workflow.now())
+        self._record("approved", actor=request.actor, data={"contract_sha256": digest})
+        return ActionResult(accepted=True, status=RunStatus.APPROVED)
+
+    @approve.validator
+    def _validate_approve(self, request: ApproveRequest) -> None:
+        if self._status is not RunStatus.AWAITING_APPROVAL or self._approval is not None:
+            raise ApplicationError(
+                f"run {self._input.run_id} is {self._status.value}; only a run awaiting approval "
+                "can be approved",
+                type="not_awaiting_approval",
+            )
+        assert self._captured is not None
+        if request.contract_sha256 != self._captured.contract_sha256:
+            raise ApplicationError(
+                f"contract digest {request.contract_sha256!r} is not the run's contract "
+                f"({self._captured.contract_sha256}): review the current contract with `show`",
+                type="stale_contract_digest",
+            )
+
     @workflow.signal(name="cancel")
     async def cancel(self, request: CancelRequest) -> None:
         """Stop the run; a model job that is running finishes first."""
-        refusal = await self._authorize("cancel", request.actor)
+        refusal = await self._authorize("cancel", request.actor, proof=request.proof)
         if refusal is not None:
             return
         if self._status.terminal or self._cancel is not None:
@@ -342,13 +430,24 @@ class SpecialistRunWorkflow:
         if self._model_job_running:
             self._set_status(RunStatus.CANCEL_REQUESTED)
 
-    async def _authorize(self, action: str, actor: str | None) -> ActionResult | None:
-        """Run the authorisation activity; ``None`` when allowed, else the recorded refusal."""
+    async def _authorize(
+        self, action: str, actor: str | None, *, proof: ActionProof | None = None, digest: str = ""
+    ) -> ActionResult | None:
+        """Run the authorisation activity; ``None`` when allowed, else the recorded refusal.
+
+        A proof's nonce is spent on first use, so a captured proof cannot be sent again.
+        """
+        if proof is not None:
+            if proof.nonce in self._used_nonces:
+                return self._refuse(action, actor, "proof_replayed", "this proof was already used")
+            self._used_nonces.add(proof.nonce)
         self._actions_in_flight += 1
         try:
             result = await workflow.execute_activity(
                 AUTHORIZE_ACTION_ACTIVITY,
-                AuthorizeRequest(run_id=self._input.run_id, action=action, actor=actor),
+                AuthorizeRequest(
+                    run_id=self._input.run_id, action=action, actor=actor, digest=digest, proof=proof
+                ),
                 result_type=AuthorizeResult,
                 start_to_close_timeout=_SHORT_ACTIVITY,
                 retry_policy=_BOOKKEEPING_RETRY,
