@@ -26,6 +26,7 @@ TABLES = {
     "repositories",
     "runs",
     "run_events",
+    "deployment_settings",
     "alembic_version",
 }
 

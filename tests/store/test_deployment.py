@@ -1,0 +1,67 @@
+"""Deployment-level store features: the adopted action token and repository base commits."""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from contracts.errors import NotFound, Refused
+from contracts.proofs import token_fingerprint
+from store import Store
+
+
+def test_first_fingerprint_is_adopted_and_the_same_one_is_accepted_later(store: Store) -> None:
+    fingerprint = token_fingerprint(b"first-deployment-token")
+    assert store.adopt_token_fingerprint(fingerprint) is True
+    assert store.adopt_token_fingerprint(fingerprint) is False
+
+
+def test_a_different_token_after_adoption_is_refused(store: Store) -> None:
+    store.adopt_token_fingerprint(token_fingerprint(b"first-deployment-token"))
+    with pytest.raises(Refused) as refused:
+        store.adopt_token_fingerprint(token_fingerprint(b"another-token-entirely"))
+    assert refused.value.code == "action_token_mismatch"
+
+
+def _head(path: Path, ref: str = "main") -> str:
+    return subprocess.run(
+        ["git", "-C", str(path), "rev-parse", ref], check=True, capture_output=True, text=True
+    ).stdout.strip()
+
+
+def test_base_commit_is_the_commit_the_default_branch_points_at(
+    store: Store, actor: str, git_repository: Path
+) -> None:
+    store.add_repository("app", git_repository, "main", actor)
+    record, commit = store.resolve_base_commit("app")
+    assert record.alias == "app"
+    assert commit == _head(git_repository)
+
+
+def test_base_commit_of_an_unknown_alias_is_not_found(store: Store) -> None:
+    with pytest.raises(NotFound) as missing:
+        store.resolve_base_commit("nope")
+    assert missing.value.code == "unknown_repository"
+
+
+def test_base_commit_of_a_repository_that_disappeared_is_refused(
+    store: Store, actor: str, git_repository: Path
+) -> None:
+    store.add_repository("app", git_repository, "main", actor)
+    shutil.rmtree(git_repository / ".git")
+    with pytest.raises(Refused) as refused:
+        store.resolve_base_commit("app")
+    assert refused.value.code == "repository_unavailable"
+
+
+def test_base_commit_of_a_deleted_branch_is_refused(store: Store, actor: str, git_repository: Path) -> None:
+    store.add_repository("app", git_repository, "feature", actor)
+    subprocess.run(
+        ["git", "-C", str(git_repository), "branch", "-D", "feature"], check=True, capture_output=True
+    )
+    with pytest.raises(Refused) as refused:
+        store.resolve_base_commit("app")
+    assert refused.value.code == "repository_unavailable"
