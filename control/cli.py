@@ -475,7 +475,7 @@ def create_command(
     from contracts.runs import RunInput
     from contracts.work_item import WorkItem
     from control.inputs import parse_model, read_json_argument
-    from control.runs import create_run, request_digest, settled, wait_for_view
+    from control.runs import create_run, raise_if_creation_refused, request_digest, settled, wait_for_view
     from control.settings import Settings
 
     requested = _parse_tier(tier)
@@ -551,6 +551,7 @@ def create_command(
         return view, deduplicated
 
     view, deduplicated = _run_async(go())
+    raise_if_creation_refused(view)
     _emit_view(view, as_json, {"deduplicated": deduplicated})
 
 

@@ -36,6 +36,7 @@ from contracts.proofs import ActionProof
 from contracts.runs import (
     ActionResult,
     ApproveRequest,
+    AuditEvent,
     CancelRequest,
     DecisionOutcome,
     DecisionRequest,
@@ -49,6 +50,31 @@ RUN_WORKFLOW = "SpecialistRun"
 QUERY_TIMEOUT = dt.timedelta(seconds=10)
 _STATUS_KEY = SearchAttributeKey.for_keyword("SpecialistStatus")
 _NOT_FOUND_CODES = frozenset({"unknown_actor"})
+# Refusals of the authorisation activity (activities/authorization.py) and of the workflow itself.
+AUTHORISATION_REFUSALS = frozenset(
+    {
+        "actor_required",
+        "unknown_actor",
+        "action_token_not_configured",
+        "proof_missing",
+        "proof_invalid",
+        "proof_expired",
+        "proof_replayed",
+    }
+)
+
+
+def raise_if_creation_refused(view: RunView) -> None:
+    """Raise the refusal when a protected create was refused by the worker's authorisation.
+
+    The run exists (it ended ``failed`` with the refusal as its error type), but the operator's action
+    was refused, so the CLI reports it like any refused action (exit 3 or 4).
+    """
+    if view.status is RunStatus.FAILED and view.error is not None:
+        code = view.error.type
+        if code in AUTHORISATION_REFUSALS:
+            error_class: type[OperatorError] = NotFound if code in _NOT_FOUND_CODES else Refused
+            raise error_class(code, f"run {view.run_id} was refused at creation: {view.error.message}")
 
 
 def _temporal_error(error: RPCError) -> ServiceUnavailable:
@@ -229,18 +255,40 @@ async def approve_run(
 async def cancel_run(
     client: Client, run_id: str, actor: str, reason: str, proof: ActionProof | None = None
 ) -> RunView:
-    """Signal ``cancel`` after checking the run exists and has not finished."""
+    """Signal ``cancel`` after checking the run exists and has not finished.
+
+    A signal has no answer: when the run records this cancel as refused (``action_refused``, e.g. a
+    proof made with another token) and the run goes on, the refusal is raised like an update's.
+    """
     view = await get_view(client, run_id)
     if view.status.terminal:
         raise Refused("run_finished", f"run {run_id} is {view.status.value}: nothing to cancel")
+    seen = len(view.audit)
+
+    def refusal(current: RunView) -> AuditEvent | None:
+        return next(
+            (
+                event
+                for event in current.audit[seen:]
+                if event.kind == "action_refused"
+                and event.actor == actor
+                and event.data.get("action") == "cancel"
+            ),
+            None,
+        )
+
+    def stopping(current: RunView) -> bool:
+        return current.status in (RunStatus.CANCELLED, RunStatus.CANCEL_REQUESTED) or current.status.terminal
+
     handle = client.get_workflow_handle(run_id)
     await handle.signal("cancel", CancelRequest(actor=actor, reason=reason, proof=proof))
-    return await wait_for_view(
-        client,
-        run_id,
-        lambda v: v.status in (RunStatus.CANCELLED, RunStatus.CANCEL_REQUESTED) or v.status.terminal,
-        timeout=10.0,
-    )
+    view = await wait_for_view(client, run_id, lambda v: stopping(v) or refusal(v) is not None, timeout=10.0)
+    refused = refusal(view)
+    if refused is not None and not stopping(view):
+        code = str(refused.data.get("code") or "refused")
+        error_class: type[OperatorError] = NotFound if code in _NOT_FOUND_CODES else Refused
+        raise error_class(code, str(refused.data.get("message") or "refused"))
+    return view
 
 
 async def history_events(client: Client, run_id: str) -> list[dict[str, Any]]:

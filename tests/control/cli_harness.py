@@ -4,6 +4,12 @@
 exactly what an operator sees. ``Cli.call`` runs ``control.cli.main`` in this process with the same
 environment and working directory, for the many small checks where a fresh interpreter only costs
 time. ``running_worker`` starts ``python worker.py`` as a process and stops it afterwards.
+
+Every environment built here carries the test deployment's action token (:data:`ACTION_TOKEN` in
+``SPECIALISTS_ACTION_TOKEN``), so protected commands work as an operator holding the token sees
+them; ``Cli.without_token``, ``Cli.with_token`` and ``Cli.with_token_file`` give the other cases.
+Each ``Cli`` keeps a transcript of every invocation (shared by the variants derived from it), so a
+test can check what the CLI ever printed.
 """
 
 from __future__ import annotations
@@ -17,7 +23,7 @@ import signal
 import subprocess
 import sys
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 from typing import Any
 from unittest import mock
@@ -31,6 +37,11 @@ DATABASE_FILENAME = "specialists.db"
 SHA256_HEX = r"[0-9a-f]{64}"
 RUN_ID = r"SOR-[0-9A-Z]{16}"
 ISO_UTC = r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(\.\d+)?Z"
+
+TOKEN_ENV = "SPECIALISTS_ACTION_TOKEN"
+TOKEN_FILE_ENV = "SPECIALISTS_ACTION_TOKEN_FILE"
+ACTION_TOKEN = "test-action-token-7f3c9a1e5b2d"
+"""The action token of every test deployment (unless a test chooses another or none)."""
 
 
 @dataclasses.dataclass(frozen=True)
@@ -72,10 +83,15 @@ class CliResult:
         return message
 
 
-def isolated_environment(state_dir: Path, **extra: str) -> dict[str, str]:
-    """This process's environment without any ``SPECIALISTS_*`` variable, with ``state_dir`` set."""
+def isolated_environment(
+    state_dir: Path, *, token: str | None = ACTION_TOKEN, **extra: str
+) -> dict[str, str]:
+    """This process's environment without any ``SPECIALISTS_*`` variable, with ``state_dir`` set and
+    ``token`` as the action token (``None``: no token)."""
     env = {name: value for name, value in os.environ.items() if not name.startswith("SPECIALISTS_")}
     env["SPECIALISTS_STATE_DIR"] = str(state_dir)
+    if token is not None:
+        env[TOKEN_ENV] = token
     env.update(extra)
     return env
 
@@ -86,11 +102,13 @@ class Cli:
 
     cwd: Path
     env: dict[str, str]
+    transcript: list[CliResult] = dataclasses.field(default_factory=list, compare=False, repr=False)
 
     @classmethod
-    def isolated(cls, root: Path, **extra: str) -> Cli:
-        """Working directory ``root``, state directory ``root/state``, plus ``extra`` variables."""
-        return cls(cwd=root, env=isolated_environment(root / "state", **extra))
+    def isolated(cls, root: Path, *, token: str | None = ACTION_TOKEN, **extra: str) -> Cli:
+        """Working directory ``root``, state directory ``root/state``, action token ``token``
+        (``None``: none), plus ``extra`` variables."""
+        return cls(cwd=root, env=isolated_environment(root / "state", token=token, **extra))
 
     @property
     def state_dir(self) -> Path:
@@ -102,6 +120,21 @@ class Cli:
 
     def with_env(self, **changes: str) -> Cli:
         return dataclasses.replace(self, env={**self.env, **changes})
+
+    def without_token(self) -> Cli:
+        """The same CLI with neither token variable set."""
+        env = {name: value for name, value in self.env.items() if name not in (TOKEN_ENV, TOKEN_FILE_ENV)}
+        return dataclasses.replace(self, env=env)
+
+    def with_token(self, token: str) -> Cli:
+        """The same CLI with ``token`` in ``SPECIALISTS_ACTION_TOKEN`` (and no token file)."""
+        bare = self.without_token()
+        return dataclasses.replace(bare, env={**bare.env, TOKEN_ENV: token})
+
+    def with_token_file(self, path: Path) -> Cli:
+        """The same CLI reading its token from ``path`` (``SPECIALISTS_ACTION_TOKEN_FILE`` only)."""
+        bare = self.without_token()
+        return dataclasses.replace(bare, env={**bare.env, TOKEN_FILE_ENV: str(path)})
 
     def run(self, *args: str, timeout: float = 60.0) -> CliResult:
         """``python -m control.cli ARGS`` as a separate process."""
@@ -115,7 +148,7 @@ class Cli:
             timeout=timeout,
             check=False,
         )
-        return CliResult(args, completed.returncode, completed.stdout, completed.stderr)
+        return self._noted(CliResult(args, completed.returncode, completed.stdout, completed.stderr))
 
     def call(self, *args: str) -> CliResult:
         """``control.cli.main(ARGS)`` in this process, with this environment and working directory."""
@@ -129,7 +162,11 @@ class Cli:
             contextlib.redirect_stderr(stderr),
         ):
             exit_code = main(list(args))
-        return CliResult(args, exit_code, stdout.getvalue(), stderr.getvalue())
+        return self._noted(CliResult(args, exit_code, stdout.getvalue(), stderr.getvalue()))
+
+    def _noted(self, result: CliResult) -> CliResult:
+        self.transcript.append(result)
+        return result
 
 
 def wait_until(check: Callable[[], Any], *, timeout: float = 15.0, interval: float = 0.1) -> Any:
@@ -176,3 +213,45 @@ def running_worker(env: dict[str, str], log_path: Path, *, timeout: float = 60.0
             except subprocess.TimeoutExpired:
                 process.kill()
                 process.wait(timeout=10)
+
+
+def raw_history(address: str, run_id: str) -> bytes:
+    """Every event of the run's Temporal history, serialised (payloads are raw JSON bytes in it)."""
+    import asyncio
+
+    from temporalio.client import Client
+
+    async def fetch() -> bytes:
+        client = await Client.connect(address)
+        history = await client.get_workflow_handle(run_id).fetch_history()
+        return b"".join(event.SerializeToString() for event in history.events)
+
+    return asyncio.run(fetch())
+
+
+def token_leaks(
+    tokens: Iterable[str],
+    *,
+    texts: Iterable[str] = (),
+    files: Iterable[Path] = (),
+    blobs: Iterable[bytes] = (),
+) -> list[str]:
+    """Where any of ``tokens`` appears: in ``texts``, in the bytes of ``files`` (every file under a
+    directory), or in ``blobs``. Empty when none does."""
+    needles = [token.encode("utf-8") for token in tokens]
+    found: list[str] = []
+    for index, text in enumerate(texts):
+        found += [f"text {index}: {text[:200]!r}" for needle in needles if needle in text.encode("utf-8")]
+    for file in files:
+        for path in sorted(file.rglob("*")) if file.is_dir() else [file]:
+            if path.is_file():
+                data = path.read_bytes()
+                found += [f"file {path}" for needle in needles if needle in data]
+    for index, blob in enumerate(blobs):
+        found += [f"blob {index}" for needle in needles if needle in blob]
+    return found
+
+
+def transcript_texts(cli: Cli) -> list[str]:
+    """Everything the CLI printed (stdout and stderr) in the invocations ``cli`` recorded."""
+    return [text for result in cli.transcript for text in (result.stdout, result.stderr)]

@@ -9,6 +9,7 @@ directory and are refused before Temporal is contacted.
 from __future__ import annotations
 
 import hashlib
+import json
 import re
 import uuid
 from collections.abc import Iterator
@@ -35,6 +36,7 @@ RUN_KEYS = {
 }
 LIST_KEYS = {"run_id", "status", "tier", "primary", "reviewer", "risk", "created_at"}
 ITEM = f"@{SLOW_QUERY}"
+UNANCHORED = json.dumps({"title": "Tidy the orders report query", "task_type": "fix"})  # no repo_alias
 
 
 @pytest.fixture(scope="module")
@@ -87,13 +89,23 @@ def test_recommend_run_is_created_with_route_contract_and_audit(cli: Cli) -> Non
 
 
 def test_automatic_run_under_the_default_policy_is_a_recommendation(cli: Cli) -> None:
-    run = cli.call("create", "--input-json", ITEM, "--automatic", "--json").ok()
+    run = cli.call("create", "--input-json", ITEM, "--automatic", "--actor", "alice", "--json").ok()
     assert (run["status"], run["tier"], run["automatic"]) == ("recommended", "recommend", True)
+    assert run["audit"][0]["actor"] == "alice"
 
 
 def test_read_only_run_is_reviewed_decided_shown_and_listed(cli: Cli) -> None:
     created = cli.run(
-        "create", "--input-json", ITEM, "--tier", "read_only", "--enqueue", "--wait", "--json"
+        "create",
+        "--input-json",
+        ITEM,
+        "--tier",
+        "read_only",
+        "--enqueue",
+        "--actor",
+        "alice",
+        "--wait",
+        "--json",
     ).ok()
     run_id = created["run_id"]
     assert created["status"] == "awaiting_decision"
@@ -246,6 +258,9 @@ def test_show_and_cancel_of_unknown_or_malformed_ids(cli: Cli) -> None:
     cli.call("show", "RUN-1", "--json").error(2, "invalid_run_id")
     cli.call("cancel", "SOR-0000000000000000", "--actor", "alice", "--json").error(3, "unknown_run")
     cli.call("enqueue", "SOR-0000000000000000", "--actor", "alice", "--json").error(3, "unknown_run")
+    cli.call("enqueue", "SOR-0000000000000000", "--json").error(2, "actor_required")
+    cli.call("cancel", "SOR-0000000000000000", "--json").error(2, "actor_required")
+    cli.call("enqueue", "SOR-0000000000000000", "--actor", "mallory", "--json").error(3, "unknown_actor")
     cli.call("list", "--status", "sleeping", "--json").error(2, "unknown_status")
 
 
@@ -266,8 +281,13 @@ def offline(tmp_path: Path) -> Cli:
         (["--input-json", ITEM, "--tier", "sometimes"], 2, "unknown_tier"),
         (["--input-json", "{", "--tier", "recommend"], 2, "invalid_json"),
         (["--input-json", ITEM, "--tier", "recommend", "--request-id", ""], 2, "invalid_request_id"),
-        (["--input-json", ITEM, "--tier", "worktree"], 4, "tier_not_available"),
-        (["--input-json", ITEM, "--tier", "pr_ready"], 4, "tier_not_available"),
+        (["--input-json", ITEM, "--tier", "worktree"], 3, "unknown_repository"),
+        (["--input-json", ITEM, "--tier", "pr_ready"], 3, "unknown_repository"),
+        (["--input-json", UNANCHORED, "--tier", "worktree"], 2, "repo_alias_required"),
+        (["--input-json", UNANCHORED, "--tier", "pr_ready"], 2, "repo_alias_required"),
+        (["--input-json", ITEM, "--tier", "read_only", "--enqueue"], 2, "actor_required"),
+        (["--input-json", ITEM, "--automatic"], 2, "actor_required"),
+        (["--input-json", ITEM, "--automatic", "--actor", " "], 2, "actor_required"),
     ],
 )
 def test_create_refusals_that_need_no_server(
@@ -299,7 +319,9 @@ def test_read_only_without_a_model_says_how_to_select_one(offline: Cli) -> None:
 def test_automatic_run_is_refused_when_automation_is_off(offline: Cli) -> None:
     assert offline.call("actors", "register", "alice", "--name", "Alice").exit_code == 0
     assert offline.call("policy", "--mode", "off", "--actor", "alice").exit_code == 0
-    offline.call("create", "--input-json", ITEM, "--automatic", "--json").error(4, "automation_off")
+    offline.call("create", "--input-json", ITEM, "--automatic", "--actor", "alice", "--json").error(
+        4, "automation_off"
+    )
 
 
 def test_unreachable_temporal_exits_5_and_says_how_to_start_it(offline: Cli) -> None:
