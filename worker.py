@@ -44,9 +44,14 @@ def sandbox_runner() -> SandboxedWorkflowRunner:
     return SandboxedWorkflowRunner(restrictions=restrictions)
 
 
-def activities_for(config: ActivityConfig, providers: dict[str, ModelProvider] | None = None) -> list[Any]:
-    """Every activity, bound to ``config`` (``providers`` adds or replaces model providers)."""
-    store = SharedStore(config.database_url)
+def activities_for(
+    config: ActivityConfig,
+    providers: dict[str, ModelProvider] | None = None,
+    store: SharedStore | None = None,
+) -> list[Any]:
+    """Every activity, bound to ``config`` (``providers`` adds or replaces model providers; ``store``
+    shares an already created store handle)."""
+    store = store or SharedStore(config.database_url)
     routing = RoutingActivities(config, store)
     models = ModelActivities(config, providers)
     authorization = AuthorizationActivities(config, store)
@@ -66,13 +71,14 @@ def build_worker(
     config: ActivityConfig,
     providers: dict[str, ModelProvider] | None = None,
     executor: concurrent.futures.Executor | None = None,
+    store: SharedStore | None = None,
 ) -> Worker:
     """A worker for ``task_queue`` with every workflow and activity registered."""
     return Worker(
         client,
         task_queue=task_queue,
         workflows=list(WORKFLOWS),
-        activities=activities_for(config, providers),
+        activities=activities_for(config, providers, store),
         activity_executor=executor or concurrent.futures.ThreadPoolExecutor(max_workers=16),
         workflow_runner=sandbox_runner(),
         sticky_queue_schedule_to_start_timeout=STICKY_QUEUE_TIMEOUT,
@@ -112,14 +118,18 @@ async def run_worker(stop: asyncio.Event | None = None) -> None:
     loop = asyncio.get_running_loop()
     for signum in (signal.SIGINT, signal.SIGTERM):
         loop.add_signal_handler(signum, stop.set)
-    worker = build_worker(client, task_queue=settings.task_queue, config=config)
+    store = SharedStore(config.database_url)
+    worker = build_worker(client, task_queue=settings.task_queue, config=config, store=store)
     async with worker:
+        # Polling has started; open the store meanwhile so a resumed run's first activity is quick.
+        warming = loop.run_in_executor(None, store.warm)
         print(
             f"worker polling task queue {settings.task_queue!r} on {settings.temporal_address} "
             f"(namespace {settings.namespace})",
             flush=True,
         )
         await stop.wait()
+        await warming
 
 
 def main() -> int:

@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import contextlib
 import threading
+from typing import TYPE_CHECKING
 
-from store.database import open_store
-from store.store import Store
+if TYPE_CHECKING:
+    from store.store import Store
 
 
 class SharedStore:
@@ -20,8 +22,21 @@ class SharedStore:
         """The open store. Raises what :func:`store.database.open_store` raises."""
         with self._lock:
             if self._store is None:
+                # Imported here: SQLAlchemy and the migrations cost a second of start-up, which a
+                # restarted worker should spend after it is already polling.
+                from store.database import open_store
+
                 self._store = open_store(self._url, create=True)
             return self._store
+
+    def warm(self) -> None:
+        """Open the store now (from a background thread) so the first activity finds it ready.
+
+        A failure is left for the first activity to report.
+        """
+        # The activity that needs the store reports any error; warming only saves time.
+        with contextlib.suppress(Exception):
+            self.get()
 
     def close(self) -> None:
         """Release the store's connections (it reopens on next use)."""

@@ -1,0 +1,78 @@
+"""``bench/run_bench.py --quick`` runs end to end and prints one JSON object with its measurements."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+BENCH = ROOT / "bench" / "run_bench.py"
+
+SIDE_KEYS = {
+    "runs",
+    "runs_per_s",
+    "latency_ms_p50",
+    "latency_ms_p95",
+    "status_polls_per_run_median",
+    "cpu_s_per_run",
+}
+
+
+def test_run_bench_prints_its_measurements_as_json(tmp_path: Path) -> None:
+    completed = subprocess.run(
+        [sys.executable, str(BENCH), "--quick"],
+        cwd=tmp_path,
+        env={name: value for name, value in os.environ.items() if not name.startswith("SPECIALISTS_")},
+        stdin=subprocess.DEVNULL,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+
+    assert completed.returncode == 0, completed.stderr[-4000:]
+    report = json.loads(completed.stdout)
+    assert set(report) == {
+        "config",
+        "baseline",
+        "sequential_latency",
+        "throughput",
+        "profile",
+        "worker_tuning",
+        "resume",
+        "targets",
+        "wall_s",
+    }
+
+    plans = report["baseline"]["plans"]
+    assert plans["recommend"] and set(plans["recommend"]) == {"activity"}
+    assert plans["read_only"].count("decision") == 1
+    assert [step for step in plans["read_only"] if step.startswith("child:")] == ["child:1", "child:1"]
+
+    for tier in ("recommend", "read_only"):
+        row = report["throughput"][tier]
+        assert set(row["project"]) == SIDE_KEYS
+        assert set(row["baseline"]) == SIDE_KEYS
+        assert row["project"]["runs"] == row["baseline"]["runs"] == report["config"][f"{tier}_runs_per_side"]
+        assert row["project"]["runs_per_s"] > 0 and row["baseline"]["runs_per_s"] > 0
+        assert row["throughput_ratio"] > 0
+        assert isinstance(row["target_met"], bool)
+        assert set(report["profile"][tier]) == {"project", "baseline"}
+    # The baseline mirrors the project's activities one for one.
+    project = report["profile"]["read_only"]["project"]["per_run"]
+    baseline = report["profile"]["read_only"]["baseline"]["per_run"]
+    project_activities = sum(v for k, v in project.items() if k.startswith("activity:"))
+    assert baseline["activity:bench_noop"] == project_activities
+    assert baseline["child_workflows"] == project["child_workflows"] == 2
+
+    resume = report["resume"]
+    assert len(resume["samples"]) == 1
+    sample = resume["samples"][0]
+    assert 0 < sample["spawn_to_polling_s"] < sample["spawn_to_accepted_s"]
+    assert resume["sticky_queue_timeout_s"] > 0
+    assert isinstance(resume["target_met"], bool)
+    assert set(report["targets"]) >= {"recommend_throughput_met", "read_only_throughput_met", "resume_met"}
+    assert list(tmp_path.iterdir()) == []  # nothing is written where it runs
