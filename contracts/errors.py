@@ -61,6 +61,11 @@ class ErrorType:
     conventions", "Model fallback"): Temporal retries only :data:`RETRYABLE_ERROR_TYPES` (at most two
     attempts); an ``ordered`` model chain advances only on :data:`FALLBACK_ERROR_TYPES`; everything else
     fails at once.
+
+    Model errors fall in three groups. Retried on the same model: timeout, transport, rate limit.
+    Advancing an ``ordered`` chain: quota exhausted, authentication or permission refused, provider
+    unavailable (5xx, overloaded). Neither retried nor advancing: output contract or parse failures,
+    request validation (e.g. context too long), safety or content policy, task errors, configuration.
     """
 
     MODEL_QUOTA = "model_quota"
@@ -74,6 +79,8 @@ class ErrorType:
     MODEL_SAFETY = "model_safety"
     MODEL_TASK = "model_task"
     MODEL_NOT_CONFIGURED = "model_not_configured"
+    # The provider refused the request itself (e.g. context too long, an unknown parameter).
+    MODEL_REQUEST_INVALID = "model_request_invalid"
     REPLAY_NO_RECORDING = "replay_no_recording"
     REQUEST_TOO_LARGE = "request_too_large"
     RESULT_TOO_LARGE = "result_too_large"

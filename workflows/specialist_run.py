@@ -66,7 +66,7 @@ REVIEWER_KEY = SearchAttributeKey.for_keyword("SpecialistReviewer")
 RISK_KEY = SearchAttributeKey.for_keyword("RiskLevel")
 REPO_KEY = SearchAttributeKey.for_keyword("RepoAlias")
 
-_SHORT_ACTIVITY = timedelta(seconds=30)
+_SHORT_ACTIVITY = timedelta(seconds=10)
 # Bookkeeping activities (capture, projection, authorisation) are cheap and idempotent: a few quick
 # retries cover a database hiccup; a refusal is a non-retryable ApplicationError and is not retried.
 _BOOKKEEPING_RETRY = RetryPolicy(maximum_attempts=3, initial_interval=timedelta(milliseconds=200))
@@ -451,6 +451,14 @@ class SpecialistRunWorkflow:
                 result_type=AuthorizeResult,
                 start_to_close_timeout=_SHORT_ACTIVITY,
                 retry_policy=_BOOKKEEPING_RETRY,
+            )
+        except ActivityError as error:
+            # The check itself failed (e.g. the store stayed unreachable through every retry): the
+            # action is refused and audited. Raised from a signal handler it would fail the run.
+            cause = error.cause
+            detail = cause.message if isinstance(cause, ApplicationError) else str(cause or error)
+            return self._refuse(
+                action, actor, "authorization_unavailable", f"the authorisation check failed: {detail}"
             )
         finally:
             self._actions_in_flight -= 1

@@ -1,10 +1,12 @@
 """Contract capture (``catalog.capture.capture`` and the ``capture_contract`` activity): the digest
 is the RFC 8785 sha256 of the contract, stable for the same input, and moves with the model
-selection; policy and tier refusals are raised, never captured."""
+selection; worktree and pr_ready contracts name an allow-listed repository and freeze the commit its
+branch points at; policy, tier and repository refusals are raised, never captured."""
 
 from __future__ import annotations
 
 import datetime as dt
+import shutil
 from pathlib import Path
 
 import pytest
@@ -20,14 +22,17 @@ from catalog.loaded import LoadedCatalog
 from catalog.loader import load_catalog
 from contracts.config import PolicyRecord
 from contracts.enums import AutomationMode, FallbackMode, Tier
-from contracts.errors import Refused
+from contracts.errors import InvalidInput, NotFound, Refused
 from contracts.models import ModelSelection, ModelSelectionRecord
 from contracts.policy import AutomationPolicy
 from contracts.runs import CapturedContract, RunInput
+from tests.store.git_repository import git, make_working_tree
 from tests.workflows.harness import AUTH_REVIEW, SLOW_QUERY, example, run_input
 
 SELECTED_AT = dt.datetime(2026, 11, 1, 9, 30, tzinfo=dt.UTC)
 RUN_ID = "SOR-0123456789ABCDEF"
+ALIAS = example(SLOW_QUERY).repo_alias
+BASE_COMMIT = "0123456789abcdef0123456789abcdef01234567"
 
 
 @pytest.fixture(scope="module")
@@ -54,6 +59,8 @@ def _capture(
     *,
     policy: PolicyRecord | None = None,
     selection: ModelSelectionRecord | None = None,
+    base_commit: str | None = None,
+    approval_window_seconds: int = 7 * 24 * 3600,
 ) -> CapturedContract:
     return capture(
         inp or run_input(example(SLOW_QUERY), tier=Tier.READ_ONLY, run_id=RUN_ID),
@@ -62,6 +69,8 @@ def _capture(
         selection if selection is not None else _selection(),
         read_only_budget_seconds=1800,
         edit_budget_seconds=3600,
+        approval_window_seconds=approval_window_seconds,
+        base_commit=base_commit,
     )
 
 
@@ -134,10 +143,51 @@ def test_capture_applies_guarded_policy_ceiling_and_drops_high_risk_to_recommend
 
 
 @pytest.mark.parametrize("tier", [Tier.WORKTREE, Tier.PR_READY])
-def test_capture_refuses_worktree_and_pr_ready_as_not_available(catalog: LoadedCatalog, tier: Tier) -> None:
-    with pytest.raises(Refused) as refused:
+def test_capture_refuses_worktree_and_pr_ready_without_a_repo_alias(
+    catalog: LoadedCatalog, tier: Tier
+) -> None:
+    item = example(SLOW_QUERY).model_copy(update={"repo_alias": None})
+    with pytest.raises(InvalidInput) as refused:
+        _capture(catalog, run_input(item, tier=tier, run_id=RUN_ID), base_commit=BASE_COMMIT)
+    assert refused.value.code == "repo_alias_required"
+    assert refused.value.exit_code == 2
+
+
+@pytest.mark.parametrize("tier", [Tier.WORKTREE, Tier.PR_READY])
+def test_capture_refuses_worktree_and_pr_ready_without_a_resolved_base_commit(
+    catalog: LoadedCatalog, tier: Tier
+) -> None:
+    with pytest.raises(InvalidInput) as refused:
         _capture(catalog, run_input(example(SLOW_QUERY), tier=tier, run_id=RUN_ID))
-    assert refused.value.code == "tier_not_available"
+    assert refused.value.code == "base_commit_required"
+
+
+@pytest.mark.parametrize("tier", [Tier.WORKTREE, Tier.PR_READY])
+def test_worktree_and_pr_ready_contracts_freeze_repo_base_commit_edit_budget_and_approval_window(
+    catalog: LoadedCatalog, tier: Tier
+) -> None:
+    inp = run_input(example(SLOW_QUERY), tier=tier, run_id=RUN_ID)
+    captured = _capture(catalog, inp, base_commit=BASE_COMMIT)
+    contract = captured.contract
+    assert contract.tier is tier and not contract.automatic
+    assert (contract.repo_alias, contract.base_commit) == (ALIAS, BASE_COMMIT)
+    assert contract.budgets.runtime_seconds == 3600
+    assert contract.budgets.approval_window_seconds == 7 * 24 * 3600
+    assert any("worktree" in action and "base commit" in action for action in contract.allowed_actions)
+    assert "commit, push, merge or open pull requests" in contract.forbidden_actions
+    assert captured.contract_sha256 == canonical_sha256(contract.model_dump(mode="json"))
+
+    # The digest binds the base commit and the approval window: approving one approves exactly it.
+    moved = _capture(catalog, inp, base_commit="f" * 40)
+    shorter = _capture(catalog, inp, base_commit=BASE_COMMIT, approval_window_seconds=60)
+    assert len({captured.contract_sha256, moved.contract_sha256, shorter.contract_sha256}) == 3
+    assert shorter.contract.budgets.approval_window_seconds == 60
+
+
+def test_a_read_only_contract_carries_no_base_commit_even_when_one_is_given(catalog: LoadedCatalog) -> None:
+    captured = _capture(catalog, base_commit=BASE_COMMIT)
+    assert captured.contract.tier is Tier.READ_ONLY and captured.contract.base_commit is None
+    assert captured.contract_sha256 == _capture(catalog).contract_sha256
 
 
 def test_capture_refuses_a_read_only_run_without_a_model_selection(catalog: LoadedCatalog) -> None:
@@ -200,3 +250,86 @@ def test_capture_contract_activity_raises_a_refusal_as_a_non_retryable_error_of_
         shared.close()
     assert raised.value.type == "automation_off"
     assert raised.value.non_retryable
+
+
+def _repository(tmp_path: Path, shared: SharedStore) -> Path:
+    tree = make_working_tree(tmp_path / "orders-service")
+    assert ALIAS is not None
+    shared.get().add_repository(ALIAS, tree, "main", "alice")
+    return tree
+
+
+@pytest.mark.parametrize("tier", [Tier.WORKTREE, Tier.PR_READY])
+def test_capture_contract_activity_freezes_the_commit_the_repositorys_branch_points_at(
+    tmp_path: Path, tier: Tier
+) -> None:
+    routing, shared = _activity(tmp_path)
+    try:
+        shared.get().select_models(ModelSelection(primary="replay:demo"), "alice")
+        tree = _repository(tmp_path, shared)
+        first_commit = git(tree, "rev-parse", "main")
+        inp = run_input(example(SLOW_QUERY), tier=tier, run_id=RUN_ID)
+        captured = ActivityEnvironment().run(routing.capture_contract, inp)
+
+        (tree / "CHANGELOG.md").write_text("moved\n")
+        git(tree, "add", ".")
+        git(tree, "commit", "--quiet", "--no-gpg-sign", "-m", "second")
+        again = ActivityEnvironment().run(routing.capture_contract, inp)
+    finally:
+        shared.close()
+    assert captured.contract.base_commit == first_commit
+    assert captured.contract.repo_alias == ALIAS
+    # A later capture sees the moved branch: a different contract with a different digest.
+    assert again.contract.base_commit == git(tree, "rev-parse", "main") != first_commit
+    assert again.contract_sha256 != captured.contract_sha256
+
+
+def test_capture_contract_activity_refuses_an_unregistered_repository_as_unknown_repository(
+    tmp_path: Path,
+) -> None:
+    routing, shared = _activity(tmp_path)
+    try:
+        shared.get().select_models(ModelSelection(primary="replay:demo"), "alice")
+        inp = run_input(example(SLOW_QUERY), tier=Tier.WORKTREE, run_id=RUN_ID)
+        with pytest.raises(ApplicationError) as raised:
+            ActivityEnvironment().run(routing.capture_contract, inp)
+        # A read_only run names the same unregistered alias without needing it.
+        read_only = run_input(example(SLOW_QUERY), tier=Tier.READ_ONLY, run_id=RUN_ID)
+        assert ActivityEnvironment().run(routing.capture_contract, read_only).contract.base_commit is None
+    finally:
+        shared.close()
+    assert raised.value.type == "unknown_repository" and raised.value.non_retryable
+
+
+@pytest.mark.parametrize("damage", ["deleted", "no_longer_git"])
+def test_capture_contract_activity_refuses_a_repository_that_is_gone_as_repository_unavailable(
+    tmp_path: Path, damage: str
+) -> None:
+    routing, shared = _activity(tmp_path)
+    try:
+        shared.get().select_models(ModelSelection(primary="replay:demo"), "alice")
+        tree = _repository(tmp_path, shared)
+        shutil.rmtree(tree if damage == "deleted" else tree / ".git")
+        inp = run_input(example(SLOW_QUERY), tier=Tier.PR_READY, run_id=RUN_ID)
+        with pytest.raises(ApplicationError) as raised:
+            ActivityEnvironment().run(routing.capture_contract, inp)
+        # The operator-side pre-check (store.resolve_base_commit) refuses it the same way.
+        assert ALIAS is not None
+        with pytest.raises(Refused) as refused:
+            shared.get().resolve_base_commit(ALIAS)
+    finally:
+        shared.close()
+    assert raised.value.type == "repository_unavailable" and raised.value.non_retryable
+    assert refused.value.code == "repository_unavailable" and refused.value.exit_code == 4
+
+
+def test_the_operator_pre_check_refuses_an_unregistered_repository_as_unknown_repository(
+    tmp_path: Path,
+) -> None:
+    _, shared = _activity(tmp_path)
+    try:
+        with pytest.raises(NotFound) as refused:
+            shared.get().resolve_base_commit("no-such-repo")
+    finally:
+        shared.close()
+    assert refused.value.code == "unknown_repository" and refused.value.exit_code == 3

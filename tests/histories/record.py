@@ -2,18 +2,24 @@
 
     .venv/bin/python -m tests.histories.record
 
-Starts its own in-memory dev server and an in-process worker with test providers, drives each path,
-and writes ``<path>.json`` (the ``SpecialistRun`` history) plus ``<path>.<job>.json`` for each
-``ModelJob`` child. ``tests/workflows/test_replay.py`` replays every file on every test run, so a
-change to workflow logic that would break running workflows fails the build; such a change goes
-behind ``workflow.patched()``.
+Starts its own in-memory dev server and an in-process worker with test providers and an action
+token (protected actions carry proofs of it, as the CLI sends them), allow-lists a git repository for
+the worktree-tier paths, drives each path, and writes ``<path>.json`` (the ``SpecialistRun`` history)
+plus ``<path>.<job>.json`` for each ``ModelJob`` child. ``tests/workflows/test_replay.py`` replays
+every file on every test run, so a change to workflow logic that would break running workflows fails
+the build; such a change goes behind ``workflow.patched()``.
+
+Histories recorded before an earlier change are kept beside them (``v1/``: before protected create
+was authorised) and replay too.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import datetime as dt
 import json
+import secrets
 import tempfile
 import time
 from collections.abc import Awaitable, Callable
@@ -30,17 +36,49 @@ from contracts.errors import ErrorType, NotFound
 from contracts.ids import new_run_id
 from contracts.models import ModelSelection
 from contracts.policy import AutomationPolicy
-from contracts.runs import CancelRequest, DecisionOutcome, RunInput, RunStatus, RunView
+from contracts.proofs import ActionProof, sign_action
+from contracts.runs import (
+    ActionResult,
+    ApproveRequest,
+    CancelRequest,
+    DecisionOutcome,
+    EnqueueRequest,
+    RunInput,
+    RunStatus,
+    RunView,
+)
 from contracts.work_item import WorkItem
-from control.runs import decide_run, request_digest, wait_for_view
+from control.runs import approve_run, decide_run, request_digest, wait_for_view
 from infra.devserver import DevServer, free_port
 from store.database import default_database_url, open_store
+from tests.store.git_repository import make_working_tree
 from worker import build_worker
 
 HERE = Path(__file__).resolve().parent
 EXAMPLES = HERE.parent.parent / "examples" / "work-items"
 SLOW_QUERY = WorkItem.model_validate_json((EXAMPLES / "03-slow-query.json").read_text())
 BREACH = WorkItem.model_validate_json((EXAMPLES / "01-production-breach.json").read_text())
+# A token for this recording only: histories hold proofs made with it, never the token itself.
+TOKEN = f"record-histories-{secrets.token_hex(16)}".encode()
+
+
+def _proof(
+    run_id: str,
+    action: str,
+    *,
+    actor: str = "alice",
+    digest: str = "",
+    issued_at: dt.datetime | None = None,
+) -> ActionProof:
+    return sign_action(
+        TOKEN,
+        run_id=run_id,
+        action=action,
+        actor=actor,
+        digest=digest,
+        issued_at=issued_at or dt.datetime.now(dt.UTC),
+        nonce=secrets.token_hex(16),
+    )
 
 
 class SlowReplay:
@@ -83,7 +121,15 @@ async def _save(client: Client, name: str, run_id: str) -> None:
     print(f"recorded {name} ({run_id})", flush=True)
 
 
-def _input(item: WorkItem, tier: Tier | None, *, enqueue: bool = False, automatic: bool = False) -> RunInput:
+def _input(
+    item: WorkItem,
+    tier: Tier | None,
+    *,
+    enqueue: bool = False,
+    automatic: bool = False,
+    signed: bool = True,
+) -> RunInput:
+    """A create request; with ``enqueue`` or ``automatic`` it carries a proof unless ``signed`` is off."""
     draft = RunInput(
         run_id=new_run_id(),
         work_item=item,
@@ -93,7 +139,25 @@ def _input(item: WorkItem, tier: Tier | None, *, enqueue: bool = False, automati
         request_digest="",
         created_by="alice",
     )
-    return draft.model_copy(update={"request_digest": request_digest(draft)})
+    run_input = draft.model_copy(update={"request_digest": request_digest(draft)})
+    if signed and (enqueue or automatic):
+        proof = _proof(run_input.run_id, "create", digest=run_input.request_digest)
+        run_input = run_input.model_copy(update={"proof": proof})
+    return run_input
+
+
+async def _cancel(client: Client, run_id: str, reason: str = "") -> None:
+    request = CancelRequest(actor="alice", reason=reason, proof=_proof(run_id, "cancel"))
+    await client.get_workflow_handle(run_id).signal("cancel", request)
+
+
+async def _approve_attempt(
+    client: Client, run_id: str, digest: str, proof: ActionProof | None, actor: str = "alice"
+) -> ActionResult:
+    request = ApproveRequest(actor=actor, contract_sha256=digest, proof=proof)
+    handle = client.get_workflow_handle(run_id)
+    result: ActionResult = await handle.execute_update("approve", request, result_type=ActionResult)
+    return result
 
 
 async def _start(client: Client, run_input: RunInput, queue: str) -> str:
@@ -107,9 +171,11 @@ def _status(*statuses: RunStatus) -> Callable[[RunView], bool]:
 
 async def record(server: DevServer, state: Path) -> None:
     url = default_database_url(state)
+    repository = make_working_tree(state / "orders-service")
     with open_store(url) as store:
         store.register_actor("alice", "Alice", None)
         store.select_models(ModelSelection(primary="replay:demo"), "alice")
+        store.add_repository(SLOW_QUERY.repo_alias or "orders-service", repository, "main", "alice")
     client = await Client.connect(server.address, data_converter=pydantic_data_converter)
     from activities.providers.replay import ReplayProvider
 
@@ -120,7 +186,9 @@ async def record(server: DevServer, state: Path) -> None:
         "notjson": NotJson(),
     }
     queue = "record-histories"
-    config = ActivityConfig(database_url=url, read_only_budget_seconds=60, recordings_dir=replay._dir)
+    config = ActivityConfig(
+        database_url=url, read_only_budget_seconds=60, recordings_dir=replay._dir, action_token=TOKEN
+    )
     paths: list[tuple[str, Callable[[], Awaitable[str]]]] = []
 
     async def recommended() -> str:
@@ -131,26 +199,29 @@ async def record(server: DevServer, state: Path) -> None:
     async def accepted() -> str:
         run_id = await _start(client, _input(SLOW_QUERY, Tier.READ_ONLY), queue)
         await wait_for_view(client, run_id, _status(RunStatus.READY))
-        await client.get_workflow_handle(run_id).execute_update("enqueue", {"actor": "alice"})
+        enqueue = EnqueueRequest(actor="alice", proof=_proof(run_id, "enqueue"))
+        await client.get_workflow_handle(run_id).execute_update("enqueue", enqueue)
         await wait_for_view(client, run_id, _status(RunStatus.AWAITING_DECISION))
         # The refusal is the point: an unregistered actor's attempt is recorded in history.
         with contextlib.suppress(NotFound):
             await decide_run(client, run_id, "mallory", DecisionOutcome.ACCEPTED, "not registered")
-        await decide_run(client, run_id, "alice", DecisionOutcome.ACCEPTED, "looks right")
+        proof = _proof(run_id, "decide")
+        await decide_run(client, run_id, "alice", DecisionOutcome.ACCEPTED, "looks right", proof)
         await wait_for_view(client, run_id, _status(RunStatus.ACCEPTED))
         return run_id
 
     async def rejected() -> str:
         run_id = await _start(client, _input(SLOW_QUERY, Tier.READ_ONLY, enqueue=True), queue)
         await wait_for_view(client, run_id, _status(RunStatus.AWAITING_DECISION))
-        await decide_run(client, run_id, "alice", DecisionOutcome.REJECTED, "needs table statistics")
+        proof = _proof(run_id, "decide")
+        await decide_run(client, run_id, "alice", DecisionOutcome.REJECTED, "needs table statistics", proof)
         await wait_for_view(client, run_id, _status(RunStatus.REJECTED))
         return run_id
 
     async def cancelled_ready() -> str:
         run_id = await _start(client, _input(SLOW_QUERY, Tier.READ_ONLY), queue)
         await wait_for_view(client, run_id, _status(RunStatus.READY))
-        await client.get_workflow_handle(run_id).signal("cancel", CancelRequest(actor="alice"))
+        await _cancel(client, run_id)
         await wait_for_view(client, run_id, _status(RunStatus.CANCELLED))
         return run_id
 
@@ -176,7 +247,7 @@ async def record(server: DevServer, state: Path) -> None:
         async def body() -> str:
             run_id = await _start(client, _input(SLOW_QUERY, Tier.READ_ONLY, enqueue=True), queue)
             await wait_for_view(client, run_id, _status(RunStatus.RUNNING))
-            await client.get_workflow_handle(run_id).signal("cancel", CancelRequest(actor="alice"))
+            await _cancel(client, run_id)
             await wait_for_view(client, run_id, _status(RunStatus.CANCELLED), timeout=30)
             return run_id
 
@@ -194,7 +265,7 @@ async def record(server: DevServer, state: Path) -> None:
         async def body() -> str:
             run_id = await _start(client, _input(SLOW_QUERY, Tier.READ_ONLY, enqueue=True), queue)
             await wait_for_view(client, run_id, _status(RunStatus.AWAITING_DECISION), timeout=30)
-            await decide_run(client, run_id, "alice", DecisionOutcome.ACCEPTED, "")
+            await decide_run(client, run_id, "alice", DecisionOutcome.ACCEPTED, "", _proof(run_id, "decide"))
             await wait_for_view(client, run_id, _status(RunStatus.ACCEPTED))
             return run_id
 
@@ -202,6 +273,45 @@ async def record(server: DevServer, state: Path) -> None:
             primary="quota:demo", fallbacks=["replay:demo"], fallback_mode=FallbackMode.ORDERED
         )
         return await with_selection(selection, body)
+
+    async def awaiting_approval() -> tuple[str, str]:
+        run_id = await _start(client, _input(SLOW_QUERY, Tier.WORKTREE), queue)
+        view = await wait_for_view(client, run_id, _status(RunStatus.AWAITING_APPROVAL))
+        assert view.contract_sha256 is not None, view.error
+        return run_id, view.contract_sha256
+
+    async def approved_cancelled() -> str:
+        run_id, digest = await awaiting_approval()
+        proof = _proof(run_id, "approve", digest=digest)
+        await approve_run(client, run_id, "alice", digest, proof)
+        await _cancel(client, run_id, "approved, not executed")
+        await wait_for_view(client, run_id, _status(RunStatus.CANCELLED))
+        return run_id
+
+    async def approval_refused_then_approved() -> str:
+        run_id, digest = await awaiting_approval()
+        # Each refusal reaches the handler and is recorded: a stale proof, an unregistered actor,
+        # and that actor's proof sent again (a replay).
+        stale = _proof(
+            run_id, "approve", digest=digest, issued_at=dt.datetime.now(dt.UTC) - dt.timedelta(minutes=20)
+        )
+        refused = await _approve_attempt(client, run_id, digest, stale)
+        assert refused.code == "proof_expired", refused
+        mallory = _proof(run_id, "approve", actor="mallory", digest=digest)
+        refused = await _approve_attempt(client, run_id, digest, mallory, actor="mallory")
+        assert refused.code == "unknown_actor", refused
+        refused = await _approve_attempt(client, run_id, digest, mallory, actor="mallory")
+        assert refused.code == "proof_replayed", refused
+        await approve_run(client, run_id, "alice", digest, _proof(run_id, "approve", digest=digest))
+        await _cancel(client, run_id)
+        await wait_for_view(client, run_id, _status(RunStatus.CANCELLED))
+        return run_id
+
+    async def failed_create_unauthorised() -> str:
+        run_id = await _start(client, _input(SLOW_QUERY, Tier.READ_ONLY, enqueue=True, signed=False), queue)
+        view = await wait_for_view(client, run_id, _status(RunStatus.FAILED))
+        assert view.error is not None and view.error.type == "proof_missing", view.error
+        return run_id
 
     paths = [
         ("recommended", recommended),
@@ -212,6 +322,9 @@ async def record(server: DevServer, state: Path) -> None:
         ("cancelled_while_running", cancelled_while_running),
         ("failed_output_schema", failed_output_schema),
         ("accepted_after_fallback", accepted_after_fallback),
+        ("approved_cancelled", approved_cancelled),
+        ("approval_refused_then_approved", approval_refused_then_approved),
+        ("failed_create_unauthorised", failed_create_unauthorised),
     ]
     async with build_worker(client, task_queue=queue, config=config, providers=providers):
         for name, path in paths:
@@ -219,7 +332,13 @@ async def record(server: DevServer, state: Path) -> None:
 
     # The budget path needs a short budget: a second worker configuration on its own queue.
     expired_queue = "record-histories-expired"
-    short = ActivityConfig(database_url=url, read_only_budget_seconds=1, recordings_dir=replay._dir)
+    short = ActivityConfig(
+        database_url=url,
+        read_only_budget_seconds=1,
+        approval_window_seconds=1,
+        recordings_dir=replay._dir,
+        action_token=TOKEN,
+    )
     async with build_worker(client, task_queue=expired_queue, config=short, providers=providers):
 
         async def expired() -> str:
@@ -228,6 +347,13 @@ async def record(server: DevServer, state: Path) -> None:
             return run_id
 
         await _save(client, "expired", await with_selection(ModelSelection(primary="slow:demo"), expired))
+
+        async def approval_expired() -> str:
+            run_id = await _start(client, _input(SLOW_QUERY, Tier.WORKTREE), expired_queue)
+            await wait_for_view(client, run_id, _status(RunStatus.EXPIRED), timeout=30)
+            return run_id
+
+        await _save(client, "approval_expired", await approval_expired())
 
 
 def main() -> None:

@@ -1,6 +1,9 @@
 """A specialist-run test bench on the shared dev server: a SQLite store in ``tmp_path``, a registered
-actor ``alice``, a model selection, in-process workers built by :func:`worker.build_worker`, and
-small model providers for the cases the replay recordings cannot produce (slow, failing, capturing).
+actor ``alice``, a model selection, in-process workers built by :func:`worker.build_worker` that hold
+the deployment's action token, proofs of that token for protected actions (:func:`proof`), and small
+model providers for the cases the replay recordings cannot produce (slow, failing, capturing).
+
+:func:`worker_process` runs ``python worker.py`` as a subprocess with the deployment's environment.
 
 Every test bounds itself with :func:`within`, so a hang fails the test instead of blocking the run.
 """
@@ -10,7 +13,11 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import dataclasses
+import datetime as dt
 import functools
+import os
+import secrets
+import sys
 import threading
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Coroutine
@@ -23,16 +30,26 @@ from temporalio.client import Client, WorkflowExecutionStatus
 from temporalio.service import RPCError
 from temporalio.worker import Worker
 
-from activities.config import DEFAULT_RECORDINGS_DIR, ActivityConfig
+from activities.config import DEFAULT_APPROVAL_WINDOW_SECONDS, DEFAULT_RECORDINGS_DIR, ActivityConfig
 from activities.providers.base import CompletionRequest, ModelProvider, ProviderError
 from activities.providers.replay import ReplayProvider
 from contracts.enums import AutomationMode, FallbackMode, Tier
 from contracts.ids import new_run_id
 from contracts.models import ModelSelection
 from contracts.policy import AutomationPolicy
-from contracts.runs import RunInput, RunStatus, RunView
+from contracts.proofs import ActionProof, sign_action
+from contracts.runs import ActionResult, DecisionOutcome, RunInput, RunStatus, RunView
 from contracts.work_item import WorkItem
-from control.runs import create_run, request_digest, wait_for_view
+from control.runs import (
+    approve_run,
+    cancel_run,
+    create_run,
+    decide_run,
+    enqueue_run,
+    request_digest,
+    wait_for_view,
+)
+from infra.devserver import DevServer
 from store.database import open_store
 from store.store import Store
 from worker import build_worker
@@ -42,7 +59,11 @@ T = TypeVar("T")
 
 ACTOR = "alice"
 REPLAY_MODEL = "replay:demo"
-EXAMPLES_DIR = Path(__file__).resolve().parents[2] / "examples" / "work-items"
+ROOT = Path(__file__).resolve().parents[2]
+EXAMPLES_DIR = ROOT / "examples" / "work-items"
+# The deployment's action token for this test session: random, so finding it anywhere (history,
+# store, logs) can only mean it leaked.
+ACTION_TOKEN = f"test-action-token-{secrets.token_hex(16)}".encode()
 SLOW_QUERY = "03-slow-query.json"  # low risk; recorded in replay:demo (analysis + review)
 RELEASE_GATE = "02-release-gate.json"  # low risk; recorded in replay:demo
 AUTH_REVIEW = "04-authentication-review.json"  # high risk; not recorded
@@ -70,6 +91,28 @@ def example(name: str) -> WorkItem:
     return WorkItem.model_validate_json((EXAMPLES_DIR / name).read_text(encoding="utf-8"))
 
 
+def proof(
+    run_id: str,
+    action: str,
+    *,
+    actor: str = ACTOR,
+    digest: str = "",
+    token: bytes = ACTION_TOKEN,
+    issued_at: dt.datetime | None = None,
+) -> ActionProof:
+    """A proof of the action token for ``action`` on ``run_id`` by ``actor``, as the CLI makes it:
+    issued now (UTC) with a fresh nonce."""
+    return sign_action(
+        token,
+        run_id=run_id,
+        action=action,
+        actor=actor,
+        digest=digest,
+        issued_at=issued_at or dt.datetime.now(dt.UTC),
+        nonce=secrets.token_hex(16),
+    )
+
+
 def run_input(
     item: WorkItem,
     *,
@@ -78,8 +121,13 @@ def run_input(
     enqueue: bool = False,
     actor: str = ACTOR,
     run_id: str | None = None,
+    signed: bool = True,
 ) -> RunInput:
-    """A run input as ``specialists create`` builds it (request digest included)."""
+    """A run input as ``specialists create`` builds it (request digest included).
+
+    Creating with ``enqueue`` or ``automatic`` is protected: the input then carries a proof of the
+    create action bound to the request digest, unless ``signed`` is false.
+    """
     draft = RunInput(
         run_id=run_id or new_run_id(),
         work_item=item,
@@ -89,7 +137,11 @@ def run_input(
         request_digest="",
         created_by=actor,
     )
-    return draft.model_copy(update={"request_digest": request_digest(draft)})
+    inp = draft.model_copy(update={"request_digest": request_digest(draft)})
+    if signed and (enqueue or automatic):
+        signature = proof(inp.run_id, "create", actor=actor, digest=inp.request_digest)
+        inp = inp.model_copy(update={"proof": signature})
+    return inp
 
 
 # ----------------------------------------------------------------------------------------- providers
@@ -204,6 +256,30 @@ class Bench:
         """Set the automation policy new runs capture."""
         self.store.set_policy(AutomationPolicy(mode=mode, maximum_automatic_tier=ceiling), ACTOR)
 
+    def add_repository(self, alias: str, path: Path, branch: str | None = None) -> None:
+        """Allow-list the git working tree at ``path`` as ``alias``."""
+        self.store.add_repository(alias, path, branch, ACTOR)
+
+    async def enqueue(self, run_id: str, actor: str = ACTOR) -> ActionResult:
+        """Enqueue a ready run, with a valid proof (raises the refusal as an operator error)."""
+        return await enqueue_run(self.client, run_id, actor, proof(run_id, "enqueue", actor=actor))
+
+    async def decide(
+        self, run_id: str, outcome: DecisionOutcome, note: str = "", actor: str = ACTOR
+    ) -> ActionResult:
+        """Decide a run awaiting a decision, with a valid proof."""
+        signature = proof(run_id, "decide", actor=actor)
+        return await decide_run(self.client, run_id, actor, outcome, note, signature)
+
+    async def cancel(self, run_id: str, reason: str = "", actor: str = ACTOR) -> RunView:
+        """Cancel a run, with a valid proof; returns the view once the cancel took effect."""
+        return await cancel_run(self.client, run_id, actor, reason, proof(run_id, "cancel", actor=actor))
+
+    async def approve(self, run_id: str, digest: str, actor: str = ACTOR) -> RunView:
+        """Approve the contract ``digest`` of a run awaiting approval, with a valid proof."""
+        signature = proof(run_id, "approve", actor=actor, digest=digest)
+        return await approve_run(self.client, run_id, actor, digest, signature)
+
     async def create(self, item: WorkItem | str, **kwargs: Any) -> RunView:
         """Create a run with :func:`control.runs.create_run`; returns its first settled-from-routing
         view."""
@@ -267,6 +343,21 @@ async def until(check: Callable[[], Awaitable[bool]], *, timeout: float = 5.0, e
         await asyncio.sleep(every)
 
 
+async def no_pending_activities(client: Client, run_id: str, *, timeout: float = 10.0) -> None:
+    """Wait until the server has no activity of the run pending.
+
+    A worker killed while it runs an activity strands it until its start-to-close timeout (30 s for
+    bookkeeping activities); a crash test kills its worker only once nothing is in flight.
+    """
+    handle = client.get_workflow_handle(run_id)
+
+    async def idle() -> bool:
+        description = await handle.describe()
+        return not description.raw_description.pending_activities
+
+    assert await until(idle, timeout=timeout), f"run {run_id} still has activities pending"
+
+
 @contextlib.asynccontextmanager
 async def bench(
     client: Client,
@@ -276,8 +367,11 @@ async def bench(
     providers: dict[str, ModelProvider] | None = None,
     model: str | None = REPLAY_MODEL,
     read_only_budget_seconds: int = 120,
+    approval_window_seconds: int = DEFAULT_APPROVAL_WINDOW_SECONDS,
+    action_token: bytes | None = ACTION_TOKEN,
 ) -> AsyncIterator[Bench]:
-    """A bench with ``alice`` registered and ``model`` selected (``None``: no selection).
+    """A bench with ``alice`` registered and ``model`` selected (``None``: no selection); its workers
+    hold ``action_token`` (``None``: a worker without a token).
 
     On exit, any run this bench started that is still open is terminated, so the shared dev server
     is left with nothing running.
@@ -288,7 +382,9 @@ async def bench(
     config = ActivityConfig(
         database_url=database_url,
         read_only_budget_seconds=read_only_budget_seconds,
+        approval_window_seconds=approval_window_seconds,
         recordings_dir=DEFAULT_RECORDINGS_DIR,
+        action_token=action_token,
     )
     b = Bench(client, task_queue, database_url, store, config, dict(providers or {}))
     if model is not None:
@@ -303,3 +399,81 @@ async def bench(
                 if description.status == WorkflowExecutionStatus.RUNNING:
                     await handle.terminate("test finished")
         store.close()
+
+
+# ------------------------------------------------------------------------------------ worker process
+
+WORKER_READY_LINE = "worker polling task queue"
+
+
+@contextlib.asynccontextmanager
+async def worker_process(
+    server: DevServer | str,
+    task_queue: str,
+    state_dir: Path,
+    *,
+    log: Path | None = None,
+    token: bytes | None = ACTION_TOKEN,
+) -> AsyncIterator[int]:
+    """``python worker.py`` with the deployment's environment variables (the action token in
+    ``SPECIALISTS_ACTION_TOKEN`` unless ``token`` is ``None``); yields its pid once it polls.
+
+    Everything it writes (stdout and stderr) is appended to ``log`` when given. Stopped on exit if
+    still running (SIGTERM, a graceful stop; SIGKILL if it does not end within 10 s).
+    """
+    address = server if isinstance(server, str) else server.address
+    env = {name: value for name, value in os.environ.items() if not name.startswith("SPECIALISTS_")}
+    env |= {
+        "SPECIALISTS_TEMPORAL_ADDRESS": address,
+        "SPECIALISTS_TASK_QUEUE": task_queue,
+        "SPECIALISTS_DATABASE_URL": f"sqlite:///{state_dir / 'specialists.db'}",
+        "SPECIALISTS_STATE_DIR": str(state_dir),
+    }
+    if token is not None:
+        env["SPECIALISTS_ACTION_TOKEN"] = token.decode()
+    process = await asyncio.create_subprocess_exec(
+        sys.executable,
+        str(ROOT / "worker.py"),
+        cwd=ROOT,
+        env=env,
+        stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.STDOUT,
+    )
+    assert process.stdout is not None
+    sink = log.open("ab") if log is not None else None
+    drain: asyncio.Future[None] | None = None
+    try:
+        seen: list[str] = []
+        while True:
+            raw = await asyncio.wait_for(process.stdout.readline(), timeout=20)
+            if sink is not None:
+                sink.write(raw)
+            if not raw:
+                raise AssertionError(f"worker exited before polling: {''.join(seen)}")
+            seen.append(raw.decode(errors="replace"))
+            if WORKER_READY_LINE in seen[-1]:
+                break
+        # Keep draining its output so a full pipe never blocks the worker.
+        drain = asyncio.ensure_future(_drain(process.stdout, sink))
+        yield process.pid
+    finally:
+        if process.returncode is None:
+            with contextlib.suppress(ProcessLookupError):
+                process.terminate()
+            try:
+                await asyncio.wait_for(process.wait(), timeout=10)
+            except TimeoutError:
+                with contextlib.suppress(ProcessLookupError):
+                    process.kill()
+                await process.wait()
+        if drain is not None:
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(drain, timeout=5)
+        if sink is not None:
+            sink.close()
+
+
+async def _drain(stream: asyncio.StreamReader, sink: Any) -> None:
+    while line := await stream.readline():
+        if sink is not None:
+            sink.write(line)

@@ -2,10 +2,17 @@
 
 A failure here means a change would break runs already in flight: put it behind
 ``workflow.patched()`` (DESIGN.md "Temporal conventions") instead of changing the command sequence.
+
+``tests/histories/*.json`` are the current recordings (``python -m tests.histories.record``);
+``tests/histories/v1/`` keeps the histories recorded before a protected create was authorised. Runs
+created enqueued or automatic in v1 started without the authorisation step, so replaying them proves
+that change sits behind its patch marker.
 """
 
 from __future__ import annotations
 
+import base64
+import json
 from pathlib import Path
 
 import pytest
@@ -13,28 +20,79 @@ from temporalio.client import WorkflowHistory
 from temporalio.contrib.pydantic import pydantic_data_converter
 from temporalio.worker import Replayer
 
+from tests.workflows.harness import within
 from worker import WORKFLOWS, sandbox_runner
+from workflows.specialist_run import PATCH_AUTHORIZE_CREATE
 
 HISTORIES = Path(__file__).resolve().parent.parent / "histories"
-RECORDED = sorted(HISTORIES.glob("*.json"))
+CURRENT = sorted(HISTORIES.glob("*.json"))
+V1 = sorted((HISTORIES / "v1").glob("*.json"))
+ALL = [*CURRENT, *V1]
+
+V1_PATHS = {
+    "recommended",
+    "accepted",
+    "rejected",
+    "cancelled_ready",
+    "cancelled_while_running",
+    "failed_automation_off",
+    "failed_output_schema",
+    "accepted_after_fallback",
+    "expired",
+}
+CURRENT_PATHS = V1_PATHS | {
+    "approved_cancelled",
+    "approval_refused_then_approved",
+    "approval_expired",
+    "failed_create_unauthorised",
+}
+# Paths whose run is created enqueued or automatic: the create is a protected action.
+PROTECTED_CREATE_PATHS = {
+    "rejected",
+    "cancelled_while_running",
+    "failed_automation_off",
+    "failed_output_schema",
+    "accepted_after_fallback",
+    "expired",
+    "failed_create_unauthorised",
+}
+
+
+def _names(paths: list[Path]) -> set[str]:
+    return {path.name.split(".")[0] for path in paths}
+
+
+def _patches(path: Path) -> list[str]:
+    """The ``workflow.patched()`` ids recorded in a history file."""
+    found = []
+    for event in json.loads(path.read_text(encoding="utf-8"))["events"]:
+        marker = event.get("markerRecordedEventAttributes")
+        if marker and marker["markerName"] == "core_patch":
+            for payload in marker["details"]["patch-data"]["payloads"]:
+                found.append(json.loads(base64.b64decode(payload["data"]))["id"])
+    return found
+
+
+def _id(path: Path) -> str:
+    return f"{path.parent.name}/{path.stem}" if path.parent != HISTORIES else path.stem
 
 
 def test_a_history_is_recorded_for_every_run_path() -> None:
-    names = {path.name.split(".")[0] for path in RECORDED}
-    assert {
-        "recommended",
-        "accepted",
-        "rejected",
-        "cancelled_ready",
-        "cancelled_while_running",
-        "failed_automation_off",
-        "failed_output_schema",
-        "accepted_after_fallback",
-        "expired",
-    } <= names
+    assert _names(CURRENT) == CURRENT_PATHS
+    assert _names(V1) == V1_PATHS
 
 
-@pytest.mark.parametrize("path", RECORDED, ids=[path.stem for path in RECORDED])
+def test_current_protected_creates_carry_the_authorisation_patch_and_v1_histories_predate_it() -> None:
+    for path in CURRENT:
+        if "." in path.stem:  # a ModelJob child
+            continue
+        expected = [PATCH_AUTHORIZE_CREATE] if path.stem in PROTECTED_CREATE_PATHS else []
+        assert _patches(path) == expected, path.name
+    assert all(_patches(path) == [] for path in V1)
+
+
+@pytest.mark.parametrize("path", ALL, ids=[_id(path) for path in ALL])
+@within(30)
 async def test_recorded_history_replays_without_nondeterminism(path: Path) -> None:
     workflow_id = path.stem.replace(".", "-")
     history = WorkflowHistory.from_json(workflow_id, path.read_text(encoding="utf-8"))

@@ -1,15 +1,19 @@
-"""``SpecialistRun`` on the shared dev server: a real worker in-process, a real SQLite store in
-``tmp_path``, the replay provider and small test providers (DESIGN.md "Run lifecycle")."""
+"""``SpecialistRun`` on the shared dev server: a real worker in-process (holding the deployment's
+action token), a real SQLite store in ``tmp_path``, the replay provider and small test providers
+(DESIGN.md "Run lifecycle"). Protected actions carry proofs of the token, as the CLI sends them;
+approvals of worktree and pr_ready runs are in ``test_approvals.py``."""
 
 from __future__ import annotations
 
 import asyncio
+import concurrent.futures
 import datetime as dt
 import json
 from pathlib import Path
 from typing import Any
 
 import pytest
+from temporalio import activity
 from temporalio.client import Client, WorkflowExecutionStatus, WorkflowUpdateFailedError
 from temporalio.common import WorkflowIDConflictPolicy
 from temporalio.exceptions import ApplicationError
@@ -18,16 +22,18 @@ from temporalio.worker import Worker
 from activities.config import DEFAULT_RECORDINGS_DIR, ActivityConfig
 from catalog.hashing import canonical_sha256
 from contracts.enums import AutomationMode, Tier
-from contracts.errors import ErrorType, Refused
+from contracts.errors import ErrorType, OperatorError, Refused
 from contracts.output import JobKind
 from contracts.runs import (
     ActionResult,
+    AuthorizeRequest,
+    AuthorizeResult,
     CancelRequest,
     DecisionOutcome,
     DecisionRequest,
     RunStatus,
 )
-from control.runs import cancel_run, decide_run, enqueue_run, get_view
+from control.runs import decide_run, enqueue_run, get_view
 from tests.workflows.harness import (
     ACTOR,
     AUTH_REVIEW,
@@ -42,12 +48,15 @@ from tests.workflows.harness import (
     bench,
     events,
     example,
+    proof,
     run_input,
     transitions,
     until,
     within,
 )
-from worker import build_worker, sandbox_runner
+from worker import activities_for, build_worker, sandbox_runner
+from workflows.model_job import ModelJobWorkflow
+from workflows.specialist_run import SpecialistRunWorkflow
 
 READ_ONLY_PATH = [
     ("routing", "ready"),
@@ -120,7 +129,7 @@ async def test_read_only_run_waits_ready_until_enqueued_then_is_reviewed_and_acc
         await asyncio.sleep(0.3)
         assert (await get_view(temporal_client, view.run_id)).status is RunStatus.READY
 
-        enqueued = await enqueue_run(temporal_client, view.run_id, ACTOR)
+        enqueued = await b.enqueue(view.run_id)
         assert enqueued.accepted and enqueued.status is RunStatus.QUEUED
 
         view = await b.wait(view.run_id, RunStatus.AWAITING_DECISION)
@@ -130,9 +139,7 @@ async def test_read_only_run_waits_ready_until_enqueued_then_is_reviewed_and_acc
         assert view.decision is None
         assert b.projected_status(view.run_id) == "awaiting_decision"
 
-        decided = await decide_run(
-            temporal_client, view.run_id, ACTOR, DecisionOutcome.ACCEPTED, "index proposal accepted"
-        )
+        decided = await b.decide(view.run_id, DecisionOutcome.ACCEPTED, "index proposal accepted")
         assert decided.accepted and decided.status is RunStatus.ACCEPTED
         view = await b.terminal(view.run_id)
 
@@ -172,9 +179,7 @@ async def test_read_only_run_created_enqueued_skips_ready_and_a_rejection_ends_i
     async with bench(temporal_client, task_queue, tmp_path) as b, b.worker():
         view = await b.create(SLOW_QUERY, tier=Tier.READ_ONLY, enqueue=True)
         view = await b.wait(view.run_id, RunStatus.AWAITING_DECISION)
-        decided = await decide_run(
-            temporal_client, view.run_id, ACTOR, DecisionOutcome.REJECTED, "needs pg_stats first"
-        )
+        decided = await b.decide(view.run_id, DecisionOutcome.REJECTED, "needs pg_stats first")
         assert decided.status is RunStatus.REJECTED
         view = await b.terminal(view.run_id)
 
@@ -305,15 +310,19 @@ async def test_guarded_automatic_low_risk_run_gets_the_read_only_ceiling_and_hig
 
 @pytest.mark.parametrize("tier", [Tier.WORKTREE, Tier.PR_READY])
 @within(30)
-async def test_worktree_and_pr_ready_runs_are_refused_as_not_available(
+async def test_worktree_and_pr_ready_runs_without_a_repo_alias_fail_with_repo_alias_required(
     temporal_client: Client, task_queue: str, tmp_path: Path, tier: Tier
 ) -> None:
+    # Worktree and pr_ready runs are offered now (they wait for approval, see test_approvals.py),
+    # but only for an allow-listed repository: a work item without repo_alias is refused at capture.
     async with bench(temporal_client, task_queue, tmp_path) as b, b.worker():
-        view = await b.create(SLOW_QUERY, tier=tier)
+        item = example(SLOW_QUERY).model_copy(update={"repo_alias": None})
+        view = await b.create(item, tier=tier)
         view = await b.terminal(view.run_id)
     assert view.status is RunStatus.FAILED
-    assert view.error is not None and view.error.type == "tier_not_available"
+    assert view.error is not None and view.error.type == "repo_alias_required"
     assert view.contract is None and "model_job_started" not in audit_kinds(view)
+    assert events(view, "step_failed")[0]["error_type"] == "repo_alias_required"
 
 
 @within(30)
@@ -349,9 +358,9 @@ async def test_decide_on_a_run_not_awaiting_a_decision_is_rejected_by_the_valida
         cause = raised.value.cause
         assert isinstance(cause, ApplicationError) and cause.type == "not_awaiting_decision"
 
-        # Through the client helper the same refusal is an operator error (exit 4).
+        # Through the client helper, with a valid proof, the same refusal is an operator error (exit 4).
         with pytest.raises(Refused) as refused:
-            await decide_run(temporal_client, view.run_id, ACTOR, DecisionOutcome.ACCEPTED, "")
+            await b.decide(view.run_id, DecisionOutcome.ACCEPTED)
         assert refused.value.code == "not_awaiting_decision"
 
         after = await get_view(temporal_client, view.run_id)
@@ -386,11 +395,140 @@ async def test_decide_by_an_unregistered_actor_is_refused_audited_and_changes_no
         assert refused[0].data["action"] == "decide" and refused[0].data["code"] == "unknown_actor"
         assert audit_kinds(view)[-1] == "action_refused"
 
-        # The run still takes a decision from a registered actor.
-        await decide_run(temporal_client, view.run_id, ACTOR, DecisionOutcome.ACCEPTED, "")
+        # The run still takes a decision from a registered actor with a valid proof.
+        await b.decide(view.run_id, DecisionOutcome.ACCEPTED)
         view = await b.terminal(view.run_id)
     assert view.status is RunStatus.ACCEPTED and view.decision is not None
     assert view.decision.actor == ACTOR
+
+
+@within(30)
+async def test_enqueue_needs_a_registered_actor_and_a_proof_and_each_refusal_is_audited_while_run_stays_ready(
+    temporal_client: Client, task_queue: str, tmp_path: Path
+) -> None:
+    async with bench(temporal_client, task_queue, tmp_path) as b, b.worker():
+        view = await b.create(SLOW_QUERY, tier=Tier.READ_ONLY)
+        run_id = view.run_id
+        attempts = [
+            (None, None, "actor_required", 4),
+            (ACTOR, None, "proof_missing", 4),
+            (ACTOR, proof(run_id, "decide"), "proof_invalid", 4),  # made for another action
+            ("mallory", proof(run_id, "enqueue", actor="mallory"), "unknown_actor", 3),
+        ]
+        for actor, signature, code, exit_code in attempts:
+            with pytest.raises(OperatorError) as raised:
+                await enqueue_run(temporal_client, run_id, actor, signature)
+            assert (raised.value.code, raised.value.exit_code) == (code, exit_code)
+
+        view = await get_view(temporal_client, run_id)
+        assert view.status is RunStatus.READY
+        refused = [
+            (e.actor, e.data["action"], e.data["code"]) for e in view.audit if e.kind == "action_refused"
+        ]
+        assert refused == [
+            (None, "enqueue", "actor_required"),
+            (ACTOR, "enqueue", "proof_missing"),
+            (ACTOR, "enqueue", "proof_invalid"),
+            ("mallory", "enqueue", "unknown_actor"),
+        ]
+        assert "enqueued" not in audit_kinds(view) and "model_job_started" not in audit_kinds(view)
+
+        # A registered actor with a valid proof enqueues it.
+        assert (await b.enqueue(run_id)).accepted
+        view = await b.wait(run_id, RunStatus.AWAITING_DECISION)
+    (enqueued,) = [e for e in view.audit if e.kind == "enqueued"]
+    assert enqueued.actor == ACTOR
+
+
+@within(30)
+async def test_decide_and_cancel_without_a_valid_proof_are_refused_audited_and_change_nothing(
+    temporal_client: Client, task_queue: str, tmp_path: Path
+) -> None:
+    async with bench(temporal_client, task_queue, tmp_path) as b, b.worker():
+        view = await b.create(SLOW_QUERY, tier=Tier.READ_ONLY, enqueue=True)
+        run_id = view.run_id
+        view = await b.wait(run_id, RunStatus.AWAITING_DECISION)
+
+        with pytest.raises(Refused) as refused:
+            await decide_run(temporal_client, run_id, ACTOR, DecisionOutcome.ACCEPTED, "no proof")
+        assert refused.value.code == "proof_missing"
+
+        # Cancel is a signal: its refusal is seen in the audit trail only.
+        handle = temporal_client.get_workflow_handle(run_id)
+        stale = proof(run_id, "cancel", issued_at=dt.datetime.now(dt.UTC) - dt.timedelta(minutes=20))
+        for count, request in enumerate(
+            [
+                CancelRequest(actor=ACTOR, reason="no proof"),
+                CancelRequest(actor=ACTOR, reason="stale proof", proof=stale),
+            ],
+            start=2,
+        ):
+            await handle.signal("cancel", request)
+
+            async def refused(count: int = count) -> bool:
+                current = await get_view(temporal_client, run_id)
+                return len(events(current, "action_refused")) == count
+
+            assert await until(refused)
+        view = await get_view(temporal_client, run_id)
+        assert view.status is RunStatus.AWAITING_DECISION and view.decision is None
+        assert [(e["action"], e["code"]) for e in events(view, "action_refused")] == [
+            ("decide", "proof_missing"),
+            ("cancel", "proof_missing"),
+            ("cancel", "proof_expired"),
+        ]
+        assert "cancel_requested" not in audit_kinds(view) and "decided" not in audit_kinds(view)
+
+        assert (await b.decide(run_id, DecisionOutcome.ACCEPTED, "with a proof")).accepted
+        view = await b.terminal(run_id)
+    assert view.status is RunStatus.ACCEPTED
+
+
+@activity.defn(name="authorize_action")
+def failing_authorization(request: AuthorizeRequest) -> AuthorizeResult:
+    """An authorisation check that cannot be made (as when the store stays unreachable)."""
+    raise ApplicationError("the store is unreachable", type="store_unavailable", non_retryable=True)
+
+
+@within(40)
+async def test_an_authorisation_check_that_fails_refuses_the_action_and_never_fails_the_run(
+    temporal_client: Client, task_queue: str, tmp_path: Path
+) -> None:
+    async with bench(temporal_client, task_queue, tmp_path) as b:
+        async with b.worker():
+            view = await b.create(SLOW_QUERY, tier=Tier.READ_ONLY)
+            run_id = view.run_id
+        activities = [a for a in activities_for(b.config) if a.__name__ != "authorize_action"]
+        broken = Worker(
+            temporal_client,
+            task_queue=task_queue,
+            workflows=[SpecialistRunWorkflow, ModelJobWorkflow],
+            activities=[*activities, failing_authorization],
+            activity_executor=concurrent.futures.ThreadPoolExecutor(max_workers=4),
+            workflow_runner=sandbox_runner(),
+        )
+        async with broken:
+            # A signal: a failed check must not fail the run.
+            await temporal_client.get_workflow_handle(run_id).signal(
+                "cancel", CancelRequest(actor=ACTOR, reason="check fails", proof=proof(run_id, "cancel"))
+            )
+            with pytest.raises(Refused) as refused:
+                await b.enqueue(run_id)
+            assert refused.value.code == "authorization_unavailable"
+            view = await get_view(temporal_client, run_id)
+            assert view.status is RunStatus.READY
+            assert [(e["action"], e["code"]) for e in events(view, "action_refused")] == [
+                ("cancel", "authorization_unavailable"),
+                ("enqueue", "authorization_unavailable"),
+            ]
+            description = await temporal_client.get_workflow_handle(run_id).describe()
+            assert description.status == WorkflowExecutionStatus.RUNNING
+
+        # Once the check can be made again, the run goes on.
+        async with b.worker():
+            assert (await b.enqueue(run_id)).accepted
+            view = await b.wait(run_id, RunStatus.AWAITING_DECISION)
+    assert "cancel_requested" not in audit_kinds(view)
 
 
 @within(30)
@@ -401,7 +539,7 @@ async def test_cancel_of_a_finished_run_is_refused_as_run_finished(
         view = await b.create(SLOW_QUERY, tier=Tier.RECOMMEND)
         view = await b.terminal(view.run_id)
         with pytest.raises(Refused) as refused:
-            await cancel_run(temporal_client, view.run_id, ACTOR, "too late")
+            await b.cancel(view.run_id, "too late")
         assert refused.value.code == "run_finished"
         assert (await get_view(temporal_client, view.run_id)).status is RunStatus.RECOMMENDED
 
@@ -416,7 +554,7 @@ async def test_cancel_of_a_ready_run_ends_it_cancelled_without_a_model_job(
     async with bench(temporal_client, task_queue, tmp_path) as b, b.worker():
         view = await b.create(SLOW_QUERY, tier=Tier.READ_ONLY)
         assert view.status is RunStatus.READY
-        view = await cancel_run(temporal_client, view.run_id, ACTOR, "not needed")
+        view = await b.cancel(view.run_id, "not needed")
         view = await b.terminal(view.run_id)
     assert view.status is RunStatus.CANCELLED
     assert transitions(view) == [("routing", "ready"), ("ready", "cancelled")]
@@ -442,7 +580,8 @@ async def test_cancel_sent_before_any_worker_polled_ends_the_run_cancelled_befor
             execution_timeout=dt.timedelta(seconds=60),
             id_conflict_policy=WorkflowIDConflictPolicy.USE_EXISTING,
         )
-        await handle.signal("cancel", CancelRequest(actor=ACTOR, reason="changed my mind"))
+        cancel = CancelRequest(actor=ACTOR, reason="changed my mind", proof=proof(inp.run_id, "cancel"))
+        await handle.signal("cancel", cancel)
         async with b.worker():
             view = await b.terminal(inp.run_id)
             history = await handle.fetch_history()
@@ -472,7 +611,7 @@ async def test_cancel_while_the_model_job_runs_waits_for_it_keeps_the_result_and
     ):
         view = await b.create(SLOW_QUERY, tier=Tier.READ_ONLY, enqueue=True)
         assert await asyncio.to_thread(slow.started.wait, 10)
-        view = await cancel_run(temporal_client, view.run_id, ACTOR, "stop after this")
+        view = await b.cancel(view.run_id, "stop after this")
         assert view.status is RunStatus.CANCEL_REQUESTED
         assert not slow.finished.is_set()
         view = await b.terminal(view.run_id)
@@ -507,7 +646,12 @@ async def test_a_decision_sent_while_no_worker_runs_completes_once_a_worker_star
         pending = asyncio.create_task(
             handle.execute_update(
                 "decide",
-                DecisionRequest(actor=ACTOR, outcome=DecisionOutcome.ACCEPTED, note="decided offline"),
+                DecisionRequest(
+                    actor=ACTOR,
+                    outcome=DecisionOutcome.ACCEPTED,
+                    note="decided offline",
+                    proof=proof(view.run_id, "decide"),
+                ),
                 result_type=ActionResult,
             )
         )
@@ -565,7 +709,7 @@ async def test_the_runtime_budget_starts_when_the_run_starts_running_not_while_i
         view = await b.create(SLOW_QUERY, tier=Tier.READ_ONLY)
         assert view.status is RunStatus.READY
         await asyncio.sleep(2.5)  # longer than the whole budget
-        await enqueue_run(temporal_client, view.run_id, ACTOR)
+        await b.enqueue(view.run_id)
         view = await b.wait(view.run_id, RunStatus.AWAITING_DECISION)
     assert view.error is None and "budget_exhausted" not in audit_kinds(view)
 
@@ -579,7 +723,7 @@ async def test_a_model_selection_changed_after_capture_does_not_change_the_runs_
         view = await b.create(SLOW_QUERY, tier=Tier.READ_ONLY)
         captured = (view.contract, view.contract_sha256)
         b.select("quota:broken")
-        await enqueue_run(temporal_client, view.run_id, ACTOR)
+        await b.enqueue(view.run_id)
         view = await b.wait(view.run_id, RunStatus.AWAITING_DECISION)
     assert (view.contract, view.contract_sha256) == captured
     assert view.contract is not None and view.contract.model is not None

@@ -1,0 +1,177 @@
+"""The Anthropic Messages provider.
+
+One call is one ``POST {base_url}/v1/messages`` through the official ``anthropic`` SDK, with the
+SDK's own retries off (``max_retries=0``): Temporal owns retries and the fallback walk owns fallbacks,
+both driven by the ``ErrorType`` this provider raises (see :mod:`activities.providers.classify` for
+the full status/type → ``ErrorType`` table, including how an exhausted credit balance is recognised).
+
+The request carries ``system = instructions`` and one user message with the context. Structured
+output is forced with a single tool, ``specialist_output``, whose ``input_schema`` is the
+``SpecialistOutput`` JSON Schema, and ``tool_choice = {"type": "tool", "name": "specialist_output"}``;
+the tool call's input is returned as JSON text. A server that answers with text instead (some
+Messages-compatible servers ignore tools) has its text returned as is. Either way the text is
+unchecked here: ``call_model`` validates it against the output contract.
+
+A response without usable output (no tool call and no text, or a stop at ``max_tokens``) is
+``model_output_schema``; a ``refusal`` stop is ``model_safety``.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+
+import anthropic
+from anthropic.types import Message, MessageParam, ToolChoiceToolParam, ToolParam
+
+from activities.providers.base import CompletionRequest, ProviderError
+from activities.providers.classify import (
+    OUTPUT_DESCRIPTION,
+    OUTPUT_NAME,
+    Completion,
+    ErrorFields,
+    anthropic_error_type,
+    as_int,
+    connection_detail,
+    describe,
+    error_fields,
+    note,
+    output_schema,
+)
+from contracts.errors import ErrorType
+
+PROVIDER = "anthropic"
+DEFAULT_MAX_TOKENS = 8192
+
+
+class AnthropicMessagesProvider:
+    """Messages at ``base_url`` (without ``/v1``; ``None``: the SDK default, i.e.
+    ``ANTHROPIC_BASE_URL`` or Anthropic's API).
+
+    ``api_key`` ``None`` lets the SDK find its credentials (``ANTHROPIC_API_KEY``); with none, every
+    call fails ``model_not_configured``. ``timeout_s`` bounds each HTTP request; ``max_tokens`` bounds
+    the answer (8192 by default; an answer cut off there fails ``model_output_schema``).
+    """
+
+    def __init__(
+        self,
+        base_url: str | None,
+        api_key: str | None,
+        timeout_s: float,
+        *,
+        max_tokens: int = DEFAULT_MAX_TOKENS,
+    ) -> None:
+        self._timeout_s = timeout_s
+        self._max_tokens = max_tokens
+        self._client = anthropic.Anthropic(
+            base_url=base_url, api_key=api_key, timeout=timeout_s, max_retries=0
+        )
+        resolved = self._client.api_key
+        self._secret = api_key or (resolved if isinstance(resolved, str) else None)
+
+    def complete(self, request: CompletionRequest) -> str:
+        """The model's raw text. Raises :class:`ProviderError`."""
+        return self.complete_with_usage(request).text
+
+    def complete_with_usage(self, request: CompletionRequest) -> Completion:
+        """The model's raw text with token usage and latency. Raises :class:`ProviderError`."""
+        started = time.monotonic()
+        message = self._call(request)
+        text = self._text(request, message)
+        usage = getattr(message, "usage", None)
+        input_tokens = as_int(getattr(usage, "input_tokens", None))
+        if input_tokens is not None:
+            # Prompt tokens served from or written to the cache are counted apart; include them.
+            input_tokens += (as_int(getattr(usage, "cache_creation_input_tokens", None)) or 0) + (
+                as_int(getattr(usage, "cache_read_input_tokens", None)) or 0
+            )
+        return Completion(
+            text=text,
+            input_tokens=input_tokens,
+            output_tokens=as_int(getattr(usage, "output_tokens", None)),
+            latency_ms=round((time.monotonic() - started) * 1000),
+        )
+
+    # ------------------------------------------------------------------------------------ the call
+
+    def _call(self, request: CompletionRequest) -> object:
+        model = request.model_name
+        messages: list[MessageParam] = [{"role": "user", "content": request.context}]
+        tool: ToolParam = {
+            "name": OUTPUT_NAME,
+            "description": OUTPUT_DESCRIPTION,
+            "input_schema": output_schema(),
+        }
+        tool_choice: ToolChoiceToolParam = {"type": "tool", "name": OUTPUT_NAME}
+        try:
+            result: object = self._client.messages.create(
+                model=model,
+                max_tokens=self._max_tokens,
+                system=request.instructions,
+                messages=messages,
+                tools=[tool],
+                tool_choice=tool_choice,
+            )
+            return result
+        except anthropic.APIStatusError as error:
+            fields = error_fields(error.body)
+            error_type = anthropic_error_type(error.status_code, fields)
+            raise self._fail(error_type, model, fields, error.status_code) from None
+        except anthropic.APITimeoutError:
+            raise self._fail(
+                ErrorType.MODEL_TIMEOUT, model, note(f"no response within {self._timeout_s:g}s")
+            ) from None
+        except anthropic.APIConnectionError as error:
+            raise self._fail(ErrorType.MODEL_TRANSPORT, model, note(connection_detail(error))) from None
+        except anthropic.APIError as error:
+            raise self._fail(
+                ErrorType.MODEL_PROVIDER_UNAVAILABLE, model, note(f"broken response: {error.message}")
+            ) from None
+        except (json.JSONDecodeError, UnicodeDecodeError) as error:
+            raise self._fail(
+                ErrorType.MODEL_PROVIDER_UNAVAILABLE,
+                model,
+                note(f"broken response: body is not JSON ({type(error).__name__})"),
+            ) from None
+        except TypeError as error:
+            # The SDK raises TypeError when it finds no credentials at all.
+            if "authentication" not in str(error).lower():
+                raise
+            raise self._fail(
+                ErrorType.MODEL_NOT_CONFIGURED, model, note("no API key or credentials are configured")
+            ) from None
+
+    # ---------------------------------------------------------------------------------- the answer
+
+    def _text(self, request: CompletionRequest, message: object) -> str:
+        model = request.model_name
+        content = getattr(message, "content", None) if isinstance(message, Message) else None
+        if not isinstance(content, list):
+            raise self._fail(
+                ErrorType.MODEL_PROVIDER_UNAVAILABLE, model, note("broken response: not a Messages response")
+            )
+        stop_reason = getattr(message, "stop_reason", None)
+        if stop_reason == "refusal":
+            raise self._fail(ErrorType.MODEL_SAFETY, model, note("the model refused (stop_reason refusal)"))
+        if stop_reason == "max_tokens":
+            raise self._fail(
+                ErrorType.MODEL_OUTPUT_SCHEMA, model, note(f"output cut off at max_tokens={self._max_tokens}")
+            )
+        for block in content:
+            if getattr(block, "type", None) == "tool_use" and getattr(block, "name", None) == OUTPUT_NAME:
+                return json.dumps(getattr(block, "input", None), ensure_ascii=False)
+        text = "".join(
+            str(getattr(block, "text", "")) for block in content if getattr(block, "type", None) == "text"
+        )
+        if not text.strip():
+            raise self._fail(
+                ErrorType.MODEL_OUTPUT_SCHEMA,
+                model,
+                note("the response has no structured output and no text"),
+            )
+        return text
+
+    def _fail(
+        self, error_type: str, model: str, fields: ErrorFields, status: int | None = None
+    ) -> ProviderError:
+        return ProviderError(error_type, describe(PROVIDER, model, status, fields, self._secret))

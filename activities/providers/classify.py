@@ -1,0 +1,237 @@
+"""What the HTTP model providers share: the completion record and the error classification.
+
+:class:`Completion` is one successful call: the raw text plus usage (input and output tokens, when
+the provider reports them) and the call's wall-clock latency.
+
+:func:`openai_error_type` and :func:`anthropic_error_type` turn an HTTP error response — its status
+*and* the provider's error type/code (and, where a provider offers nothing better, its message) — into
+an ``ErrorType``; retry and fallback then follow ``contracts.errors`` and nowhere else.
+
+OpenAI-compatible chat completions (first matching row wins):
+
+===============================================================  ==============================
+status and error type / code                                     ErrorType
+===============================================================  ==============================
+429, type or code ``insufficient_quota``                         ``model_quota``
+429, anything else (``rate_limit_exceeded``, ``requests``, ...)  ``model_rate_limited``
+402 (payment required, e.g. credits used up)                     ``model_quota``
+500, 502, 503 (incl. "overloaded"), 504, any other 5xx           ``model_provider_unavailable``
+401                                                              ``model_authentication``
+403 (permission, region not supported)                           ``model_authentication``
+404 (``model_not_found``, wrong base URL)                        ``model_not_configured``
+408                                                              ``model_timeout``
+4xx, code ``content_policy_violation`` / ``content_filter``      ``model_safety``
+4xx, code ``context_length_exceeded``                            ``model_request_invalid``
+any other 4xx (400, 409, 413, 422, ...)                          ``model_request_invalid``
+anything else                                                    ``model_provider_unavailable``
+===============================================================  ==============================
+
+Anthropic Messages (first matching row wins). Anthropic documents no quota-exhausted error type for
+429: a spent credit balance arrives as a 400/403 whose message says the credit balance is too low,
+or as ``billing_error`` (402); the SDK also names the spend-limit codes
+``contract_spend_limit_reached`` and ``enforced_spend_limit_reached`` (429, in
+``error.details.error_code``). All of these are ``model_quota``.
+
+===============================================================  ==============================
+status and error type / code / message                           ErrorType
+===============================================================  ==============================
+``billing_error`` (any status); 402                              ``model_quota``
+429, ``error_code`` contract/enforced spend limit reached        ``model_quota``
+400/403, message mentions credit balance or usage/spend limits   ``model_quota``
+529 ``overloaded_error``; 500 ``api_error``; any 5xx             ``model_provider_unavailable``
+429 ``rate_limit_error``                                         ``model_rate_limited``
+401 ``authentication_error``; 403 ``permission_error``           ``model_authentication``
+404 ``not_found_error`` (unknown model)                          ``model_not_configured``
+408                                                              ``model_timeout``
+400, message mentions a content filtering policy                 ``model_safety``
+400 ``invalid_request_error`` (incl. "prompt is too long"); 413  ``model_request_invalid``
+any other 4xx                                                    ``model_request_invalid``
+anything else                                                    ``model_provider_unavailable``
+===============================================================  ==============================
+
+Both providers, without an HTTP error status:
+
+- the client's timeout fires → ``model_timeout``; the connection fails (refused, reset, DNS) →
+  ``model_transport``;
+- a 200 whose body is not JSON or not the API's response shape → ``model_provider_unavailable``: the
+  endpoint is not serving the API (a proxy page, a truncated body), which says nothing about the
+  model's answer, so it is treated like a 5xx;
+- a well-formed response without usable output (empty content, no structured output, cut off at the
+  token limit) → ``model_output_schema``; a refusal or a content-filter stop → ``model_safety``;
+- no credentials configured → ``model_not_configured``.
+
+Messages never carry the API key: :func:`redact` removes it (and anything shaped like a key or a
+bearer token) from whatever the provider sent back.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import Any, Final
+
+from contracts.errors import ErrorType
+from contracts.output import SpecialistOutput
+
+OUTPUT_NAME: Final = "specialist_output"
+OUTPUT_DESCRIPTION: Final = "The job's structured result (the output contract)."
+MAX_DETAIL_CHARS: Final = 300
+
+
+def output_schema() -> dict[str, Any]:
+    """The JSON Schema of :class:`SpecialistOutput`, as sent to providers for structured output."""
+    return SpecialistOutput.model_json_schema()
+
+
+@dataclass(frozen=True)
+class Completion:
+    """One successful call: the raw (untrusted) text, token usage when reported, and latency."""
+
+    text: str
+    input_tokens: int | None
+    output_tokens: int | None
+    latency_ms: int
+
+
+@dataclass(frozen=True)
+class ErrorFields:
+    """The provider's own description of an error: type, code and message (any may be missing)."""
+
+    type: str | None
+    code: str | None
+    message: str
+
+
+def error_fields(body: object) -> ErrorFields:
+    """Read type, code and message from an error body.
+
+    Accepts the full body (``{"error": {...}}``, as Anthropic's SDK keeps it) or the inner object (as
+    OpenAI's SDK keeps it); Anthropic's stable code sits in ``error.details.error_code``.
+    """
+    if isinstance(body, str):
+        return ErrorFields(type=None, code=None, message=body)
+    if not isinstance(body, dict):
+        return ErrorFields(type=None, code=None, message="")
+    inner = body.get("error", body)
+    if not isinstance(inner, dict):
+        return ErrorFields(type=None, code=None, message=str(inner))
+    code = inner.get("code")
+    details = inner.get("details")
+    if code is None and isinstance(details, dict):
+        code = details.get("error_code")
+    message = inner.get("message")
+    kind = inner.get("type")
+    return ErrorFields(
+        type=str(kind) if kind is not None else None,
+        code=str(code) if code is not None else None,
+        message=str(message) if message is not None else "",
+    )
+
+
+_KEY_SHAPED = re.compile(r"\b(?:sk|rk|pk)-[A-Za-z0-9_*\-]{4,}")
+_BEARER = re.compile(r"(?i)\bbearer\s+\S+")
+
+
+def redact(text: str, secret: str | None) -> str:
+    """``text`` on one line, at most 300 characters, with the key and anything key-shaped removed."""
+    if secret and len(secret) >= 4:
+        text = text.replace(secret, "[redacted]")
+    text = _BEARER.sub("Bearer [redacted]", text)
+    text = _KEY_SHAPED.sub("[redacted]", text)
+    text = " ".join(text.split())
+    if len(text) > MAX_DETAIL_CHARS:
+        text = text[: MAX_DETAIL_CHARS - 3] + "..."
+    return text
+
+
+def _mentions(message: str, markers: tuple[str, ...]) -> bool:
+    lowered = message.lower()
+    return any(marker in lowered for marker in markers)
+
+
+_OPENAI_SAFETY_CODES: Final = frozenset({"content_policy_violation", "content_filter"})
+_OPENAI_SAFETY_MARKERS: Final = ("content management policy", "content_policy_violation")
+
+
+def openai_error_type(status: int, fields: ErrorFields) -> str:
+    """The ``ErrorType`` of an OpenAI-compatible HTTP error (table in the module docstring)."""
+    labels = {fields.type, fields.code}
+    if status == 429:
+        return ErrorType.MODEL_QUOTA if "insufficient_quota" in labels else ErrorType.MODEL_RATE_LIMITED
+    if status == 402:
+        return ErrorType.MODEL_QUOTA
+    if status >= 500:
+        return ErrorType.MODEL_PROVIDER_UNAVAILABLE
+    if status in (401, 403):
+        return ErrorType.MODEL_AUTHENTICATION
+    if status == 404:
+        return ErrorType.MODEL_NOT_CONFIGURED
+    if status == 408:
+        return ErrorType.MODEL_TIMEOUT
+    if 400 <= status < 500:
+        if labels & _OPENAI_SAFETY_CODES or _mentions(fields.message, _OPENAI_SAFETY_MARKERS):
+            return ErrorType.MODEL_SAFETY
+        return ErrorType.MODEL_REQUEST_INVALID
+    return ErrorType.MODEL_PROVIDER_UNAVAILABLE
+
+
+_ANTHROPIC_SPEND_LIMIT_CODES: Final = frozenset(
+    {"contract_spend_limit_reached", "enforced_spend_limit_reached"}
+)
+_ANTHROPIC_QUOTA_MARKERS: Final = ("credit balance", "usage limit", "spend limit")
+_ANTHROPIC_SAFETY_MARKERS: Final = ("content filtering policy", "usage policy")
+
+
+def anthropic_error_type(status: int, fields: ErrorFields) -> str:
+    """The ``ErrorType`` of an Anthropic Messages HTTP error (table in the module docstring)."""
+    if fields.type == "billing_error" or status == 402:
+        return ErrorType.MODEL_QUOTA
+    if status == 429 and fields.code in _ANTHROPIC_SPEND_LIMIT_CODES:
+        return ErrorType.MODEL_QUOTA
+    if status in (400, 403) and _mentions(fields.message, _ANTHROPIC_QUOTA_MARKERS):
+        return ErrorType.MODEL_QUOTA
+    if status >= 500 or fields.type == "overloaded_error":
+        return ErrorType.MODEL_PROVIDER_UNAVAILABLE
+    if status == 429:
+        return ErrorType.MODEL_RATE_LIMITED
+    if status in (401, 403):
+        return ErrorType.MODEL_AUTHENTICATION
+    if status == 404:
+        return ErrorType.MODEL_NOT_CONFIGURED
+    if status == 408:
+        return ErrorType.MODEL_TIMEOUT
+    if 400 <= status < 500:
+        if _mentions(fields.message, _ANTHROPIC_SAFETY_MARKERS):
+            return ErrorType.MODEL_SAFETY
+        return ErrorType.MODEL_REQUEST_INVALID
+    return ErrorType.MODEL_PROVIDER_UNAVAILABLE
+
+
+def describe(provider: str, model: str, status: int | None, fields: ErrorFields, secret: str | None) -> str:
+    """A one-line, key-free message: provider, model, status, provider type/code and message."""
+    parts = [f"{provider} model {model!r}"]
+    if status is not None:
+        parts.append(f"HTTP {status}")
+    label = "/".join(part for part in (fields.type, fields.code) if part)
+    if label:
+        parts.append(f"({label})")
+    head = " ".join(parts)
+    detail = redact(fields.message, secret)
+    return f"{head}: {detail}" if detail else head
+
+
+def note(message: str) -> ErrorFields:
+    """Error fields for a failure the provider did not describe itself (no HTTP error body)."""
+    return ErrorFields(type=None, code=None, message=message)
+
+
+def connection_detail(error: Exception) -> str:
+    """What a failed connection ran into: the underlying exception, not the SDK's generic text."""
+    cause: BaseException | None = error.__cause__ or error.__context__
+    detail = f"{type(cause).__name__}: {cause}" if cause is not None else str(error)
+    return f"connection failed ({detail})"
+
+
+def as_int(value: object) -> int | None:
+    """``value`` when it is an int (token counts), else ``None``."""
+    return value if isinstance(value, int) and not isinstance(value, bool) else None

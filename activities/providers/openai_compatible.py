@@ -1,0 +1,207 @@
+"""The OpenAI-compatible chat completions provider (OpenAI and servers that speak its wire format).
+
+One call is one ``POST {base_url}/chat/completions`` through the official ``openai`` SDK, with the
+SDK's own retries off (``max_retries=0``): Temporal owns retries and the fallback walk owns fallbacks,
+both driven by the ``ErrorType`` this provider raises (see :mod:`activities.providers.classify` for
+the full status/type → ``ErrorType`` table).
+
+The request is ``[system: instructions, user: context]`` and asks for structured output with
+``response_format = {"type": "json_schema", "json_schema": {"name": "specialist_output", "schema":
+<SpecialistOutput schema>, "strict": false}}`` (not strict: the contract has optional fields, which
+strict mode does not allow; ``call_model`` validates the text anyway).
+
+Servers without JSON-schema output: when the server answers 400/422 naming ``response_format`` or
+``json_schema``, the same call is sent once more with ``{"type": "json_object"}`` (the instructions
+already carry the schema), and later calls for that model on this provider go straight to
+``json_object``. Any error of that second request is classified as usual.
+
+The returned text is the first choice's message content, unchecked: ``call_model`` validates it
+against the output contract. Empty content or a stop at the token limit is ``model_output_schema``;
+a refusal or a ``content_filter`` stop is ``model_safety``.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+import time
+from typing import cast
+
+import openai
+from openai.types.chat import ChatCompletion, ChatCompletionMessageParam
+from openai.types.chat.completion_create_params import ResponseFormat
+
+from activities.providers.base import CompletionRequest, ProviderError
+from activities.providers.classify import (
+    OUTPUT_NAME,
+    Completion,
+    ErrorFields,
+    as_int,
+    connection_detail,
+    describe,
+    error_fields,
+    note,
+    openai_error_type,
+    output_schema,
+    redact,
+)
+from contracts.errors import ErrorType
+
+PROVIDER = "openai-compatible"
+
+
+def _json_schema_format() -> ResponseFormat:
+    return cast(
+        ResponseFormat,
+        {
+            "type": "json_schema",
+            "json_schema": {"name": OUTPUT_NAME, "schema": output_schema(), "strict": False},
+        },
+    )
+
+
+_JSON_OBJECT_FORMAT = cast(ResponseFormat, {"type": "json_object"})
+
+
+def _rejects_json_schema(error: openai.APIStatusError) -> bool:
+    """True when a 400/422 says the server does not take a ``json_schema`` response format."""
+    if error.status_code not in (400, 422):
+        return False
+    fields = error_fields(error.body)
+    message = fields.message.lower()
+    return error.param == "response_format" or "response_format" in message or "json_schema" in message
+
+
+class OpenAICompatibleProvider:
+    """Chat completions at ``base_url`` (``None``: the SDK default, i.e. ``OPENAI_BASE_URL`` or OpenAI).
+
+    ``api_key`` ``None`` lets the SDK read ``OPENAI_API_KEY``; with neither, every call fails
+    ``model_not_configured``. ``timeout_s`` bounds each HTTP request.
+    """
+
+    def __init__(self, base_url: str | None, api_key: str | None, timeout_s: float) -> None:
+        self._api_key = api_key
+        self._timeout_s = timeout_s
+        self._client: openai.OpenAI | None = None
+        self._setup_error = ""
+        try:
+            self._client = openai.OpenAI(base_url=base_url, api_key=api_key, timeout=timeout_s, max_retries=0)
+        except openai.OpenAIError as error:
+            self._setup_error = redact(str(error), api_key)
+        resolved = self._client.api_key if self._client is not None else None
+        self._secret = api_key or (resolved if isinstance(resolved, str) else None)
+        self._json_object_models: set[str] = set()
+        self._lock = threading.Lock()
+
+    def complete(self, request: CompletionRequest) -> str:
+        """The model's raw text. Raises :class:`ProviderError`."""
+        return self.complete_with_usage(request).text
+
+    def complete_with_usage(self, request: CompletionRequest) -> Completion:
+        """The model's raw text with token usage and latency. Raises :class:`ProviderError`."""
+        if self._client is None:
+            raise ProviderError(
+                ErrorType.MODEL_NOT_CONFIGURED,
+                f"{PROVIDER} model {request.model_name!r} has no client: {self._setup_error}",
+            )
+        started = time.monotonic()
+        response = self._call(self._client, request)
+        text, usage = self._text(request, response)
+        latency_ms = round((time.monotonic() - started) * 1000)
+        return Completion(
+            text=text,
+            input_tokens=usage[0],
+            output_tokens=usage[1],
+            latency_ms=latency_ms,
+        )
+
+    # ------------------------------------------------------------------------------------ the call
+
+    def _create(
+        self, client: openai.OpenAI, request: CompletionRequest, response_format: ResponseFormat
+    ) -> object:
+        messages: list[ChatCompletionMessageParam] = [
+            {"role": "system", "content": request.instructions},
+            {"role": "user", "content": request.context},
+        ]
+        result: object = client.chat.completions.create(
+            model=request.model_name, messages=messages, response_format=response_format
+        )
+        return result
+
+    def _call(self, client: openai.OpenAI, request: CompletionRequest) -> object:
+        model = request.model_name
+        with self._lock:
+            schema_first = model not in self._json_object_models
+        try:
+            if not schema_first:
+                return self._create(client, request, _JSON_OBJECT_FORMAT)
+            try:
+                return self._create(client, request, _json_schema_format())
+            except openai.APIStatusError as error:
+                if not _rejects_json_schema(error):
+                    raise
+            with self._lock:
+                self._json_object_models.add(model)
+            return self._create(client, request, _JSON_OBJECT_FORMAT)
+        except openai.APIStatusError as error:
+            fields = error_fields(error.body)
+            error_type = openai_error_type(error.status_code, fields)
+            raise self._fail(error_type, model, fields, error.status_code) from None
+        except openai.APITimeoutError:
+            raise self._fail(
+                ErrorType.MODEL_TIMEOUT, model, note(f"no response within {self._timeout_s:g}s")
+            ) from None
+        except openai.APIConnectionError as error:
+            raise self._fail(ErrorType.MODEL_TRANSPORT, model, note(connection_detail(error))) from None
+        except openai.APIError as error:
+            raise self._fail(
+                ErrorType.MODEL_PROVIDER_UNAVAILABLE, model, note(f"broken response: {error.message}")
+            ) from None
+        except (json.JSONDecodeError, UnicodeDecodeError) as error:
+            raise self._fail(
+                ErrorType.MODEL_PROVIDER_UNAVAILABLE,
+                model,
+                note(f"broken response: body is not JSON ({type(error).__name__})"),
+            ) from None
+
+    # ---------------------------------------------------------------------------------- the answer
+
+    def _text(
+        self, request: CompletionRequest, response: object
+    ) -> tuple[str, tuple[int | None, int | None]]:
+        model = request.model_name
+        choices = getattr(response, "choices", None) if isinstance(response, ChatCompletion) else None
+        if not choices:
+            raise self._fail(
+                ErrorType.MODEL_PROVIDER_UNAVAILABLE,
+                model,
+                note("broken response: not a chat completion with choices"),
+            )
+        choice = choices[0]
+        message = getattr(choice, "message", None)
+        finish_reason = getattr(choice, "finish_reason", None)
+        if message is None:
+            raise self._fail(
+                ErrorType.MODEL_PROVIDER_UNAVAILABLE, model, note("broken response: choice without message")
+            )
+        if finish_reason == "content_filter":
+            raise self._fail(ErrorType.MODEL_SAFETY, model, note("output stopped by the content filter"))
+        refusal = getattr(message, "refusal", None)
+        if refusal:
+            raise self._fail(ErrorType.MODEL_SAFETY, model, note(f"the model refused: {refusal}"))
+        if finish_reason == "length":
+            raise self._fail(ErrorType.MODEL_OUTPUT_SCHEMA, model, note("output cut off at the token limit"))
+        content = getattr(message, "content", None)
+        if not isinstance(content, str) or not content.strip():
+            raise self._fail(ErrorType.MODEL_OUTPUT_SCHEMA, model, note("the response has no content"))
+        usage = getattr(response, "usage", None)
+        return content, (
+            as_int(getattr(usage, "prompt_tokens", None)),
+            as_int(getattr(usage, "completion_tokens", None)),
+        )
+
+    def _fail(
+        self, error_type: str, model: str, fields: ErrorFields, status: int | None = None
+    ) -> ProviderError:
+        return ProviderError(error_type, describe(PROVIDER, model, status, fields, self._secret))
