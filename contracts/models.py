@@ -74,3 +74,63 @@ class ModelSelectionRecord(BaseModel):
     selection: ModelSelection
     selected_by: str
     selected_at: dt.datetime
+
+
+REPLAY_PROVIDER = "replay"
+"""The built-in provider that answers from recordings; its ids need no registration."""
+
+REGISTRABLE_PROVIDERS = ("openai", "anthropic")
+"""Providers an operator may register models for."""
+
+DEFAULT_MODEL_TIMEOUT_S = 60
+MAX_MODEL_TIMEOUT_S = 600
+DEFAULT_MODEL_CEILING = 5
+MAX_MODEL_CEILING = 1000
+
+
+def is_replay_model(model_id: str) -> bool:
+    """Whether ``model_id`` names the built-in replay provider (``replay:*``)."""
+    provider, sep, name = model_id.partition(":")
+    return bool(sep and name) and provider == REPLAY_PROVIDER
+
+
+class ModelRegistration(BaseModel):
+    """An operator's request to register a model: its id, where to reach it and how much it may take.
+
+    ``api_key_env`` is the *name* of the environment variable the worker reads the key from; keys are
+    never stored. The provider, base URL and variable name rules are checked by the store
+    (:func:`store.model_registry.check_registration`).
+    """
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    id: ModelId
+    base_url: str | None = None
+    api_key_env: str | None = None
+    timeout_s: Annotated[int, Field(ge=1, le=MAX_MODEL_TIMEOUT_S)] = DEFAULT_MODEL_TIMEOUT_S
+    ceiling: Annotated[int, Field(ge=1, le=MAX_MODEL_CEILING)] = DEFAULT_MODEL_CEILING
+
+    @property
+    def provider(self) -> str:
+        return split_model_id(self.id)[0]
+
+    @property
+    def name(self) -> str:
+        return split_model_id(self.id)[1]
+
+
+class ModelRecord(BaseModel):
+    """A registered model with who registered it and when (UTC). ``ceiling`` is the in-flight limit
+    across all workers."""
+
+    model_config = ConfigDict(frozen=True)
+
+    id: str
+    provider: str
+    name: str
+    base_url: str | None
+    api_key_env: str | None
+    timeout_s: int
+    ceiling: int
+    added_by: str
+    added_at: dt.datetime

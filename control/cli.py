@@ -21,7 +21,7 @@ app = typer.Typer(
     add_completion=False,
     pretty_exceptions_enable=False,
 )
-models_app = typer.Typer(help="Show or select the models runs use.", invoke_without_command=True)
+models_app = typer.Typer(help="Show, register or select the models runs use.", invoke_without_command=True)
 repos_app = typer.Typer(help="Show or add allow-listed repositories.", invoke_without_command=True)
 actors_app = typer.Typer(help="Show or register human actors.", invoke_without_command=True)
 app.add_typer(models_app, name="models")
@@ -282,7 +282,7 @@ def status_command(as_json: JsonFlag = False) -> None:
 
 @models_app.callback()
 def models_command(ctx: typer.Context, as_json: JsonFlag = False) -> None:
-    """Show the current model selection and its history."""
+    """Show the registered models, the current model selection and its history."""
     if ctx.invoked_subcommand is not None:
         return
     from control import views
@@ -290,14 +290,60 @@ def models_command(ctx: typer.Context, as_json: JsonFlag = False) -> None:
 
     store = _open_store(create=False)
     if store is None:
-        current, history = None, []
+        current, history, registered = None, [], []
     else:
         with store:
             current, history = store.get_model_selection(), store.model_selection_history()
+            registered = store.list_models()
     emit(
-        views.models_json(current, history),
+        views.models_json(current, history, registered),
         as_json,
-        lambda console: views.render_models(console, current, history),
+        lambda console: views.render_models(console, current, history, registered),
+    )
+
+
+@models_app.command("add")
+def models_add_command(
+    model_id: Annotated[str, typer.Argument(metavar="PROVIDER:NAME", help="openai:NAME or anthropic:NAME.")],
+    base_url: Annotated[
+        str | None, typer.Option("--base-url", help="http(s) endpoint (the provider's default if omitted).")
+    ] = None,
+    api_key_env: Annotated[
+        str | None,
+        typer.Option("--api-key-env", help="Name of the worker's environment variable holding the key."),
+    ] = None,
+    timeout_s: Annotated[int | None, typer.Option("--timeout-s", help="Call timeout, 1..600 s (60).")] = None,
+    ceiling: Annotated[
+        int | None, typer.Option("--ceiling", help="In-flight calls across all workers, 1..1000 (5).")
+    ] = None,
+    actor: ActorOption = None,
+    as_json: JsonFlag = False,
+) -> None:
+    """Register a model runs may be given (its key stays in the worker's environment)."""
+    from contracts.models import ModelRegistration
+    from control import views
+    from control.inputs import parse_model
+    from control.output import emit
+    from store.model_registry import check_registration
+
+    actor = _actor_required(actor, "registering a model")
+    payload: dict[str, Any] = {"id": model_id, "base_url": base_url, "api_key_env": api_key_env}
+    if timeout_s is not None:
+        payload["timeout_s"] = timeout_s
+    if ceiling is not None:
+        payload["ceiling"] = ceiling
+    registration = parse_model(
+        ModelRegistration, payload, what="model registration", code="invalid_model_registration"
+    )
+    # The store checks these again; checked first so that invalid input creates no store.
+    check_registration(registration)
+    store = _open_configuration_store()
+    with store:
+        record = store.register_model(registration, actor)
+    emit(
+        {"model": views.model_json(record)},
+        as_json,
+        lambda console: views.render_registered_models(console, [record]),
     )
 
 
@@ -316,7 +362,7 @@ def models_select_command(
     actor: ActorOption = None,
     as_json: JsonFlag = False,
 ) -> None:
-    """Select the primary model, ordered fallbacks and optional support model."""
+    """Select the primary model, ordered fallbacks and optional support model (replay:* or registered)."""
     from contracts.models import ModelSelection
     from control import views
     from control.inputs import parse_model
@@ -329,10 +375,13 @@ def models_select_command(
     actor = _actor_required(actor, "selecting models")
     store = _open_configuration_store()
     with store:
-        record = store.select_models(selection, actor)
+        record = store.select_registered_models(selection, actor)
         history = store.model_selection_history()
+        registered = store.list_models()
     emit(
-        views.models_json(record, history), as_json, lambda console: views.render_models(console, record, [])
+        views.models_json(record, history, registered),
+        as_json,
+        lambda console: views.render_models(console, record, [], registered),
     )
 
 

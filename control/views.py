@@ -11,13 +11,15 @@ from typing import TYPE_CHECKING, Any
 from control.output import table
 
 if TYPE_CHECKING:
+    from collections.abc import Sequence
+
     from rich.console import Console
 
     from catalog.loaded import LoadedCatalog
     from catalog.sources import SourceVerification
     from catalog.validation import CatalogReport
     from contracts.config import ActorRecord, PolicyRecord, RepositoryRecord
-    from contracts.models import ModelSelectionRecord
+    from contracts.models import ModelRecord, ModelSelectionRecord
     from contracts.routing import RouteDecision
 
 
@@ -173,18 +175,43 @@ def selection_json(record: ModelSelectionRecord | None) -> dict[str, Any] | None
     }
 
 
-def models_json(current: ModelSelectionRecord | None, history: list[ModelSelectionRecord]) -> dict[str, Any]:
-    """``models --json``: the current selection (null when none) and the history, newest first."""
+def model_json(record: ModelRecord) -> dict[str, Any]:
+    """A registered model; ``api_key_env`` is the variable's name, never a key."""
+    return {
+        "id": record.id,
+        "provider": record.provider,
+        "name": record.name,
+        "base_url": record.base_url,
+        "api_key_env": record.api_key_env,
+        "timeout_s": record.timeout_s,
+        "ceiling": record.ceiling,
+        "added_by": record.added_by,
+        "added_at": _time(record.added_at),
+    }
+
+
+def models_json(
+    current: ModelSelectionRecord | None,
+    history: list[ModelSelectionRecord],
+    registered: Sequence[ModelRecord] = (),
+) -> dict[str, Any]:
+    """``models --json``: the current selection (null when none), the history, newest first, and the
+    registered models, by id."""
     return {
         "selected": current is not None,
         "current": selection_json(current),
         "history": [selection_json(record) for record in history],
+        "registered": [model_json(record) for record in registered],
     }
 
 
 def render_models(
-    console: Console, current: ModelSelectionRecord | None, history: list[ModelSelectionRecord]
+    console: Console,
+    current: ModelSelectionRecord | None,
+    history: list[ModelSelectionRecord],
+    registered: Sequence[ModelRecord] = (),
 ) -> None:
+    render_registered_models(console, registered)
     if current is None:
         console.print(
             "model selection: none selected — choose one with "
@@ -206,6 +233,33 @@ def render_models(
                     _time(r.selected_at) or "",
                 ]
                 for r in records
+            ],
+        )
+    )
+
+
+def render_registered_models(console: Console, registered: Sequence[ModelRecord]) -> None:
+    if not registered:
+        console.print(
+            "registered models: none (replay:* models are built in) — register one with "
+            "`specialists models add provider:name --actor ID`"
+        )
+        return
+    console.print(
+        table(
+            "registered models (replay:* are built in)",
+            ["id", "base url", "key variable", "timeout s", "ceiling", "added by", "added at"],
+            [
+                [
+                    r.id,
+                    r.base_url or "-",
+                    r.api_key_env or "-",
+                    str(r.timeout_s),
+                    str(r.ceiling),
+                    r.added_by,
+                    _time(r.added_at) or "",
+                ]
+                for r in registered
             ],
         )
     )

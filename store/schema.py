@@ -9,12 +9,23 @@ from __future__ import annotations
 import datetime as dt
 from typing import Any, Final
 
-from sqlalchemy import JSON, Boolean, DateTime, ForeignKey, Index, Integer, MetaData, String, Text
+from sqlalchemy import (
+    JSON,
+    Boolean,
+    CheckConstraint,
+    DateTime,
+    ForeignKey,
+    Index,
+    Integer,
+    MetaData,
+    String,
+    Text,
+)
 from sqlalchemy.engine import Dialect
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
 from sqlalchemy.types import TypeDecorator
 
-SCHEMA_REVISION: Final = "0003"
+SCHEMA_REVISION: Final = "0004"
 """The Alembic head this code expects; a store at another revision is not read without upgrading."""
 
 ACTOR_ID_LENGTH: Final = 64
@@ -175,3 +186,28 @@ class DeploymentSettingRow(Base):
     key: Mapped[str] = mapped_column(String(SETTING_KEY_LENGTH), primary_key=True)
     value: Mapped[str] = mapped_column(Text)
     set_at: Mapped[dt.datetime] = mapped_column(UtcDateTime())
+
+
+PROVIDER_LENGTH: Final = 64
+ENV_NAME_LENGTH: Final = 64
+
+
+class ModelRow(Base):
+    """A registered model (``provider:name``): where the worker reaches it, the name of the environment
+    variable holding its key (never the key), its call timeout and its in-flight ceiling."""
+
+    __tablename__ = "models"
+    __table_args__ = (
+        CheckConstraint("timeout_s >= 1 AND timeout_s <= 600", name="timeout_s_range"),
+        CheckConstraint("ceiling >= 1 AND ceiling <= 1000", name="ceiling_range"),
+    )
+
+    id: Mapped[str] = mapped_column(String(MODEL_ID_LENGTH), primary_key=True)
+    provider: Mapped[str] = mapped_column(String(PROVIDER_LENGTH))
+    name: Mapped[str] = mapped_column(String(MODEL_ID_LENGTH))
+    base_url: Mapped[str | None] = mapped_column(Text)
+    api_key_env: Mapped[str | None] = mapped_column(String(ENV_NAME_LENGTH))
+    timeout_s: Mapped[int] = mapped_column(Integer)
+    ceiling: Mapped[int] = mapped_column(Integer)
+    added_by: Mapped[str] = mapped_column(String(ACTOR_ID_LENGTH), ForeignKey("actors.id"))
+    added_at: Mapped[dt.datetime] = mapped_column(UtcDateTime())

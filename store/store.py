@@ -21,10 +21,10 @@ from sqlalchemy.orm import Session
 from contracts.config import ActorRecord, PolicyRecord, RepositoryRecord
 from contracts.enums import Tier
 from contracts.errors import InvalidInput, OperatorError, Refused
-from contracts.models import ModelSelection, ModelSelectionRecord
+from contracts.models import ModelRecord, ModelRegistration, ModelSelection, ModelSelectionRecord
 from contracts.policy import AutomationPolicy
 from contracts.runs import AuditEvent, RunSummary
-from store import actors, git, model_selection, repositories, runs
+from store import actors, git, model_registry, model_selection, repositories, runs
 from store import policy as automation_policy
 from store.engine import database_errors, render_url, writing
 from store.schema import DeploymentSettingRow
@@ -39,7 +39,7 @@ def utc_now() -> dt.datetime:
 
 
 class Store:
-    """Operator configuration: automation policy, model selection, repositories and actors.
+    """Operator configuration: automation policy, model registry and selection, repositories, actors.
 
     Obtain one with :func:`store.database.open_store`; close it (or use it as a context manager)
     to release its connections. ``url`` is the database URL as the operator gave it (for messages;
@@ -118,8 +118,20 @@ class Store:
             return model_selection.current_selection(session)
 
     def select_models(self, selection: ModelSelection, actor: str) -> ModelSelectionRecord:
-        """Record ``selection`` as made by ``actor``. Raises ``unknown_actor`` (not found)."""
+        """Record ``selection`` as made by ``actor``. Raises ``unknown_actor`` (not found).
+
+        This low-level write does not look models up in the registry (tests and the demo select
+        test providers with it). Operator surfaces use :meth:`select_registered_models`.
+        """
         with self._writing() as session:
+            return model_selection.record_selection(session, selection, actor, self._now())
+
+    def select_registered_models(self, selection: ModelSelection, actor: str) -> ModelSelectionRecord:
+        """Record ``selection`` as made by ``actor`` if every model in it is available: a built-in
+        ``replay:*`` id or a registered model. Raises ``unknown_model`` (not found, naming the id) or
+        ``unknown_actor`` (not found); nothing is written then."""
+        with self._writing() as session:
+            model_registry.require_selectable(session, selection)
             return model_selection.record_selection(session, selection, actor, self._now())
 
     def model_selection_history(self, limit: int = DEFAULT_HISTORY_LIMIT) -> list[ModelSelectionRecord]:
@@ -127,6 +139,34 @@ class Store:
         _check_limit(limit)
         with self._reading() as session:
             return model_selection.selection_history(session, limit)
+
+    # Model registry
+
+    def register_model(self, registration: ModelRegistration, actor: str) -> ModelRecord:
+        """Register a model as ``actor``; see :func:`store.model_registry.register_model` for the rules.
+
+        Raises ``replay_is_built_in``, ``unknown_provider``, ``invalid_base_url``,
+        ``invalid_api_key_env`` (invalid input), ``unknown_actor`` (not found) or ``duplicate_model``
+        (refused); nothing is written then.
+        """
+        model_registry.check_registration(registration)
+        with self._writing() as session:
+            return model_registry.register_model(session, registration, actor, self._now())
+
+    def list_models(self) -> list[ModelRecord]:
+        """All registered models, by id (built-in replay models are not listed)."""
+        with self._reading() as session:
+            return model_registry.list_models(session)
+
+    def get_model(self, model_id: str) -> ModelRecord:
+        """The registered model ``model_id``. Raises ``unknown_model`` (not found)."""
+        with self._reading() as session:
+            return model_registry.get_model(session, model_id)
+
+    def model_available(self, model_id: str) -> bool:
+        """Whether runs may use ``model_id``: always for ``replay:*``, else when it is registered."""
+        with self._reading() as session:
+            return model_registry.model_available(session, model_id)
 
     # Repositories
 

@@ -11,6 +11,8 @@ from catalog.loader import load_catalog
 from tests.control.cli_harness import ISO_UTC, Cli
 from tests.store.git_repository import make_working_tree
 
+NOTHING_SELECTED = {"selected": False, "current": None, "history": [], "registered": []}
+
 DEFAULT_POLICY = {
     "mode": "recommend",
     "maximum_automatic_tier": "recommend",
@@ -130,7 +132,7 @@ def test_actors_with_none_registered(cli: Cli) -> None:
 
 
 def test_models_with_none_selected_say_so_plainly(cli: Cli) -> None:
-    assert cli.run("models", "--json").ok() == {"selected": False, "current": None, "history": []}
+    assert cli.run("models", "--json").ok() == NOTHING_SELECTED
     shown = cli.call("models")
     assert shown.exit_code == 0, shown
     assert "none selected" in shown.stdout
@@ -139,6 +141,8 @@ def test_models_with_none_selected_say_so_plainly(cli: Cli) -> None:
 
 
 def test_model_selection_keeps_a_history_newest_first(alice: Cli) -> None:
+    for model in ("openai:gpt-x", "openai:llama3:8b"):
+        alice.call("models", "add", model, "--actor", "alice", "--json").ok()
     first = alice.run(
         "models",
         "select",
@@ -177,6 +181,7 @@ def test_model_selection_keeps_a_history_newest_first(alice: Cli) -> None:
 
 
 def test_fallbacks_alone_imply_ordered_mode(alice: Cli) -> None:
+    alice.call("models", "add", "openai:x", "--actor", "alice", "--json").ok()
     selected = alice.call(
         "models", "select", "--primary", "replay:demo", "--fallback", "openai:x", "--actor", "alice", "--json"
     ).ok()
@@ -205,7 +210,7 @@ def test_refused_model_selection_changes_nothing(
     alice: Cli, args: list[str], exit_code: int, code: str
 ) -> None:
     alice.call("models", "select", *args, "--json").error(exit_code, code)
-    assert alice.call("models", "--json").ok() == {"selected": False, "current": None, "history": []}
+    assert alice.call("models", "--json").ok() == NOTHING_SELECTED
 
 
 # ---------------------------------------------------------------------------------------------------- repos

@@ -27,6 +27,7 @@ TABLES = {
     "runs",
     "run_events",
     "deployment_settings",
+    "models",
     "alembic_version",
 }
 

@@ -1,0 +1,166 @@
+"""The model registry: models an operator registered for runs to call (DESIGN.md "Model selection").
+
+``replay:*`` ids are built in and never registered. Only ``openai`` and ``anthropic`` models may be
+registered. A model's key is never stored: ``api_key_env`` names the environment variable the worker
+reads it from.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import re
+import unicodedata
+from typing import Final
+from urllib.parse import urlsplit
+
+from sqlalchemy import select
+from sqlalchemy.exc import IntegrityError
+from sqlalchemy.orm import Session
+
+from contracts.errors import InvalidInput, NotFound, Refused
+from contracts.models import (
+    REGISTRABLE_PROVIDERS,
+    REPLAY_PROVIDER,
+    ModelRecord,
+    ModelRegistration,
+    ModelSelection,
+    is_replay_model,
+)
+from store.actors import require_actor
+from store.schema import ModelRow
+
+API_KEY_ENV_PATTERN: Final = re.compile(r"[A-Z_][A-Z0-9_]{0,63}")
+MAX_BASE_URL_CHARS: Final = 2000
+
+
+def check_registration(registration: ModelRegistration) -> ModelRegistration:
+    """Return ``registration`` if the store would accept it, else raise :class:`InvalidInput`:
+    ``replay_is_built_in``, ``unknown_provider``, ``invalid_base_url`` or ``invalid_api_key_env``."""
+    provider = registration.provider
+    if provider == REPLAY_PROVIDER:
+        raise InvalidInput(
+            "replay_is_built_in", f"{registration.id!r}: replay models are built in and need no registration"
+        )
+    if provider not in REGISTRABLE_PROVIDERS:
+        raise InvalidInput(
+            "unknown_provider",
+            f"provider {provider!r} cannot be registered: use one of {', '.join(REGISTRABLE_PROVIDERS)}",
+        )
+    if registration.base_url is not None:
+        check_base_url(registration.base_url)
+    if registration.api_key_env is not None and not API_KEY_ENV_PATTERN.fullmatch(registration.api_key_env):
+        raise InvalidInput(
+            "invalid_api_key_env",
+            "--api-key-env must be the name of an environment variable: 1..64 upper-case letters, "
+            "digits or '_', not starting with a digit",
+        )
+    return registration
+
+
+def check_base_url(url: str) -> str:
+    """Return ``url`` if it is an ``http``/``https`` URL with a host and no credentials, query or
+    fragment; else raise ``invalid_base_url``. The URL itself is never echoed (it could hold a secret).
+    """
+    problem = _base_url_problem(url)
+    if problem is not None:
+        raise InvalidInput("invalid_base_url", f"--base-url {problem}")
+    return url
+
+
+def _base_url_problem(url: str) -> str | None:
+    if not url or len(url) > MAX_BASE_URL_CHARS:
+        return f"must be 1..{MAX_BASE_URL_CHARS} characters"
+    if any(c.isspace() or unicodedata.category(c).startswith("C") for c in url):
+        return "must not contain whitespace or control characters"
+    try:
+        parts = urlsplit(url)
+        parts.port  # noqa: B018 - raises ValueError on a malformed port
+    except ValueError:
+        return "is not a valid URL"
+    if parts.scheme not in ("http", "https"):
+        return "must start with http:// or https://"
+    if "@" in parts.netloc or parts.username is not None or parts.password is not None:
+        return "must not carry credentials: name the key's environment variable with --api-key-env"
+    if not parts.hostname:
+        return "must name a host"
+    if parts.query or parts.fragment or url.endswith(("?", "#")):
+        return "must not carry a query or fragment"
+    return None
+
+
+def register_model(
+    session: Session, registration: ModelRegistration, actor: str, at: dt.datetime
+) -> ModelRecord:
+    """Register ``registration`` as ``actor``. Raises the :func:`check_registration` errors (invalid
+    input), ``unknown_actor`` (not found) or ``duplicate_model`` (refused); nothing is written then."""
+    check_registration(registration)
+    require_actor(session, actor)
+    if session.get(ModelRow, registration.id) is not None:
+        raise _duplicate(registration.id)
+    row = ModelRow(
+        id=registration.id,
+        provider=registration.provider,
+        name=registration.name,
+        base_url=registration.base_url,
+        api_key_env=registration.api_key_env,
+        timeout_s=registration.timeout_s,
+        ceiling=registration.ceiling,
+        added_by=actor,
+        added_at=at,
+    )
+    session.add(row)
+    try:
+        session.flush()
+    except IntegrityError as exc:
+        raise _duplicate(registration.id) from exc
+    return model_record(row)
+
+
+def list_models(session: Session) -> list[ModelRecord]:
+    """All registered models, by id."""
+    return [model_record(row) for row in session.scalars(select(ModelRow).order_by(ModelRow.id))]
+
+
+def get_model(session: Session, model_id: str) -> ModelRecord:
+    """The registered model ``model_id``. Raises ``unknown_model`` (not found); replay ids are built
+    in, not registered, and raise it too."""
+    row = session.get(ModelRow, model_id)
+    if row is None:
+        raise NotFound("unknown_model", f"model {model_id!r} is not registered: add it with `models add`")
+    return model_record(row)
+
+
+def model_available(session: Session, model_id: str) -> bool:
+    """Whether runs may use ``model_id``: a replay id, or a registered model."""
+    return is_replay_model(model_id) or session.get(ModelRow, model_id) is not None
+
+
+def require_selectable(session: Session, selection: ModelSelection) -> None:
+    """Raise ``unknown_model`` (not found) naming the first model of ``selection`` (primary, then
+    fallbacks in order, then support) that is neither a replay id nor registered."""
+    for model_id in [selection.primary, *selection.fallbacks, selection.support]:
+        if model_id is not None and not model_available(session, model_id):
+            raise NotFound(
+                "unknown_model",
+                f"model {model_id!r} is not registered: add it with "
+                f"`specialists models add {model_id} --actor ID` first (replay:* models are built in)",
+            )
+
+
+def model_record(row: ModelRow) -> ModelRecord:
+    """The contract record of a stored model."""
+    return ModelRecord(
+        id=row.id,
+        provider=row.provider,
+        name=row.name,
+        base_url=row.base_url,
+        api_key_env=row.api_key_env,
+        timeout_s=row.timeout_s,
+        ceiling=row.ceiling,
+        added_by=row.added_by,
+        added_at=row.added_at,
+    )
+
+
+def _duplicate(model_id: str) -> Refused:
+    return Refused("duplicate_model", f"model {model_id!r} is already registered")

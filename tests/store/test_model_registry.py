@@ -1,0 +1,176 @@
+"""The model registry: registered openai/anthropic models, built-in replay ids, checked selections."""
+
+from __future__ import annotations
+
+import datetime as dt
+
+import pytest
+from pydantic import ValidationError
+
+from contracts.enums import FallbackMode
+from contracts.errors import InvalidInput, NotFound, Refused
+from contracts.models import ModelRegistration, ModelSelection
+from store import Store
+
+GPT = ModelRegistration(
+    id="openai:gpt-4.1",
+    base_url="https://api.example.com/v1",
+    api_key_env="OPENAI_API_KEY",
+    timeout_s=120,
+    ceiling=2,
+)
+
+
+def test_no_models_are_registered_at_first(store: Store) -> None:
+    assert store.list_models() == []
+
+
+def test_registered_model_round_trips_every_field(store: Store, actor: str) -> None:
+    record = store.register_model(GPT, actor)
+    assert (record.id, record.provider, record.name) == ("openai:gpt-4.1", "openai", "gpt-4.1")
+    assert record.base_url == "https://api.example.com/v1"
+    assert record.api_key_env == "OPENAI_API_KEY"
+    assert (record.timeout_s, record.ceiling) == (120, 2)
+    assert record.added_by == actor
+    assert record.added_at.utcoffset() == dt.timedelta(0)
+    assert store.get_model("openai:gpt-4.1") == record
+    assert store.list_models() == [record]
+
+
+def test_defaults_and_names_with_colons(store: Store, actor: str) -> None:
+    record = store.register_model(ModelRegistration(id="anthropic:claude:sonnet"), actor)
+    assert (record.provider, record.name) == ("anthropic", "claude:sonnet")
+    assert (record.base_url, record.api_key_env, record.timeout_s, record.ceiling) == (None, None, 60, 5)
+
+
+def test_models_are_listed_by_id(store: Store, actor: str) -> None:
+    for model_id in ("openai:b", "anthropic:z", "openai:a"):
+        store.register_model(ModelRegistration(id=model_id), actor)
+    assert [record.id for record in store.list_models()] == ["anthropic:z", "openai:a", "openai:b"]
+
+
+def test_duplicate_is_refused_and_keeps_the_first(store: Store, actor: str) -> None:
+    first = store.register_model(GPT, actor)
+    with pytest.raises(Refused) as refused:
+        store.register_model(ModelRegistration(id=GPT.id, ceiling=9), actor)
+    assert refused.value.code == "duplicate_model"
+    assert store.list_models() == [first]
+
+
+@pytest.mark.parametrize(
+    ("registration", "code"),
+    [
+        (ModelRegistration(id="replay:demo"), "replay_is_built_in"),
+        (ModelRegistration(id="ollama:llama3:8b"), "unknown_provider"),
+        (ModelRegistration(id="slow:demo"), "unknown_provider"),
+        (ModelRegistration(id="openai:x", base_url="ftp://host/v1"), "invalid_base_url"),
+        (ModelRegistration(id="openai:x", base_url="api.example.com/v1"), "invalid_base_url"),
+        (ModelRegistration(id="openai:x", base_url="https://user:secret@host/v1"), "invalid_base_url"),
+        (ModelRegistration(id="openai:x", base_url="https://user@host/v1"), "invalid_base_url"),
+        (ModelRegistration(id="openai:x", base_url="https://host/v1?key=secret"), "invalid_base_url"),
+        (ModelRegistration(id="openai:x", base_url="https:///v1"), "invalid_base_url"),
+        (ModelRegistration(id="openai:x", base_url="https://host:99999/v1"), "invalid_base_url"),
+        (ModelRegistration(id="openai:x", base_url="https://ho st/v1"), "invalid_base_url"),
+        (ModelRegistration(id="openai:x", api_key_env="openai_key"), "invalid_api_key_env"),
+        (ModelRegistration(id="openai:x", api_key_env="1KEY"), "invalid_api_key_env"),
+        (ModelRegistration(id="openai:x", api_key_env="K" * 65), "invalid_api_key_env"),
+        (ModelRegistration(id="openai:x", api_key_env="sk-abc123"), "invalid_api_key_env"),
+    ],
+)
+def test_invalid_registration_writes_nothing(
+    store: Store, actor: str, registration: ModelRegistration, code: str
+) -> None:
+    with pytest.raises(InvalidInput) as invalid:
+        store.register_model(registration, actor)
+    assert invalid.value.code == code
+    assert "secret" not in invalid.value.message
+    assert store.list_models() == []
+
+
+def test_base_urls_that_are_accepted(store: Store, actor: str) -> None:
+    for number, url in enumerate(
+        ["http://127.0.0.1:8080/v1", "https://api.anthropic.com", "http://[::1]:1/"]
+    ):
+        store.register_model(ModelRegistration(id=f"openai:m{number}", base_url=url), actor)
+    assert len(store.list_models()) == 3
+
+
+@pytest.mark.parametrize("field", [{"timeout_s": 0}, {"timeout_s": 601}, {"ceiling": 0}, {"ceiling": 1001}])
+def test_limits_are_bounded(field: dict[str, int]) -> None:
+    with pytest.raises(ValidationError):
+        ModelRegistration(id="openai:x", **field)  # type: ignore[arg-type]
+
+
+def test_unknown_actor_writes_nothing(store: Store, actor: str) -> None:
+    with pytest.raises(NotFound) as not_found:
+        store.register_model(GPT, "mallory")
+    assert not_found.value.code == "unknown_actor"
+    assert store.list_models() == []
+
+
+def test_unknown_model_is_not_found(store: Store, actor: str) -> None:
+    with pytest.raises(NotFound) as not_found:
+        store.get_model("openai:missing")
+    assert not_found.value.code == "unknown_model"
+    with pytest.raises(NotFound):
+        store.get_model("replay:demo")  # built in, not registered
+
+
+def test_model_availability(store: Store, actor: str) -> None:
+    store.register_model(GPT, actor)
+    assert store.model_available("replay:demo")
+    assert store.model_available("replay:anything:at:all")
+    assert store.model_available("openai:gpt-4.1")
+    assert not store.model_available("openai:gpt-5")
+    assert not store.model_available("anthropic:gpt-4.1")
+    assert not store.model_available("slow:demo")
+
+
+def test_checked_selection_accepts_replay_and_registered_models(store: Store, actor: str) -> None:
+    store.register_model(GPT, actor)
+    store.register_model(ModelRegistration(id="anthropic:claude"), actor)
+    selection = ModelSelection(
+        primary="openai:gpt-4.1",
+        fallbacks=["anthropic:claude", "replay:demo"],
+        fallback_mode=FallbackMode.ORDERED,
+        support="replay:cheap",
+    )
+    record = store.select_registered_models(selection, actor)
+    assert record.selection == selection
+    assert store.get_model_selection() == record
+
+
+@pytest.mark.parametrize(
+    ("selection", "missing"),
+    [
+        (ModelSelection(primary="openai:gpt-5"), "openai:gpt-5"),
+        (
+            ModelSelection(
+                primary="replay:demo", fallbacks=["openai:gpt-4.1", "anthropic:nope"], fallback_mode="ordered"
+            ),
+            "anthropic:nope",
+        ),
+        (ModelSelection(primary="openai:gpt-4.1", support="capture:demo"), "capture:demo"),
+    ],
+)
+def test_checked_selection_refuses_unknown_models(
+    store: Store, actor: str, selection: ModelSelection, missing: str
+) -> None:
+    store.register_model(GPT, actor)
+    with pytest.raises(NotFound) as not_found:
+        store.select_registered_models(selection, actor)
+    assert not_found.value.code == "unknown_model"
+    assert repr(missing) in not_found.value.message
+    assert store.get_model_selection() is None
+
+
+def test_checked_selection_needs_a_registered_actor(store: Store, actor: str) -> None:
+    with pytest.raises(NotFound) as not_found:
+        store.select_registered_models(ModelSelection(primary="replay:demo"), "mallory")
+    assert not_found.value.code == "unknown_actor"
+    assert store.get_model_selection() is None
+
+
+def test_low_level_selection_still_takes_any_well_formed_id(store: Store, actor: str) -> None:
+    record = store.select_models(ModelSelection(primary="slow:demo"), actor)
+    assert store.get_model_selection() == record
