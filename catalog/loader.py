@@ -2,18 +2,23 @@
 
 :func:`load_catalog` validates a catalog file with :func:`catalog.validation.validate_catalog_file`
 (every rule listed there) and returns it only when it has no violation. The installed catalog,
-:data:`DEFAULT_CATALOG_PATH`, is read and validated once per process and then served from memory,
-because routing and most CLI commands need it.
+:data:`DEFAULT_CATALOG_PATH`, is read once per process and then served from memory, because routing
+and most CLI commands need it; when its canonical sha256 equals the reviewed digest
+(:data:`catalog.reviewed.REVIEWED_CATALOG_SHA256`, which a test ties to a full validation) it is
+parsed against the schema without repeating the text-safety scan, which keeps ``specialists route``
+quick to start. Any other content gets the full validation.
 """
 
 from __future__ import annotations
 
 import functools
+import json
 from pathlib import Path
 from typing import Final
 
+from catalog.hashing import canonical_sha256
 from catalog.loaded import LoadedCatalog
-from catalog.validation import CatalogInvalid, validate_catalog_file
+from catalog.reviewed import REVIEWED_CATALOG_SHA256
 
 __all__ = ["DEFAULT_CATALOG_PATH", "clear_catalog_cache", "load_catalog"]
 
@@ -22,6 +27,10 @@ DEFAULT_CATALOG_PATH: Final = Path(__file__).resolve().with_name("catalog.v1.jso
 
 
 def _load(path: Path) -> LoadedCatalog:
+    # Imported here: the validation rules (and their compiled patterns) are needed only when a file
+    # is not the reviewed catalog.
+    from catalog.validation import CatalogInvalid, validate_catalog_file
+
     report = validate_catalog_file(path)
     if report.catalog is None:
         raise CatalogInvalid(report.violations, str(path))
@@ -30,7 +39,16 @@ def _load(path: Path) -> LoadedCatalog:
 
 @functools.lru_cache(maxsize=1)
 def _load_default() -> LoadedCatalog:
-    return _load(DEFAULT_CATALOG_PATH)
+    try:
+        data = json.loads(DEFAULT_CATALOG_PATH.read_bytes())
+        digest = canonical_sha256(data)
+    except (OSError, ValueError):
+        return _load(DEFAULT_CATALOG_PATH)  # reports exactly what is wrong with the file
+    if digest != REVIEWED_CATALOG_SHA256:
+        return _load(DEFAULT_CATALOG_PATH)
+    from catalog.schema import CatalogFile
+
+    return LoadedCatalog(file=CatalogFile.model_validate(data), sha256=digest)
 
 
 def load_catalog(path: Path | None = None) -> LoadedCatalog:
