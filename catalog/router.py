@@ -53,8 +53,8 @@ import re
 import threading
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
-from itertools import pairwise
-from typing import Final
+from operator import itemgetter
+from typing import Final, NamedTuple
 
 from catalog.loaded import LoadedCatalog
 from catalog.normalize import normalize_text
@@ -70,6 +70,14 @@ DESCRIPTION_WEIGHT: Final = 1.5
 DOMAIN_WEIGHT: Final = 2.5
 ROLE_WEIGHT: Final = 2.0
 TASK_TYPE_WEIGHT: Final = 0.5
+
+# The weights in thousandths of a point (each weight has at most three decimals).
+_MILLI: Final = 1000
+_TITLE_MILLI: Final = round(TITLE_WEIGHT * _MILLI)
+_DESCRIPTION_MILLI: Final = round(DESCRIPTION_WEIGHT * _MILLI)
+_DOMAIN_MILLI: Final = round(DOMAIN_WEIGHT * _MILLI)
+_ROLE_MILLI: Final = round(ROLE_WEIGHT * _MILLI)
+_TASK_TYPE_MILLI: Final = round(TASK_TYPE_WEIGHT * _MILLI)
 
 MIN_SCORE: Final = 2.0
 TIE_MARGIN: Final = 1.0
@@ -131,12 +139,10 @@ RISK_TERMS: Final[Mapping[str, int]] = {
     "compromise assessment": 0,
 }
 
-# (level, lowest number of points for it), highest first.
-_RISK_THRESHOLDS: Final = (
-    (RiskLevel.CRITICAL, 6),
-    (RiskLevel.HIGH, 3),
-    (RiskLevel.MEDIUM, 1),
-)
+# The lowest number of points for each level above low.
+_RISK_CRITICAL: Final = 6
+_RISK_HIGH: Final = 3
+_RISK_MEDIUM: Final = 1
 
 # Profiles whose work is a change to code: a ``test`` task for them needs a repository too.
 CODE_PROFILES: Final = frozenset(
@@ -156,8 +162,12 @@ GAP_AMBIGUOUS_PREFIX: Final = "ambiguous scope: "
 GAP_NO_SIGNAL: Final = GAP_AMBIGUOUS_PREFIX + "no clear routing signal"
 
 _NON_WORD = re.compile(r"[\W_]+")
-_ASCII_SEPARATORS: Final = str.maketrans({chr(c): " " for c in range(128) if not chr(c).isalnum()})
+# ASCII bytes: letters to lower case, digits kept, every other ASCII character to a space.
+_ASCII_WORD_BYTES: Final = bytes(
+    (ord(chr(c).lower()) if chr(c).isalnum() else 0x20) if c < 128 else c for c in range(256)
+)
 _VOWELS = frozenset("aeiou")
+_NOTHING: Final[set[str]] = set()  # never modified: the description hits of a work item without one
 
 
 def _words(text: str) -> list[str]:
@@ -171,25 +181,14 @@ def _words(text: str) -> list[str]:
         text = normalize_text(text).casefold()
         if not text.isascii():
             return _NON_WORD.sub(" ", text).split()
-    return text.lower().translate(_ASCII_SEPARATORS).split()
+    return text.encode("ascii").translate(_ASCII_WORD_BYTES).decode("ascii").split()
 
 
 def _canonical(text: str) -> str:
     """The words of ``text`` joined by single spaces (how signals and phrases are compared)."""
+    if text.isascii():  # the ASCII case of _words, inlined: domains and roles are short and frequent
+        return " ".join(text.encode("ascii").translate(_ASCII_WORD_BYTES).decode("ascii").split())
     return " ".join(_words(text))
-
-
-@dataclass(frozen=True, slots=True)
-class _Text:
-    """Canonical text padded with spaces (for whole-phrase search) and its words and word pairs."""
-
-    padded: str
-    grams: frozenset[str]
-
-
-def _prepare(text: str) -> _Text:
-    words = _words(text)
-    return _Text(" " + " ".join(words) + " ", frozenset((*words, *map(" ".join, pairwise(words)))))
 
 
 def _word_forms(word: str) -> tuple[str, ...]:
@@ -202,10 +201,9 @@ def _word_forms(word: str) -> tuple[str, ...]:
     return tuple(forms)
 
 
-class _PhraseIndex:
-    """Whole-word lookup of many phrases at once: one set intersection with the text's words and word
-    pairs finds every phrase of one or two words; a longer phrase is searched for only when its first
-    two words occur together. Built once per phrase list; nothing is compiled per call."""
+class _Phrases:
+    """A list of phrases prepared for whole-word matching: every spelling that means one of them, and
+    which of them lie inside longer ones. Built once per phrase list."""
 
     def __init__(self, phrases: Iterable[str]) -> None:
         canonical_phrases: list[str] = []
@@ -224,51 +222,115 @@ class _PhraseIndex:
                 spelling = " ".join([*words[:-1], form])
                 if form == words[-1] or spelling not in exact:
                     spellings.setdefault(spelling, []).append(canonical)
-        self._short: dict[str, tuple[str, ...]] = {}
-        long: dict[str, list[tuple[str, str]]] = {}
+        # A phrase spelled by a shorter run of words inside a spelling of another phrase is hidden by it.
         longer: dict[str, set[str]] = {canonical: set() for canonical in canonical_phrases}
         for spelling, targets in spellings.items():
             words = spelling.split()
-            if len(words) <= 2:
-                self._short[spelling] = tuple(targets)
-            else:
-                long.setdefault(" ".join(words[:2]), []).extend((f" {spelling} ", t) for t in targets)
-            # A phrase spelled by a shorter run of words inside this spelling is hidden by it.
             for size in range(1, len(words)):
                 for begin in range(len(words) - size + 1):
                     for inner in spellings.get(" ".join(words[begin : begin + size]), ()):
                         longer[inner].update(t for t in targets if t != inner)
-        self._long = {pair: tuple(needles) for pair, needles in long.items()}
-        self._keys = frozenset(self._short) | frozenset(self._long)
-        self._longer = {phrase: frozenset(others) for phrase, others in longer.items()}
+        self.spellings: Final = {spelling: tuple(targets) for spelling, targets in spellings.items()}
+        # Only phrases that some longer phrase contains can be hidden.
+        self._longer = {phrase: frozenset(others) for phrase, others in longer.items() if others}
+        self._hideable = frozenset(self._longer)
 
-    def find(self, text: _Text) -> set[str]:
-        """Canonical phrases occurring in ``text`` as whole words."""
-        hits: set[str] = set()
-        for gram in text.grams & self._keys:
-            short = self._short.get(gram)
-            if short is not None:
-                hits.update(short)
-            for needle, canonical in self._long.get(gram, ()):
-                if needle in text.padded:
-                    hits.add(canonical)
-        return hits
-
-    def without_shadowed(self, hits: set[str], context: set[str]) -> set[str]:
-        """``hits`` minus every phrase that lies inside a longer phrase found in ``context``."""
-        if len(context) < 2:
+    def without_shadowed(
+        self, hits: set[str], context: set[str], more_context: set[str] | None = None
+    ) -> set[str]:
+        """``hits`` minus every phrase that lies inside a longer phrase found in ``context`` (or in
+        ``more_context``). Returns ``hits`` itself when nothing is hidden."""
+        if self._hideable.isdisjoint(hits):
             return hits
-        return {hit for hit in hits if not (self._longer[hit] & context)}
+        longer = self._longer
+        hidden = [
+            hit
+            for hit in self._hideable.intersection(hits)
+            if not longer[hit].isdisjoint(context)
+            or (more_context is not None and not longer[hit].isdisjoint(more_context))
+        ]
+        return hits.difference(hidden) if hidden else hits
+
+
+# What one word of a text can start: the keywords and the risk terms it spells alone, the second words
+# that continue a longer spelling, and for each such second word the padded longer spellings (``" word
+# second … "``) with the phrase each spells and whether that phrase is a risk term.
+_Entry = tuple[
+    tuple[str, ...],
+    tuple[str, ...],
+    frozenset[str] | None,
+    dict[str, tuple[tuple[str, str, bool], ...]],
+]
+
+
+class _Matcher:
+    """Finds a catalog's keywords and the risk terms in a text's words in one pass.
+
+    One set intersection picks the text's words that spell a phrase alone or begin or continue a longer
+    spelling, and one table lookup per picked word says what it spells. A longer spelling is looked for
+    as a padded substring of the canonical text only when the text has both its first and its second
+    word, and the canonical text is joined only then. Nothing is compiled per call."""
+
+    def __init__(self, keywords: _Phrases, risk_terms: _Phrases) -> None:
+        table: dict[str, tuple[list[str], list[str], dict[str, list[tuple[str, str, bool]]]]] = {}
+        interesting: set[str] = set()
+        for is_risk, phrases in ((False, keywords), (True, risk_terms)):
+            for spelling, targets in phrases.spellings.items():
+                words = spelling.split()
+                interesting.update(words[:2])
+                keyword_targets, risk_targets, continuations = table.setdefault(words[0], ([], [], {}))
+                if len(words) > 1:
+                    needles = continuations.setdefault(words[1], [])
+                    needles.extend((f" {spelling} ", target, is_risk) for target in targets)
+                elif is_risk:
+                    risk_targets.extend(targets)
+                else:
+                    keyword_targets.extend(targets)
+        self._words = frozenset(interesting)
+        # Words that only continue a spelling have no entry: the lookup gives None and is skipped.
+        self._table: dict[str, _Entry] = {
+            word: (
+                tuple(keyword_targets),
+                tuple(risk_targets),
+                frozenset(continuations) if continuations else None,
+                {second: tuple(needles) for second, needles in continuations.items()},
+            )
+            for word, (keyword_targets, risk_targets, continuations) in table.items()
+        }
+
+    def find(self, words: list[str]) -> tuple[set[str], set[str]]:
+        """The keywords and the risk terms (canonical) occurring in ``words`` as whole words."""
+        found = self._words.intersection(words)
+        keyword_hits: set[str] = set()
+        risk_hits: set[str] = set()
+        padded = ""
+        for keyword_targets, risk_targets, seconds, needles in filter(None, map(self._table.get, found)):
+            if keyword_targets:
+                keyword_hits.update(keyword_targets)
+            if risk_targets:
+                risk_hits.update(risk_targets)
+            if seconds is None or seconds.isdisjoint(found):
+                continue
+            if not padded:
+                padded = f" {' '.join(words)} "
+            for second in seconds.intersection(found):
+                for needle, phrase, is_risk in needles[second]:
+                    if needle in padded:
+                        (risk_hits if is_risk else keyword_hits).add(phrase)
+        return keyword_hits, risk_hits
 
 
 @dataclass(frozen=True)
 class _CompiledCatalog:
     """A catalog's routing signals, prepared once for fast matching."""
 
-    keywords: _PhraseIndex
+    keywords: _Phrases
+    matcher: _Matcher
     keyword_profiles: dict[str, tuple[str, ...]]
-    keyword_label: dict[str, str]
-    keyword_rank: dict[tuple[str, str], int]
+    # profile → its keywords (canonical) → (rank in the profile's list, canonical, quoted label): the
+    # order and wording of the "title/description matches" reasons.
+    profile_keywords: dict[str, dict[str, tuple[int, str, str]]]
+    profile_keyword_sets: dict[str, frozenset[str]]
     domains: dict[str, tuple[str, ...]]
     roles: dict[str, tuple[str, ...]]
     task_type_profiles: dict[TaskType, frozenset[str]]
@@ -277,19 +339,20 @@ class _CompiledCatalog:
 def _compile(catalog: LoadedCatalog) -> _CompiledCatalog:
     keyword_profiles: dict[str, list[str]] = {}
     keyword_label: dict[str, str] = {}
-    keyword_rank: dict[tuple[str, str], int] = {}
+    keyword_rank: dict[str, dict[str, int]] = {}
     domains: dict[str, list[str]] = {}
     roles: dict[str, list[str]] = {}
     all_keywords: list[str] = []
     for profile in catalog.file.profiles:
         signals = profile.routing
+        ranks = keyword_rank.setdefault(profile.id, {})
         for rank, keyword in enumerate(signals.keywords):
             canonical = _canonical(keyword)
             if not canonical:
                 continue
             all_keywords.append(keyword)
             keyword_label.setdefault(canonical, keyword)
-            keyword_rank.setdefault((profile.id, canonical), rank)
+            ranks.setdefault(canonical, rank)
             owners = keyword_profiles.setdefault(canonical, [])
             if profile.id not in owners:
                 owners.append(profile.id)
@@ -298,11 +361,17 @@ def _compile(catalog: LoadedCatalog) -> _CompiledCatalog:
                 owners = table.setdefault(_canonical(value), [])
                 if profile.id not in owners:
                     owners.append(profile.id)
+    keywords = _Phrases(all_keywords)
+    profile_keywords = {
+        profile: {k: (rank, k, f"'{keyword_label[k]}'") for k, rank in ranks.items()}
+        for profile, ranks in keyword_rank.items()
+    }
     return _CompiledCatalog(
-        keywords=_PhraseIndex(all_keywords),
+        keywords=keywords,
+        matcher=_Matcher(keywords, _RISK_PHRASES),
         keyword_profiles={k: tuple(v) for k, v in keyword_profiles.items()},
-        keyword_label=keyword_label,
-        keyword_rank=keyword_rank,
+        profile_keywords=profile_keywords,
+        profile_keyword_sets={profile: frozenset(mine) for profile, mine in profile_keywords.items()},
         domains={k: tuple(v) for k, v in domains.items() if k},
         roles={k: tuple(v) for k, v in roles.items() if k},
         task_type_profiles={
@@ -335,87 +404,24 @@ def _compiled(catalog: LoadedCatalog) -> _CompiledCatalog:
         return compiled
 
 
-_RISK_INDEX: Final = _PhraseIndex(RISK_TERMS)
-_RISK_POINTS: Final = {_canonical(term): points for term, points in RISK_TERMS.items()}
+_RISK_PHRASES: Final = _Phrases(RISK_TERMS)
 _RISK_ORDER: Final = {_canonical(term): rank for rank, term in enumerate(RISK_TERMS)}
-
-
-@dataclass(frozen=True, slots=True)
-class _Signals:
-    """The work item's signals that met the catalog: keywords per field, domain and roles."""
-
-    title: set[str]
-    description: set[str]
-    domain: str
-    roles: tuple[str, ...]
-
-
-@dataclass(frozen=True, slots=True)
-class _Ranking:
-    """The computed route before any override."""
-
-    primary: str
-    score: float
-    confidence: float
-    ranked: list[tuple[float, str]]
-    reasons: list[str]
-    ambiguity: str | None
-
-
-def _signals(item: WorkItem, title: _Text, description: _Text | None, compiled: _CompiledCatalog) -> _Signals:
-    index = compiled.keywords
-    title_hits = index.find(title)
-    title_hits = index.without_shadowed(title_hits, title_hits)
-    description_hits: set[str] = set()
-    if description is not None:
-        description_hits = index.find(description) - title_hits
-        description_hits = index.without_shadowed(description_hits, title_hits | description_hits)
-    domain = _canonical(item.domain) if item.domain else ""
-    roles = tuple(dict.fromkeys(_canonical(role) for role in item.roles))
-    return _Signals(title_hits, description_hits, domain, roles)
-
-
-def _score(item: WorkItem, signals: _Signals, compiled: _CompiledCatalog) -> dict[str, float]:
-    scores: dict[str, float] = {}
-    get = scores.get
-    for hits, weight in ((signals.title, TITLE_WEIGHT), (signals.description, DESCRIPTION_WEIGHT)):
-        for keyword in hits:
-            for profile in compiled.keyword_profiles[keyword]:
-                scores[profile] = get(profile, 0.0) + weight
-    for profile in compiled.domains.get(signals.domain, ()):
-        scores[profile] = get(profile, 0.0) + DOMAIN_WEIGHT
-    for role in signals.roles:
-        for profile in compiled.roles.get(role, ()):
-            scores[profile] = get(profile, 0.0) + ROLE_WEIGHT
-    takers = compiled.task_type_profiles[item.task_type]
-    for profile in takers.intersection(scores):
-        scores[profile] += TASK_TYPE_WEIGHT
-    return scores
+# canonical term → (points, reason); terms worth 0 points give no reason.
+_RISK_TERM_REASONS: Final = {
+    _canonical(term): (points, f"text mentions '{_canonical(term)}' (risk +{points})")
+    for term, points in RISK_TERMS.items()
+}
+# (flag, points, reason) in the order of RiskFlag.
+_RISK_FLAG_REASONS: Final = tuple(
+    (flag, RISK_FLAG_POINTS[flag], f"risk flag {flag.value} raises risk (+{RISK_FLAG_POINTS[flag]})")
+    for flag in RiskFlag
+)
+_RISK_LEVEL_PREFIX: Final = {level: f"risk {level.value} from " for level in RiskLevel}
+_LABEL: Final = itemgetter(2)
 
 
 def _fmt(value: float) -> str:
     return f"{value:.3f}".rstrip("0").rstrip(".")
-
-
-def _match_reasons(profile: str, signals: _Signals, item: WorkItem, compiled: _CompiledCatalog) -> list[str]:
-    def matched(hits: set[str]) -> str:
-        mine = [k for k in hits if profile in compiled.keyword_profiles[k]]
-        mine.sort(key=lambda k: (compiled.keyword_rank[profile, k], k))
-        return ", ".join(f"'{compiled.keyword_label[k]}'" for k in mine)
-
-    reasons: list[str] = []
-    if title := matched(signals.title):
-        reasons.append(f"title matches {title}")
-    if description := matched(signals.description):
-        reasons.append(f"description matches {description}")
-    if profile in compiled.domains.get(signals.domain, ()):
-        reasons.append(f"domain '{signals.domain}' fits {profile}")
-    reasons.extend(
-        f"role '{role}' fits {profile}" for role in signals.roles if profile in compiled.roles.get(role, ())
-    )
-    if profile in compiled.task_type_profiles[item.task_type]:
-        reasons.append(f"task type {item.task_type.value} fits {profile}")
-    return reasons
 
 
 def _confidence(top: float, runner_up: float) -> float:
@@ -426,13 +432,86 @@ def _confidence(top: float, runner_up: float) -> float:
     return strength * (0.5 + 0.5 * separation)
 
 
-def _rank(item: WorkItem, title: _Text, description: _Text | None, catalog: LoadedCatalog) -> _Ranking:
-    compiled = _compiled(catalog)
-    signals = _signals(item, title, description, compiled)
-    ranked = sorted(
-        ((round(score, 3), profile) for profile, score in _score(item, signals, compiled).items()),
-        key=lambda entry: (-entry[0], entry[1]),
-    )
+def _matched(hits: set[str], mine: dict[str, tuple[int, str, str]]) -> str:
+    """The profile's keywords among ``hits``, quoted, in the profile's own order."""
+    return ", ".join([entry[2] for entry in sorted([mine[k] for k in hits if k in mine])])
+
+
+def _match_reasons(
+    profile: str,
+    title_hits: set[str],
+    description_hits: set[str],
+    domain: str,
+    roles: tuple[str, ...],
+    task_type: TaskType,
+    compiled: _CompiledCatalog,
+) -> list[str]:
+    mine = compiled.profile_keywords.get(profile, {})
+    reasons: list[str] = []
+    if title_hits and (title := _matched(title_hits, mine)):
+        reasons.append(f"title matches {title}")
+    if description_hits and (description := _matched(description_hits, mine)):
+        reasons.append(f"description matches {description}")
+    if domain and profile in compiled.domains.get(domain, ()):
+        reasons.append(f"domain '{domain}' fits {profile}")
+    for role in roles:
+        if profile in compiled.roles.get(role, ()):
+            reasons.append(f"role '{role}' fits {profile}")
+    if profile in compiled.task_type_profiles[task_type]:
+        reasons.append(f"task type {task_type.value} fits {profile}")
+    return reasons
+
+
+# The computed route before any override: primary, score, confidence, ranking (best first, as
+# (score, profile)), reasons, and the ambiguity gap or None.
+_Ranking = tuple[str, float, float, list[tuple[float, str]], list[str], str | None]
+
+
+def _rank(
+    item: WorkItem,
+    title_found: set[str],
+    description_found: set[str],
+    catalog: LoadedCatalog,
+    compiled: _CompiledCatalog,
+) -> _Ranking:
+    # Signals: the keywords found in each field (each counts once, in the title if it is there; a
+    # keyword inside a longer keyword found in the title or description does not count), domain, roles.
+    keywords = compiled.keywords
+    title_hits = keywords.without_shadowed(title_found, title_found)
+    description_hits = description_found
+    if description_hits:
+        description_hits = description_hits - title_hits
+        if description_hits:
+            description_hits = keywords.without_shadowed(description_hits, description_hits, title_hits)
+    domain = item.domain
+    if domain:
+        domain = _canonical(domain)
+    roles: tuple[str, ...] = ()
+    if item.roles:
+        roles = tuple(dict.fromkeys([_canonical(role) for role in item.roles]))
+
+    # Score, in thousandths of a point: integer sums are exact, so a score needs no rounding.
+    scores: dict[str, int] = {}
+    get = scores.get
+    keyword_profiles = compiled.keyword_profiles
+    for keyword in title_hits:
+        for profile in keyword_profiles[keyword]:
+            scores[profile] = get(profile, 0) + _TITLE_MILLI
+    for keyword in description_hits:
+        for profile in keyword_profiles[keyword]:
+            scores[profile] = get(profile, 0) + _DESCRIPTION_MILLI
+    if domain:
+        for profile in compiled.domains.get(domain, ()):
+            scores[profile] = get(profile, 0) + _DOMAIN_MILLI
+    for role in roles:
+        for profile in compiled.roles.get(role, ()):
+            scores[profile] = get(profile, 0) + _ROLE_MILLI
+    task_type = item.task_type
+    for profile in compiled.task_type_profiles[task_type].intersection(scores):
+        scores[profile] += _TASK_TYPE_MILLI
+
+    # Rank by score (highest first), then by id.
+    ranked = [(-milli / _MILLI, profile) for milli, profile in sorted([(-m, p) for p, m in scores.items()])]
     top, leader = ranked[0] if ranked else (0.0, "")
     runner_up = ranked[1][0] if len(ranked) > 1 else 0.0
     margin = max(TIE_MARGIN, TIE_RATIO * top)
@@ -440,9 +519,9 @@ def _rank(item: WorkItem, title: _Text, description: _Text | None, catalog: Load
 
     if top >= MIN_SCORE and top - runner_up >= margin:
         reviewer = catalog.profiles[leader].reviewer
-        reasons = _match_reasons(leader, signals, item, compiled)
+        reasons = _match_reasons(leader, title_hits, description_hits, domain, roles, task_type, compiled)
         reasons.append(f"routed to {leader} with score {_fmt(top)}; reviewer {reviewer} from catalog")
-        return _Ranking(leader, top, round(confidence, 3), ranked, reasons, None)
+        return leader, top, round(confidence, 3), ranked, reasons, None
 
     _require_profile(catalog, FALLBACK_PROFILE)
     if top < MIN_SCORE:
@@ -457,33 +536,42 @@ def _rank(item: WorkItem, title: _Text, description: _Text | None, catalog: Load
         if len(close) > len(named):
             listed = ", ".join(named) + " and others"
         ambiguity = f"{GAP_AMBIGUOUS_PREFIX}{listed} match about equally"
-        scores = ", ".join(f"{profile} {_fmt(score)}" for score, profile in ranked[: len(named)])
-        detail = f"top matches are too close to choose ({scores})"
+        scores_text = ", ".join(f"{profile} {_fmt(score)}" for score, profile in ranked[: len(named)])
+        detail = f"top matches are too close to choose ({scores_text})"
     reviewer = catalog.profiles[FALLBACK_PROFILE].reviewer
     reasons = [
         detail,
         f"routed to {FALLBACK_PROFILE} to scope the work; reviewer {reviewer} from catalog",
     ]
-    return _Ranking(FALLBACK_PROFILE, 0.0, round(confidence * 0.5, 3), ranked, reasons, ambiguity)
+    return FALLBACK_PROFILE, 0.0, round(confidence * 0.5, 3), ranked, reasons, ambiguity
 
 
-def _risk(item: WorkItem, title: _Text, description: _Text | None) -> tuple[RiskLevel, list[str]]:
+def _risk(item: WorkItem, found: set[str], reasons: list[str]) -> RiskLevel:
+    """The risk level of ``item``; each raising signal and the total are appended to ``reasons``."""
     points = 0
-    reasons: list[str] = []
-    for flag in RiskFlag:
-        if flag in item.risk_flags:
-            points += RISK_FLAG_POINTS[flag]
-            reasons.append(f"risk flag {flag.value} raises risk (+{RISK_FLAG_POINTS[flag]})")
-    hits = _RISK_INDEX.find(title)
-    if description is not None:
-        hits |= _RISK_INDEX.find(description)
-    for term in sorted(_RISK_INDEX.without_shadowed(hits, hits), key=_RISK_ORDER.__getitem__):
-        if _RISK_POINTS[term]:
-            points += _RISK_POINTS[term]
-            reasons.append(f"text mentions '{term}' (risk +{_RISK_POINTS[term]})")
-    level = next((lvl for lvl, least in _RISK_THRESHOLDS if points >= least), RiskLevel.LOW)
-    reasons.append(f"risk {level.value} from {points} point{'s' if points != 1 else ''}")
-    return level, reasons
+    flags = item.risk_flags
+    if flags:
+        for flag, flag_points, reason in _RISK_FLAG_REASONS:
+            if flag in flags:
+                points += flag_points
+                reasons.append(reason)
+    if found:
+        found = _RISK_PHRASES.without_shadowed(found, found)
+        for term in sorted(found, key=_RISK_ORDER.__getitem__) if len(found) > 1 else found:
+            term_points, reason = _RISK_TERM_REASONS[term]
+            if term_points:
+                points += term_points
+                reasons.append(reason)
+    if points >= _RISK_CRITICAL:
+        level = RiskLevel.CRITICAL
+    elif points >= _RISK_HIGH:
+        level = RiskLevel.HIGH
+    elif points >= _RISK_MEDIUM:
+        level = RiskLevel.MEDIUM
+    else:
+        level = RiskLevel.LOW
+    reasons.append(f"{_RISK_LEVEL_PREFIX[level]}{points} point{'s' if points != 1 else ''}")
+    return level
 
 
 def _require_profile(catalog: LoadedCatalog, profile: str) -> None:
@@ -515,51 +603,60 @@ def route(item: WorkItem, catalog: LoadedCatalog, *, override: RouteOverride | N
     """
     if override is not None:
         _check_override(override, catalog)
-    title = _prepare(item.title)
-    description = _prepare(item.description) if item.description else None
-    ranking = _rank(item, title, description, catalog)
-    risk, risk_reasons = _risk(item, title, description)
+    compiled = _compiled(catalog)
+    find = compiled.matcher.find
+    title_keywords, risk_terms = find(_words(item.title))
+    description_keywords: set[str] = _NOTHING
+    if item.description:
+        description_keywords, description_risk_terms = find(_words(item.description))
+        if description_risk_terms:
+            risk_terms |= description_risk_terms
+    computed, score, confidence, ranked, reasons, ambiguity = _rank(
+        item, title_keywords, description_keywords, catalog, compiled
+    )
+    risk = _risk(item, risk_terms, reasons)
 
-    primary = ranking.primary
-    score = ranking.score
-    reasons = [*ranking.reasons, *risk_reasons]
+    primary = computed
     if override is not None:
         primary = override.profile
         score = 0.0
-        if primary == ranking.primary:
+        if primary == computed:
             reasons.append(f"operator override confirms computed primary {primary}")
         else:
-            reasons.append(f"operator override selects {primary} instead of {ranking.primary}")
+            reasons.append(f"operator override selects {primary} instead of {computed}")
         reasons.append(f"operator override: {normalize_text(override.reason)}")
 
     gaps: list[str] = []
-    if ranking.ambiguity is not None:
-        gaps.append(ranking.ambiguity)
+    if ambiguity is not None:
+        gaps.append(ambiguity)
     if not item.evidence_refs:
         gaps.append(GAP_NO_EVIDENCE)
-    if item.repo_alias is None and (
-        item.task_type is TaskType.FIX or (item.task_type is TaskType.TEST and primary in CODE_PROFILES)
+    task_type = item.task_type
+    repo_alias = item.repo_alias
+    if repo_alias is None and (
+        task_type is TaskType.FIX or (task_type is TaskType.TEST and primary in CODE_PROFILES)
     ):
         gaps.append(GAP_NO_REPOSITORY)
 
-    alternatives = [
-        {"profile": profile, "score": profile_score}
-        for profile_score, profile in ranking.ranked
-        if profile != primary
-    ][:MAX_ALTERNATIVES]
+    alternatives: list[dict[str, object]] = []
+    for profile_score, profile in ranked:
+        if profile != primary:
+            alternatives.append({"profile": profile, "score": profile_score})
+            if len(alternatives) == MAX_ALTERNATIVES:
+                break
 
     return RouteDecision.model_validate(
         {
             "primary": primary,
             "reviewer": catalog.profiles[primary].reviewer,
-            "confidence": ranking.confidence,
+            "confidence": confidence,
             "score": score,
             "risk": risk,
             "reasons": reasons,
             "alternatives": alternatives,
             "evidence_gaps": gaps,
-            "repo_alias": item.repo_alias,
-            "task_type": item.task_type,
+            "repo_alias": repo_alias,
+            "task_type": task_type,
             "override": override,
         }
     )
