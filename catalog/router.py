@@ -54,7 +54,7 @@ import threading
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from operator import itemgetter
-from typing import Final, NamedTuple
+from typing import Final
 
 from catalog.loaded import LoadedCatalog
 from catalog.normalize import normalize_text
