@@ -40,6 +40,7 @@ import sys
 import tempfile
 import time
 import uuid
+from abc import ABC, abstractmethod
 from collections import defaultdict
 from collections.abc import Awaitable, Callable, Iterable
 from dataclasses import dataclass, field
@@ -185,24 +186,28 @@ def _process_cpu_s(pid: int) -> float:
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
-class Driver:
-    """Starts runs of one kind and carries each to its terminal state."""
+class Driver(ABC):
+    """Starts runs of one kind and carries each to its terminal state (one subclass per side)."""
 
     def __init__(self, client: Client, poll_interval: float) -> None:
         self.client = client
         self.poll_interval = poll_interval
 
+    @abstractmethod
     async def start(self, tier: str, index: int) -> WorkflowHandle[Any, Any]:
-        raise NotImplementedError
+        """Start run ``index`` of ``tier``; return its handle."""
 
+    @abstractmethod
     async def status(self, handle: WorkflowHandle[Any, Any]) -> str:
-        raise NotImplementedError
+        """The run's current status."""
 
+    @abstractmethod
     async def decide(self, handle: WorkflowHandle[Any, Any]) -> None:
-        raise NotImplementedError
+        """Send the run's decision."""
 
+    @abstractmethod
     def check_result(self, tier: str, result: Any) -> None:
-        raise NotImplementedError
+        """Raise if the finished run's result is not what the tier should produce."""
 
     async def failure(self, handle: WorkflowHandle[Any, Any]) -> str:
         return ""
