@@ -49,11 +49,11 @@ Override
 
 from __future__ import annotations
 
+import functools
 import re
 import threading
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
-from operator import itemgetter
 from typing import Final
 
 from catalog.loaded import LoadedCatalog
@@ -167,7 +167,6 @@ _ASCII_WORD_BYTES: Final = bytes(
     (ord(chr(c).lower()) if chr(c).isalnum() else 0x20) if c < 128 else c for c in range(256)
 )
 _VOWELS = frozenset("aeiou")
-_NOTHING: Final[set[str]] = set()  # never modified: the description hits of a work item without one
 
 
 def _words(text: str) -> list[str]:
@@ -191,6 +190,11 @@ def _canonical(text: str) -> str:
     return " ".join(_words(text))
 
 
+# A work item's domain and roles are short labels from a small vocabulary: their canonical forms are
+# kept in a bounded cache instead of being worked out again on every route.
+_label: Final = functools.lru_cache(maxsize=1024)(_canonical)
+
+
 def _word_forms(word: str) -> tuple[str, ...]:
     """The word itself, then the plural forms it also matches (none for words under 3 letters)."""
     if len(word) < 3:
@@ -206,25 +210,27 @@ class _Phrases:
     which of them lie inside longer ones. Built once per phrase list."""
 
     def __init__(self, phrases: Iterable[str]) -> None:
-        canonical_phrases: list[str] = []
-        for phrase in phrases:
-            canonical = _canonical(phrase)
-            if canonical and canonical not in canonical_phrases:
-                canonical_phrases.append(canonical)
+        canonical_phrases = list(dict.fromkeys(filter(None, map(_canonical, phrases))))
         # Every spelling (a phrase, or the phrase with its last word in a plural form) → the phrases it
         # spells. A text that spells a phrase exactly means that phrase, never another phrase's plural
         # (``cis`` is the benchmark, not two ``ci`` systems), so plural forms skip exact spellings.
         exact = set(canonical_phrases)
         spellings: dict[str, list[str]] = {}
         for canonical in canonical_phrases:
-            words = canonical.split()
-            for form in _word_forms(words[-1]):
-                spelling = " ".join([*words[:-1], form])
-                if form == words[-1] or spelling not in exact:
-                    spellings.setdefault(spelling, []).append(canonical)
+            head, _, last = canonical.rpartition(" ")
+            prefix = f"{head} " if head else ""
+            for form in _word_forms(last):
+                spelling = prefix + form
+                if form == last or spelling not in exact:
+                    if (spelled := spellings.get(spelling)) is None:
+                        spellings[spelling] = [canonical]
+                    else:
+                        spelled.append(canonical)
         # A phrase spelled by a shorter run of words inside a spelling of another phrase is hidden by it.
         longer: dict[str, set[str]] = {canonical: set() for canonical in canonical_phrases}
         for spelling, targets in spellings.items():
+            if " " not in spelling:
+                continue
             words = spelling.split()
             for size in range(1, len(words)):
                 for begin in range(len(words) - size + 1):
@@ -276,11 +282,16 @@ class _Matcher:
         interesting: set[str] = set()
         for is_risk, phrases in ((False, keywords), (True, risk_terms)):
             for spelling, targets in phrases.spellings.items():
-                words = spelling.split()
-                interesting.update(words[:2])
-                keyword_targets, risk_targets, continuations = table.setdefault(words[0], ([], [], {}))
-                if len(words) > 1:
-                    needles = continuations.setdefault(words[1], [])
+                first, _, rest = spelling.partition(" ")
+                interesting.add(first)
+                if (entry := table.get(first)) is None:
+                    entry = table[first] = ([], [], {})
+                keyword_targets, risk_targets, continuations = entry
+                if rest:
+                    second = rest.partition(" ")[0]
+                    interesting.add(second)
+                    if (needles := continuations.get(second)) is None:
+                        needles = continuations[second] = []
                     needles.extend((f" {spelling} ", target, is_risk) for target in targets)
                 elif is_risk:
                     risk_targets.extend(targets)
@@ -288,12 +299,15 @@ class _Matcher:
                     keyword_targets.extend(targets)
         self._words = frozenset(interesting)
         # Words that only continue a spelling have no entry: the lookup gives None and is skipped.
+        no_needles: dict[str, tuple[tuple[str, str, bool], ...]] = {}
         self._table: dict[str, _Entry] = {
             word: (
                 tuple(keyword_targets),
                 tuple(risk_targets),
                 frozenset(continuations) if continuations else None,
-                {second: tuple(needles) for second, needles in continuations.items()},
+                {second: tuple(needles) for second, needles in continuations.items()}
+                if continuations
+                else no_needles,
             )
             for word, (keyword_targets, risk_targets, continuations) in table.items()
         }
@@ -321,19 +335,29 @@ class _Matcher:
 
 
 @dataclass(frozen=True)
+class _ProfileWording:
+    """How the reasons word one profile's matches, prepared once per catalog."""
+
+    # keyword (canonical) → (rank in the profile's list, keyword, quoted label): the order and wording of
+    # the "title/description matches" reasons.
+    keywords: dict[str, tuple[int, str, str]]
+    domains: dict[str, str]  # domain (canonical) → reason
+    roles: dict[str, str]  # role (canonical) → reason
+    task_types: dict[TaskType, str]  # task type → reason
+    routed: tuple[str, str]  # the routing reason before and after the score
+
+
+@dataclass(frozen=True)
 class _CompiledCatalog:
     """A catalog's routing signals, prepared once for fast matching."""
 
     keywords: _Phrases
     matcher: _Matcher
     keyword_profiles: dict[str, tuple[str, ...]]
-    # profile → its keywords (canonical) → (rank in the profile's list, canonical, quoted label): the
-    # order and wording of the "title/description matches" reasons.
-    profile_keywords: dict[str, dict[str, tuple[int, str, str]]]
-    profile_keyword_sets: dict[str, frozenset[str]]
     domains: dict[str, tuple[str, ...]]
     roles: dict[str, tuple[str, ...]]
     task_type_profiles: dict[TaskType, frozenset[str]]
+    wording: dict[str, _ProfileWording]
 
 
 def _compile(catalog: LoadedCatalog) -> _CompiledCatalog:
@@ -350,7 +374,7 @@ def _compile(catalog: LoadedCatalog) -> _CompiledCatalog:
             canonical = _canonical(keyword)
             if not canonical:
                 continue
-            all_keywords.append(keyword)
+            all_keywords.append(canonical)
             keyword_label.setdefault(canonical, keyword)
             ranks.setdefault(canonical, rank)
             owners = keyword_profiles.setdefault(canonical, [])
@@ -362,22 +386,34 @@ def _compile(catalog: LoadedCatalog) -> _CompiledCatalog:
                 if profile.id not in owners:
                     owners.append(profile.id)
     keywords = _Phrases(all_keywords)
-    profile_keywords = {
-        profile: {k: (rank, k, f"'{keyword_label[k]}'") for k, rank in ranks.items()}
-        for profile, ranks in keyword_rank.items()
+    domains_of = {k: tuple(v) for k, v in domains.items() if k}
+    roles_of = {k: tuple(v) for k, v in roles.items() if k}
+    task_type_profiles = {
+        task: frozenset(p.id for p in catalog.file.profiles if task in p.routing.task_types)
+        for task in TaskType
     }
+    wording = {}
+    for profile in catalog.file.profiles:
+        me = profile.id
+        wording[me] = _ProfileWording(
+            keywords={k: (rank, k, f"'{keyword_label[k]}'") for k, rank in keyword_rank[me].items()},
+            domains={d: f"domain '{d}' fits {me}" for d, owners in domains_of.items() if me in owners},
+            roles={r: f"role '{r}' fits {me}" for r, owners in roles_of.items() if me in owners},
+            task_types={
+                task: f"task type {task.value} fits {me}"
+                for task, takers in task_type_profiles.items()
+                if me in takers
+            },
+            routed=(f"routed to {me} with score ", f"; reviewer {profile.reviewer} from catalog"),
+        )
     return _CompiledCatalog(
         keywords=keywords,
         matcher=_Matcher(keywords, _RISK_PHRASES),
         keyword_profiles={k: tuple(v) for k, v in keyword_profiles.items()},
-        profile_keywords=profile_keywords,
-        profile_keyword_sets={profile: frozenset(mine) for profile, mine in profile_keywords.items()},
-        domains={k: tuple(v) for k, v in domains.items() if k},
-        roles={k: tuple(v) for k, v in roles.items() if k},
-        task_type_profiles={
-            task: frozenset(p.id for p in catalog.file.profiles if task in p.routing.task_types)
-            for task in TaskType
-        },
+        domains=domains_of,
+        roles=roles_of,
+        task_type_profiles=task_type_profiles,
+        wording=wording,
     )
 
 
@@ -417,10 +453,11 @@ _RISK_FLAG_REASONS: Final = tuple(
     for flag in RiskFlag
 )
 _RISK_LEVEL_PREFIX: Final = {level: f"risk {level.value} from " for level in RiskLevel}
-_LABEL: Final = itemgetter(2)
 
 
+@functools.lru_cache(maxsize=1024)
 def _fmt(value: float) -> str:
+    """A score with at most three decimals and no trailing zeros (scores take few distinct values)."""
     return f"{value:.3f}".rstrip("0").rstrip(".")
 
 
@@ -438,27 +475,26 @@ def _matched(hits: set[str], mine: dict[str, tuple[int, str, str]]) -> str:
 
 
 def _match_reasons(
-    profile: str,
+    wording: _ProfileWording,
     title_hits: set[str],
     description_hits: set[str],
     domain: str,
     roles: tuple[str, ...],
     task_type: TaskType,
-    compiled: _CompiledCatalog,
 ) -> list[str]:
-    mine = compiled.profile_keywords.get(profile, {})
+    mine = wording.keywords
     reasons: list[str] = []
     if title_hits and (title := _matched(title_hits, mine)):
         reasons.append(f"title matches {title}")
     if description_hits and (description := _matched(description_hits, mine)):
         reasons.append(f"description matches {description}")
-    if domain and profile in compiled.domains.get(domain, ()):
-        reasons.append(f"domain '{domain}' fits {profile}")
+    if domain and (reason := wording.domains.get(domain)):
+        reasons.append(reason)
     for role in roles:
-        if profile in compiled.roles.get(role, ()):
-            reasons.append(f"role '{role}' fits {profile}")
-    if profile in compiled.task_type_profiles[task_type]:
-        reasons.append(f"task type {task_type.value} fits {profile}")
+        if reason := wording.roles.get(role):
+            reasons.append(reason)
+    if reason := wording.task_types.get(task_type):
+        reasons.append(reason)
     return reasons
 
 
@@ -485,10 +521,10 @@ def _rank(
             description_hits = keywords.without_shadowed(description_hits, description_hits, title_hits)
     domain = item.domain
     if domain:
-        domain = _canonical(domain)
+        domain = _label(domain)
     roles: tuple[str, ...] = ()
     if item.roles:
-        roles = tuple(dict.fromkeys([_canonical(role) for role in item.roles]))
+        roles = tuple(dict.fromkeys([_label(role) for role in item.roles]))
 
     # Score, in thousandths of a point: integer sums are exact, so a score needs no rounding.
     scores: dict[str, int] = {}
@@ -518,9 +554,9 @@ def _rank(
     confidence = _confidence(top, runner_up)
 
     if top >= MIN_SCORE and top - runner_up >= margin:
-        reviewer = catalog.profiles[leader].reviewer
-        reasons = _match_reasons(leader, title_hits, description_hits, domain, roles, task_type, compiled)
-        reasons.append(f"routed to {leader} with score {_fmt(top)}; reviewer {reviewer} from catalog")
+        wording = compiled.wording[leader]
+        reasons = _match_reasons(wording, title_hits, description_hits, domain, roles, task_type)
+        reasons.append(_fmt(top).join(wording.routed))
         return leader, top, round(confidence, 3), ranked, reasons, None
 
     _require_profile(catalog, FALLBACK_PROFILE)
@@ -606,7 +642,7 @@ def route(item: WorkItem, catalog: LoadedCatalog, *, override: RouteOverride | N
     compiled = _compiled(catalog)
     find = compiled.matcher.find
     title_keywords, risk_terms = find(_words(item.title))
-    description_keywords: set[str] = _NOTHING
+    description_keywords: set[str] = set()
     if item.description:
         description_keywords, description_risk_terms = find(_words(item.description))
         if description_risk_terms:

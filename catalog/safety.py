@@ -50,6 +50,7 @@ it from matching across unrelated words ("blueprint secrets" is not "print secre
 
 from __future__ import annotations
 
+import functools
 import re
 import unicodedata
 from collections.abc import Iterable
@@ -303,50 +304,60 @@ _PUSH_MERGE_PR: Final = (
     "approv(e|es|ing) (the|this|that|a)? (pull request|merge request|pr|mr)",
 )
 
-# One pattern per rule: the rule's phrases as alternatives.
-_PHRASES: Final = tuple(
-    (rule, _phrase("|".join(f"({source})" for source in sources)))
-    for rule, sources in (
-        (SafetyRule.PROMPT_OVERRIDE, _PROMPT_OVERRIDE),
-        (SafetyRule.POLICY_BYPASS, _POLICY_BYPASS),
-        (SafetyRule.SECRET_ACCESS, _SECRET_ACCESS),
-        (SafetyRule.DESTRUCTIVE_COMMAND, _DESTRUCTIVE),
-        (SafetyRule.PUBLICATION, _PUBLICATION),
-        (SafetyRule.DEPLOYMENT, _DEPLOYMENT),
-        (SafetyRule.PUSH_MERGE_PR, _PUSH_MERGE_PR),
-    )
+# Each rule's phrases; one pattern per rule, the phrases as alternatives.
+_PHRASE_SOURCES: Final = (
+    (SafetyRule.PROMPT_OVERRIDE, _PROMPT_OVERRIDE),
+    (SafetyRule.POLICY_BYPASS, _POLICY_BYPASS),
+    (SafetyRule.SECRET_ACCESS, _SECRET_ACCESS),
+    (SafetyRule.DESTRUCTIVE_COMMAND, _DESTRUCTIVE),
+    (SafetyRule.PUBLICATION, _PUBLICATION),
+    (SafetyRule.DEPLOYMENT, _DEPLOYMENT),
+    (SafetyRule.PUSH_MERGE_PR, _PUSH_MERGE_PR),
 )
 
 # ------------------------------------------------------------------- patterns needing punctuation
 
 # Matched on the folded text with whitespace collapsed: these forms are defined by their punctuation.
-_LITERALS: Final = (
-    (SafetyRule.CHAT_ROLE_MARKER, re.compile(r"<\|\s*[a-z_]*\s*\|>")),
-    (SafetyRule.CHAT_ROLE_MARKER, re.compile(r"\[\s*/?\s*inst\s*\]")),
-    (SafetyRule.CHAT_ROLE_MARKER, re.compile(r"<<\s*/?\s*sys\s*>>")),
-    (SafetyRule.CHAT_ROLE_MARKER, re.compile(r"#{2,}\s*(system|assistant|developer|user)\b")),
-    (
-        SafetyRule.CHAT_ROLE_MARKER,
-        re.compile(r"[\"']role[\"']\s*:\s*[\"'](system|assistant|developer|user)[\"']"),
-    ),
-    (SafetyRule.DESTRUCTIVE_COMMAND, re.compile(r"(?<![a-z0-9])dd\s+if=")),
+_LITERAL_SOURCES: Final = (
+    (SafetyRule.CHAT_ROLE_MARKER, r"<\|\s*[a-z_]*\s*\|>"),
+    (SafetyRule.CHAT_ROLE_MARKER, r"\[\s*/?\s*inst\s*\]"),
+    (SafetyRule.CHAT_ROLE_MARKER, r"<<\s*/?\s*sys\s*>>"),
+    (SafetyRule.CHAT_ROLE_MARKER, r"#{2,}\s*(system|assistant|developer|user)\b"),
+    (SafetyRule.CHAT_ROLE_MARKER, r"[\"']role[\"']\s*:\s*[\"'](system|assistant|developer|user)[\"']"),
+    (SafetyRule.DESTRUCTIVE_COMMAND, r"(?<![a-z0-9])dd\s+if="),
     (
         SafetyRule.SECRET_ACCESS,
-        re.compile(
-            r"(?<![a-z0-9])(read|print|reveal|dump|exfiltrate|send|show|copy|export|leak|cat|upload"
-            r"|display|echo)s?\s+((the|a|an|your|this|that|any|all|of)\s+)*[\w~/.-]*\.env\b"
-        ),
+        r"(?<![a-z0-9])(read|print|reveal|dump|exfiltrate|send|show|copy|export|leak|cat|upload"
+        r"|display|echo)s?\s+((the|a|an|your|this|that|any|all|of)\s+)*[\w~/.-]*\.env\b",
     ),
 )
 
 # A chat-role label at the start of a line, letters possibly split: "system:", "s y s t e m :".
-_ROLE_LINE: Final = re.compile(
+_ROLE_LINE_SOURCE: Final = (
     r"^(?:"
     + "|".join(" ?".join(role) for role in ("system", "assistant", "user", "developer", "human"))
     + r") ?:"
 )
 _ROLE_LINE_NON_WORD: Final = re.compile(r"[^a-z0-9:]+")
 _HTML_COMMENT: Final = re.compile(r"<!--")
+
+
+class _Patterns:
+    """The compiled rule patterns. Compiling them takes a noticeable part of a CLI start, and only a
+    catalog validation needs them, so they are compiled on the first scan (see :func:`_patterns`)."""
+
+    def __init__(self) -> None:
+        self.phrases = tuple(
+            (rule, _phrase("|".join(f"({source})" for source in sources)))
+            for rule, sources in _PHRASE_SOURCES
+        )
+        self.literals = tuple((rule, re.compile(source)) for rule, source in _LITERAL_SOURCES)
+        self.role_line = re.compile(_ROLE_LINE_SOURCE)
+
+
+@functools.cache
+def _patterns() -> _Patterns:
+    return _Patterns()
 
 
 def _detail(text: str) -> str:
@@ -367,19 +378,20 @@ def _character_findings(text: str) -> Iterable[SafetyFinding]:
 
 
 def _phrase_findings(folded: str) -> Iterable[SafetyFinding]:
+    patterns = _patterns()
     words = _word_form(folded)
-    for rule, pattern in _PHRASES:
+    for rule, pattern in patterns.phrases:
         for match in pattern.finditer(words):
             yield SafetyFinding(rule=rule, detail=_detail(match.group(0)))
 
     flat = _WHITESPACE.sub(" ", folded)
-    for rule, pattern in _LITERALS:
+    for rule, pattern in patterns.literals:
         for match in pattern.finditer(flat):
             yield SafetyFinding(rule=rule, detail=_detail(match.group(0)))
 
     for line in folded.splitlines():
         line_form = _ROLE_LINE_NON_WORD.sub(" ", line).strip()
-        role = _ROLE_LINE.match(line_form)
+        role = patterns.role_line.match(line_form)
         if role:
             yield SafetyFinding(rule=SafetyRule.CHAT_ROLE_MARKER, detail=_detail(role.group(0)))
 

@@ -1,10 +1,10 @@
 """The ``specialists`` command line (Typer). JSON shapes and exit codes follow DESIGN.md.
 
 Heavy modules (rich, SQLAlchemy, Temporal) are imported inside the commands that need them, so a
-preview such as ``specialists route --json`` starts quickly and touches nothing on disk.
+preview such as ``specialists route --json`` starts quickly and touches nothing on disk. Annotations
+here are evaluated once, at import (no ``from __future__ import annotations``): Typer reads every
+command's signature on each invocation, and string annotations would be re-evaluated each time.
 """
-
-from __future__ import annotations
 
 import sys
 from pathlib import Path
@@ -104,7 +104,6 @@ def route_command(
     from catalog.router import route
     from contracts.routing import RouteOverride
     from contracts.work_item import WorkItem
-    from control import views
     from control.inputs import parse_model, read_json_argument
     from control.output import emit
 
@@ -129,7 +128,13 @@ def route_command(
         decision = decision.model_copy(
             update={"effective_tier": tier_decision.tier, "tier_reasons": tier_decision.reasons}
         )
-    emit(decision.to_json_dict(), as_json, lambda console: views.render_route(console, decision))
+
+    def render(console: Any) -> None:
+        from control import views  # only the human view needs it
+
+        views.render_route(console, decision)
+
+    emit(decision.to_json_dict(), as_json, render)
 
 
 def _parse_tier(value: str | None) -> Any:
