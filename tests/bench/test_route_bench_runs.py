@@ -34,6 +34,9 @@ def test_route_bench_prints_its_measurements_as_json(tmp_path: Path) -> None:
         "cli_route_cold_start_ms_median",
         "python_bare_start_ms_median",
         "cli_vs_bare_python_ratio",
+        "cli_route_cold_start_without_bytecode_cache_ms_median",
+        "python_import_typer_pydantic_ms_median",
+        "python_typer_plus_one_pydantic_model_ms_median",
         "targets",
     }
     assert report["items"] == len(list((ROOT / "examples" / "work-items").glob("*.json")))
