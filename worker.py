@@ -26,10 +26,11 @@ from activities.projection import ProjectionActivities
 from activities.providers.base import ModelProvider
 from activities.routing import RoutingActivities
 from activities.store_access import SharedStore
+from workflows.model_check import ModelCheckWorkflow
 from workflows.model_job import ModelJobWorkflow
 from workflows.specialist_run import SpecialistRunWorkflow
 
-WORKFLOWS: Sequence[type] = (SpecialistRunWorkflow, ModelJobWorkflow)
+WORKFLOWS: Sequence[type] = (SpecialistRunWorkflow, ModelJobWorkflow, ModelCheckWorkflow)
 
 # A worker killed without a graceful stop strands its sticky queue; the server waits this long before
 # handing the workflow task to another worker (TOOLCHAIN.md: 10 s by default, about 1 s at this value).
@@ -53,12 +54,13 @@ def activities_for(
     shares an already created store handle)."""
     store = store or SharedStore(config.database_url)
     routing = RoutingActivities(config, store)
-    models = ModelActivities(config, providers)
+    models = ModelActivities(config, providers, store)
     authorization = AuthorizationActivities(config, store)
     projection = ProjectionActivities(config, store)
     return [
         routing.capture_contract,
         models.call_model,
+        models.check_model,
         authorization.authorize_action,
         projection.project_run,
     ]

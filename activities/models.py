@@ -1,13 +1,24 @@
-"""Activity ``call_model``: one call to one model, with its output validated against the contract.
+"""Activities ``call_model`` (one call to one model, its output validated against the contract) and
+``check_model`` (one tiny call, for ``specialists models test``).
 
-The provider is chosen by the model id's provider part. Every failure becomes an ``ApplicationError``
-whose ``type`` comes from ``contracts.errors.ErrorType``; only timeout, transport and rate-limit errors
-are retryable, so Temporal retries nothing else (DESIGN.md "Temporal conventions").
+The provider is chosen by the model id's provider part: ``replay`` (built in), a provider the worker
+was given, or — for ``openai`` and ``anthropic`` — the model's registration in the store (base URL,
+key variable, timeout; :mod:`activities.providers.registered`). Every failure becomes an
+``ApplicationError`` whose ``type`` comes from ``contracts.errors.ErrorType``; only timeout, transport
+and rate-limit errors are retryable (DESIGN.md "Temporal conventions"). Each call reports its latency
+and token usage, on success in the result and on failure as the error's only detail, so every attempt
+can be audited.
+
+The provider call runs on a helper thread while the activity heartbeats every few seconds: an HTTP
+call may take up to the model's timeout (600 s at most), far longer than the heartbeat timeout.
 """
 
 from __future__ import annotations
 
+import concurrent.futures
+import contextvars
 import json
+import time
 
 from pydantic import ValidationError
 from temporalio import activity
@@ -16,22 +27,62 @@ from temporalio.exceptions import ApplicationError
 from activities.config import ActivityConfig
 from activities.context import RequestTooLarge, build_context, build_instructions, check_request_size
 from activities.logs import run_logger
-from activities.providers.base import CompletionRequest, JobIdentity, ModelProvider, ProviderError
+from activities.providers.base import (
+    Completion,
+    CompletionRequest,
+    JobIdentity,
+    ModelProvider,
+    ProviderError,
+    complete_measured,
+)
+from activities.providers.registered import RegisteredProviders
 from activities.providers.replay import ReplayProvider
+from activities.store_access import SharedStore
 from catalog.loader import load_catalog
-from contracts.errors import ErrorType, OperatorError, is_retryable
-from contracts.model_jobs import ModelCallRequest, ModelCallResult
-from contracts.models import split_model_id
+from contracts.errors import ErrorType, NotFound, OperatorError, is_retryable
+from contracts.model_jobs import (
+    CallUsage,
+    ModelCallRequest,
+    ModelCallResult,
+    ModelCheckCall,
+    ModelCheckResult,
+)
+from contracts.models import REGISTRABLE_PROVIDERS, REPLAY_PROVIDER, split_model_id
 from contracts.output import (
     MAX_RESULT_BYTES,
+    JobKind,
     OutputContractViolation,
     SpecialistOutput,
     check_output_for_job,
 )
 
+HEARTBEAT_EVERY_SECONDS = 5.0
+"""How often a call in progress heartbeats (the workflow's heartbeat timeout is 30 s)."""
 
-def _fail(error_type: str, message: str) -> ApplicationError:
-    return ApplicationError(message, type=error_type, non_retryable=not is_retryable(error_type))
+CHECK_PROFILE = "technical-writer"
+CHECK_TITLE = "Model check"
+CHECK_INSTRUCTIONS = (
+    "This is a connectivity check of a model endpoint. Answer with the smallest JSON object you can "
+    "and nothing else."
+)
+CHECK_CONTEXT = "Reply now."
+
+
+def _fail(error_type: str, message: str, usage: CallUsage | None = None) -> ApplicationError:
+    details = [] if usage is None else [usage.model_dump(mode="json")]
+    return ApplicationError(message, *details, type=error_type, non_retryable=not is_retryable(error_type))
+
+
+def _usage(completion: Completion) -> CallUsage:
+    return CallUsage(
+        latency_ms=completion.latency_ms,
+        input_tokens=completion.input_tokens,
+        output_tokens=completion.output_tokens,
+    )
+
+
+def _elapsed_ms(started: float) -> int:
+    return round((time.monotonic() - started) * 1000)
 
 
 def parse_output(raw: str, request: ModelCallRequest) -> SpecialistOutput:
@@ -65,26 +116,35 @@ def parse_output(raw: str, request: ModelCallRequest) -> SpecialistOutput:
 
 
 class ModelActivities:
-    """``call_model`` bound to a deployment's configuration and providers."""
+    """``call_model`` and ``check_model`` bound to a deployment's configuration, store and providers.
 
-    def __init__(self, config: ActivityConfig, providers: dict[str, ModelProvider] | None = None) -> None:
+    ``providers`` adds or replaces providers by provider name (tests, and the replay provider's
+    recordings directory); registered ``openai``/``anthropic`` models are built from the store.
+    """
+
+    def __init__(
+        self,
+        config: ActivityConfig,
+        providers: dict[str, ModelProvider] | None = None,
+        store: SharedStore | None = None,
+        registered: RegisteredProviders | None = None,
+    ) -> None:
         self._config = config
-        self._providers: dict[str, ModelProvider] = {"replay": ReplayProvider(config.recordings_dir)}
+        self._replay = ReplayProvider(config.recordings_dir)
+        self._providers: dict[str, ModelProvider] = {REPLAY_PROVIDER: self._replay}
         self._providers.update(providers or {})
+        self._store = store or SharedStore(config.database_url)
+        self._registered = registered or RegisteredProviders()
 
     @activity.defn(name="call_model")
     def call_model(self, request: ModelCallRequest) -> ModelCallResult:
-        """Call ``request.model_id`` once and return its validated output."""
-        try:
-            provider_name, model_name = split_model_id(request.model_id)
-        except ValueError as error:
-            raise _fail(ErrorType.MODEL_NOT_CONFIGURED, str(error)) from None
-        provider = self._providers.get(provider_name)
-        if provider is None:
-            raise _fail(
-                ErrorType.MODEL_NOT_CONFIGURED,
-                f"provider {provider_name!r} is not configured on this worker (model {request.model_id})",
-            )
+        """Call ``request.model_id`` once and return its validated output with the call's usage.
+
+        Raises ``ApplicationError`` typed by ``ErrorType``: ``model_not_configured``,
+        ``catalog_changed``, ``request_too_large`` before any call; the provider's class, or an output
+        error (``model_output_schema``, ``model_output_invalid``, ``result_too_large``) after it.
+        """
+        model_name, provider = self._provider(request.model_id)
         try:
             catalog = load_catalog(self._config.catalog_path)
         except OperatorError as error:
@@ -104,7 +164,8 @@ class ModelActivities:
             size = check_request_size(instructions, context)
         except RequestTooLarge as error:
             raise _fail(ErrorType.REQUEST_TOO_LARGE, str(error)) from None
-        activity.heartbeat({"model": request.model_id, "request_bytes": size})
+        beat = {"model": request.model_id, "attempt": request.attempt, "request_bytes": size}
+        activity.heartbeat(beat)
         completion = CompletionRequest(
             model_name=model_name,
             instructions=instructions,
@@ -114,16 +175,125 @@ class ModelActivities:
             ),
         )
         log = run_logger(
-            request.job_id, activity="call_model", model=request.model_id, kind=request.kind.value
+            request.job_id,
+            activity="call_model",
+            model=request.model_id,
+            kind=request.kind.value,
+            attempt=request.attempt,
         )
+        started = time.monotonic()
         try:
-            raw = provider.complete(completion)
-            output = parse_output(raw, request)
+            answer = _with_heartbeats(provider, completion, beat)
         except ProviderError as error:
-            log.warning("model_call_failed", error_type=error.error_type, message=error.message)
-            raise _fail(error.error_type, error.message) from None
+            usage = CallUsage(latency_ms=_elapsed_ms(started))
+            log.warning(
+                "model_call_failed",
+                error_type=error.error_type,
+                message=error.message,
+                latency_ms=usage.latency_ms,
+            )
+            raise _fail(error.error_type, error.message, usage) from None
+        usage = _usage(answer)
+        try:
+            output = parse_output(answer.text, request)
         except ApplicationError as error:
-            log.warning("model_output_rejected", error_type=error.type, message=error.message)
-            raise
-        log.info("model_call_completed", request_bytes=size, findings=len(output.findings))
-        return ModelCallResult(model_id=request.model_id, output=output)
+            log.warning(
+                "model_output_rejected", error_type=error.type, message=error.message, **usage.model_dump()
+            )
+            raise _fail(error.type or ErrorType.MODEL_OUTPUT_SCHEMA, error.message, usage) from None
+        log.info(
+            "model_call_completed", request_bytes=size, findings=len(output.findings), **usage.model_dump()
+        )
+        return ModelCallResult(model_id=request.model_id, output=output, usage=usage)
+
+    @activity.defn(name="check_model")
+    def check_model(self, request: ModelCheckCall) -> ModelCheckResult:
+        """Send ``request.model_id`` one tiny request and report ``ok`` or the error class.
+
+        The answer only has to arrive: this checks the endpoint and the key, not the model's output.
+        A replay model is ``ok`` when its recordings file loads. Never raises for a model failure; the
+        result carries it.
+        """
+        log = run_logger(request.check_id, activity="check_model", model=request.model_id)
+        started = time.monotonic()
+        try:
+            model_name, provider = self._provider(request.model_id)
+            if provider is self._replay:
+                self._replay.check(model_name)
+                answer = Completion(text="", input_tokens=None, output_tokens=None, latency_ms=0)
+            else:
+                tiny = CompletionRequest(
+                    model_name=model_name,
+                    instructions=CHECK_INSTRUCTIONS,
+                    context=CHECK_CONTEXT,
+                    identity=JobIdentity(profile_id=CHECK_PROFILE, kind=JobKind.ANALYSIS, title=CHECK_TITLE),
+                )
+                answer = _with_heartbeats(provider, tiny, {"model": request.model_id, "check": True})
+        except ApplicationError as error:
+            log.warning("model_check_failed", error_type=error.type, message=error.message)
+            return ModelCheckResult(
+                check_id=request.check_id,
+                model_id=request.model_id,
+                ok=False,
+                error_type=error.type,
+                message=error.message,
+            )
+        except ProviderError as error:
+            usage = CallUsage(latency_ms=_elapsed_ms(started))
+            log.warning("model_check_failed", error_type=error.error_type, message=error.message)
+            return ModelCheckResult(
+                check_id=request.check_id,
+                model_id=request.model_id,
+                ok=False,
+                error_type=error.error_type,
+                message=error.message,
+                usage=usage,
+            )
+        usage = _usage(answer)
+        log.info("model_check_passed", **usage.model_dump())
+        return ModelCheckResult(check_id=request.check_id, model_id=request.model_id, ok=True, usage=usage)
+
+    def _provider(self, model_id: str) -> tuple[str, ModelProvider]:
+        """The model name and the provider that calls it. Raises ``ApplicationError``
+        ``model_not_configured`` (bad id, unknown provider, unregistered model, missing key variable)."""
+        try:
+            provider_name, model_name = split_model_id(model_id)
+        except ValueError as error:
+            raise _fail(ErrorType.MODEL_NOT_CONFIGURED, str(error)) from None
+        provider = self._providers.get(provider_name)
+        if provider is not None:
+            return model_name, provider
+        if provider_name not in REGISTRABLE_PROVIDERS:
+            raise _fail(
+                ErrorType.MODEL_NOT_CONFIGURED,
+                f"provider {provider_name!r} is not configured on this worker (model {model_id})",
+            )
+        try:
+            record = self._store.get().get_model(model_id)
+        except NotFound as error:
+            raise _fail(ErrorType.MODEL_NOT_CONFIGURED, error.message) from None
+        try:
+            return model_name, self._registered.for_model(record)
+        except ProviderError as error:
+            raise _fail(error.error_type, error.message) from None
+
+
+def _with_heartbeats(
+    provider: ModelProvider, request: CompletionRequest, beat: dict[str, object]
+) -> Completion:
+    """Run the provider call on a helper thread, heartbeating every few seconds until it ends.
+
+    The helper runs in a copy of this activity's context, so a provider may heartbeat or check for
+    cancellation itself. If the activity is cancelled, the call is left to end at its own timeout.
+    """
+    context = contextvars.copy_context()
+    executor = concurrent.futures.ThreadPoolExecutor(max_workers=1, thread_name_prefix="model-call")
+    try:
+        future = executor.submit(context.run, complete_measured, provider, request)
+        while True:
+            try:
+                return future.result(timeout=HEARTBEAT_EVERY_SECONDS)
+            except concurrent.futures.TimeoutError:
+                activity.heartbeat(beat)
+    finally:
+        executor.shutdown(wait=False)

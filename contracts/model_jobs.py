@@ -10,6 +10,7 @@ from __future__ import annotations
 from pydantic import BaseModel, ConfigDict
 
 from contracts.output import Finding, JobKind, SpecialistOutput
+from contracts.proofs import ActionProof
 from contracts.runs import ModelSnapshot
 
 
@@ -51,19 +52,42 @@ class ModelCallRequest(BaseModel):
     context: JobContext
     model_id: str
     run_id: str = ""
+    attempt: int = 1
+
+
+class CallUsage(BaseModel):
+    """What one call cost: wall-clock latency in milliseconds and token usage when the provider
+    reports it (``None``: not reported, e.g. the replay provider, or no answer arrived)."""
+
+    model_config = ConfigDict(frozen=True)
+
+    latency_ms: int | None = None
+    input_tokens: int | None = None
+    output_tokens: int | None = None
 
 
 class ModelCallResult(BaseModel):
-    """A validated model result and the model that produced it."""
+    """A validated model result, the model that produced it and what the call cost.
+
+    A failed call raises instead; its ``ApplicationError`` carries one detail, the call's
+    :class:`CallUsage` as JSON (none when the activity itself timed out).
+    """
 
     model_config = ConfigDict(frozen=True)
 
     model_id: str
     output: SpecialistOutput
+    usage: CallUsage = CallUsage()
 
 
 class ModelAttempt(BaseModel):
-    """One model in the chain and how it ended: ``ok`` or the error type that ended it."""
+    """One call to one model and how it ended: ``ok`` or the error type that ended it.
+
+    ``attempt`` counts calls to this model (1 or 2: timeout, transport and rate-limit errors are tried
+    once more); ``retried`` says this failure was followed by another attempt on the same model,
+    ``fallback`` that it moved the job to the next model of the chain. Histories recorded before
+    attempts were reported one by one hold a single entry per model (``attempt`` 1, no usage).
+    """
 
     model_config = ConfigDict(frozen=True)
 
@@ -72,6 +96,9 @@ class ModelAttempt(BaseModel):
     error_type: str | None = None
     message: str | None = None
     fallback: bool = False
+    attempt: int = 1
+    retried: bool = False
+    usage: CallUsage = CallUsage()
 
 
 class ModelJobResult(BaseModel):
@@ -82,3 +109,40 @@ class ModelJobResult(BaseModel):
     output: SpecialistOutput
     model_id: str
     attempts: list[ModelAttempt]
+
+
+class ModelCheckRequest(BaseModel):
+    """Input of the ``ModelCheck`` workflow (``specialists models test``): one tiny call to ``model_id``
+    made by ``actor``, with a proof of the action token bound to the check id and the model id."""
+
+    model_config = ConfigDict(frozen=True)
+
+    check_id: str
+    model_id: str
+    actor: str
+    proof: ActionProof | None = None
+
+
+class ModelCheckCall(BaseModel):
+    """Input of the ``check_model`` activity."""
+
+    model_config = ConfigDict(frozen=True)
+
+    check_id: str
+    model_id: str
+
+
+class ModelCheckResult(BaseModel):
+    """How the check ended: ``ok``; ``refused`` with the authorisation's refusal code in
+    ``error_type``; or the model's error class (``contracts.errors.ErrorType``) and its message. With
+    the call's usage when a call was made."""
+
+    model_config = ConfigDict(frozen=True)
+
+    check_id: str
+    model_id: str
+    ok: bool
+    refused: bool = False
+    error_type: str | None = None
+    message: str | None = None
+    usage: CallUsage = CallUsage()

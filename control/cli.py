@@ -390,6 +390,60 @@ def models_select_command(
     )
 
 
+@models_app.command("test")
+def models_test_command(
+    model_id: Annotated[str, typer.Argument(metavar="PROVIDER:NAME", help="A registered or replay:* model.")],
+    actor: ActorOption = None,
+    as_json: JsonFlag = False,
+) -> None:
+    """Send the model one tiny request through a worker and report success or the error class
+    (protected; exit 6 when the model fails)."""
+    from contracts.errors import NotFound, Refused
+    from contracts.ids import new_check_id
+    from contracts.model_jobs import ModelCheckRequest
+    from contracts.models import ModelRegistration, is_replay_model
+    from control import views
+    from control.actions import proof_for
+    from control.inputs import parse_model
+    from control.model_checks import WAIT_MARGIN_SECONDS, run_model_check
+    from control.output import emit
+    from control.settings import Settings
+    from workflows.model_check import TEST_MODEL_ACTION
+
+    parse_model(ModelRegistration, {"id": model_id}, what="model id", code="invalid_model_id")
+    actor = _require_actor(actor, "testing a model")
+    store = _open_store(create=False)
+    if is_replay_model(model_id):
+        timeout_s = 0
+    elif store is None:
+        raise NotFound("unknown_model", f"model {model_id!r} is not registered: add it with `models add`")
+    else:
+        timeout_s = _with(store, lambda s: s.get_model(model_id)).timeout_s
+    check_id = new_check_id()
+    request = ModelCheckRequest(
+        check_id=check_id,
+        model_id=model_id,
+        actor=actor,
+        proof=proof_for(run_id=check_id, action=TEST_MODEL_ACTION, actor=actor, digest=model_id),
+    )
+    task_queue = Settings.from_env().task_queue
+
+    async def go() -> Any:
+        client = await _client()
+        return await run_model_check(
+            client, request, task_queue=task_queue, wait_seconds=timeout_s + WAIT_MARGIN_SECONDS
+        )
+
+    result = _run_async(go())
+    if result.refused:
+        error_class: type[OperatorError] = NotFound if result.error_type == "unknown_actor" else Refused
+        raise error_class(result.error_type or "refused", result.message or "the check was refused")
+    data = views.model_check_json(result)
+    emit(data, as_json, lambda console: views.render_model_check(console, result))
+    if not result.ok:
+        raise typer.Exit(6)
+
+
 @repos_app.callback()
 def repos_command(ctx: typer.Context, as_json: JsonFlag = False) -> None:
     """List allow-listed repositories."""

@@ -19,6 +19,7 @@ if TYPE_CHECKING:
     from catalog.sources import SourceVerification
     from catalog.validation import CatalogReport
     from contracts.config import ActorRecord, PolicyRecord, RepositoryRecord
+    from contracts.model_jobs import ModelCheckResult
     from contracts.models import ModelRecord, ModelSelectionRecord
     from contracts.routing import RouteDecision
 
@@ -236,6 +237,41 @@ def render_models(
             ],
         )
     )
+
+
+def model_check_json(result: ModelCheckResult) -> dict[str, Any]:
+    """``models test --json``: ``{"check_id", "model", "ok", "latency_ms", "input_tokens",
+    "output_tokens"}``, plus ``"error": {"code", "message"}`` (the error class) when the model failed."""
+    data: dict[str, Any] = {
+        "check_id": result.check_id,
+        "model": result.model_id,
+        "ok": result.ok,
+        "latency_ms": result.usage.latency_ms,
+        "input_tokens": result.usage.input_tokens,
+        "output_tokens": result.usage.output_tokens,
+    }
+    if not result.ok:
+        data["error"] = {"code": result.error_type or "model_task", "message": result.message or ""}
+    return data
+
+
+def render_model_check(console: Console, result: ModelCheckResult) -> None:
+    usage = result.usage
+    cost = [] if usage.latency_ms is None else [f"{usage.latency_ms} ms"]
+    if usage.input_tokens is not None or usage.output_tokens is not None:
+        cost.append(
+            f"tokens in {usage.input_tokens if usage.input_tokens is not None else '?'}, out "
+            f"{usage.output_tokens if usage.output_tokens is not None else '?'}"
+        )
+    suffix = f" ({'; '.join(cost)})" if cost else ""
+    if result.ok:
+        console.print(f"model {result.model_id}: ok{suffix} (check {result.check_id})", markup=False)
+    else:
+        console.print(
+            f"model {result.model_id}: failed [{result.error_type}] {result.message or ''}{suffix} "
+            f"(check {result.check_id})",
+            markup=False,
+        )
 
 
 def render_registered_models(console: Console, registered: Sequence[ModelRecord]) -> None:

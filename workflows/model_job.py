@@ -1,10 +1,16 @@
 """``ModelJob``: one model job — a primary analysis or a review — behind one child-workflow boundary.
 
-The job walks the captured model chain: each model is one ``call_model`` activity (Temporal retries it
-at most ``max_attempts`` times, only for timeout, transport and rate-limit errors). With fallback mode
-``ordered`` only quota, authentication and provider-availability errors move on to the next model
-(``contracts.errors.advances_fallback``); any other error ends the job. Every attempt is returned (or,
-on failure, carried in the error's details) so the parent run can audit it.
+The job walks the captured model chain. Each model gets at most ``max_attempts`` calls (2 by
+default): a timeout, transport or rate-limit error is tried again on the same model after a durable
+backoff timer (1 s, then doubling); nothing else is. With fallback mode ``ordered`` only quota,
+authentication and provider-availability errors move on to the next model
+(``contracts.errors.advances_fallback``); any other error ends the job. Every call is one
+``call_model`` activity with one attempt, so every attempt — a retried one included — is its own
+event in this workflow's history and its own :class:`ModelAttempt` (with latency and token usage) in
+the result, or, on failure, in the error's details, for the parent run to audit.
+
+Runs started before attempts were driven here (no ``PATCH_ATTEMPTS_IN_WORKFLOW`` marker) let
+Temporal retry the activity instead and report one attempt per model.
 """
 
 from __future__ import annotations
@@ -16,8 +22,9 @@ from temporalio.common import RetryPolicy
 from temporalio.exceptions import ActivityError, ApplicationError, TimeoutError
 
 with workflow.unsafe.imports_passed_through():
-    from contracts.errors import ErrorType, advances_fallback
+    from contracts.errors import ErrorType, advances_fallback, is_retryable
     from contracts.model_jobs import (
+        CallUsage,
         ModelAttempt,
         ModelCallRequest,
         ModelCallResult,
@@ -28,6 +35,22 @@ with workflow.unsafe.imports_passed_through():
 CALL_MODEL_ACTIVITY = "call_model"
 MODEL_CALL_TIMEOUT = timedelta(minutes=10)
 MODEL_CALL_HEARTBEAT = timedelta(seconds=30)
+RETRY_BACKOFF = timedelta(seconds=1)
+"""Wait before the second call to a model; doubles for each later one."""
+
+# workflow.patched() ids: each marks a change to logic that recorded histories already exercise.
+PATCH_ATTEMPTS_IN_WORKFLOW = "model-attempts-in-workflow"
+
+
+def _usage(error: ActivityError) -> CallUsage:
+    """The usage a failed ``call_model`` reported in its details (empty when it reported none)."""
+    cause = error.cause
+    if isinstance(cause, ApplicationError) and cause.details and isinstance(cause.details[0], dict):
+        try:
+            return CallUsage.model_validate(cause.details[0])
+        except ValueError:
+            return CallUsage()
+    return CallUsage()
 
 
 def _error_type(error: ActivityError) -> tuple[str, str]:
@@ -50,6 +73,85 @@ class ModelJobWorkflow:
 
     @workflow.run
     async def run(self, job: ModelJobInput) -> ModelJobResult:
+        if not workflow.patched(PATCH_ATTEMPTS_IN_WORKFLOW):
+            return await self._run_with_activity_retries(job)
+        chain = job.model.chain
+        for index, model_id in enumerate(chain):
+            attempt = 1
+            while True:
+                request = self._request(job, model_id, attempt)
+                try:
+                    result = await workflow.execute_activity(
+                        CALL_MODEL_ACTIVITY,
+                        request,
+                        result_type=ModelCallResult,
+                        start_to_close_timeout=MODEL_CALL_TIMEOUT,
+                        heartbeat_timeout=MODEL_CALL_HEARTBEAT,
+                        retry_policy=RetryPolicy(maximum_attempts=1),
+                    )
+                except ActivityError as error:
+                    error_type, message = _error_type(error)
+                    retried = is_retryable(error_type) and attempt < job.max_attempts
+                    fallback = not retried and advances_fallback(error_type) and index + 1 < len(chain)
+                    self._attempts.append(
+                        ModelAttempt(
+                            model_id=model_id,
+                            outcome="failed",
+                            error_type=error_type,
+                            message=message,
+                            fallback=fallback,
+                            attempt=attempt,
+                            retried=retried,
+                            usage=_usage(error),
+                        )
+                    )
+                    if retried:
+                        await workflow.sleep(RETRY_BACKOFF * 2 ** (attempt - 1))
+                        attempt += 1
+                        continue
+                    if fallback:
+                        workflow.logger.info("model %s failed with %s; falling back", model_id, error_type)
+                        break
+                    raise self._failure(job, model_id, error_type, message) from error
+                self._attempts.append(
+                    ModelAttempt(model_id=model_id, outcome="ok", attempt=attempt, usage=result.usage)
+                )
+                return ModelJobResult(output=result.output, model_id=model_id, attempts=self._attempts)
+        raise self._empty_chain(job)
+
+    @staticmethod
+    def _request(job: ModelJobInput, model_id: str, attempt: int) -> ModelCallRequest:
+        return ModelCallRequest(
+            job_id=job.job_id,
+            kind=job.kind,
+            profile_id=job.profile_id,
+            catalog_sha256=job.catalog_sha256,
+            context=job.context,
+            model_id=model_id,
+            run_id=job.run_id,
+            attempt=attempt,
+        )
+
+    def _failure(self, job: ModelJobInput, model_id: str, error_type: str, message: str) -> ApplicationError:
+        """The job's failure: the last error's type, with every attempt as its only detail."""
+        return ApplicationError(
+            f"model job {job.job_id} failed on {model_id}: {message}",
+            [attempt.model_dump(mode="json") for attempt in self._attempts],
+            type=error_type,
+            non_retryable=True,
+        )
+
+    @staticmethod
+    def _empty_chain(job: ModelJobInput) -> ApplicationError:
+        return ApplicationError(
+            f"model job {job.job_id} has an empty model chain",
+            type=ErrorType.MODEL_NOT_CONFIGURED,
+            non_retryable=True,
+        )
+
+    async def _run_with_activity_retries(self, job: ModelJobInput) -> ModelJobResult:
+        """The walk as runs started before ``PATCH_ATTEMPTS_IN_WORKFLOW`` replay it: Temporal retries
+        each model's activity and one attempt per model is reported."""
         chain = job.model.chain
         for index, model_id in enumerate(chain):
             request = ModelCallRequest(
@@ -89,16 +191,7 @@ class ModelJobWorkflow:
                 if fallback:
                     workflow.logger.info("model %s failed with %s; falling back", model_id, error_type)
                     continue
-                raise ApplicationError(
-                    f"model job {job.job_id} failed on {model_id}: {message}",
-                    [attempt.model_dump(mode="json") for attempt in self._attempts],
-                    type=error_type,
-                    non_retryable=True,
-                ) from error
+                raise self._failure(job, model_id, error_type, message) from error
             self._attempts.append(ModelAttempt(model_id=model_id, outcome="ok"))
             return ModelJobResult(output=result.output, model_id=model_id, attempts=self._attempts)
-        raise ApplicationError(
-            f"model job {job.job_id} has an empty model chain",
-            type=ErrorType.MODEL_NOT_CONFIGURED,
-            non_retryable=True,
-        )
+        raise self._empty_chain(job)

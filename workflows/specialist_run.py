@@ -73,6 +73,7 @@ _BOOKKEEPING_RETRY = RetryPolicy(maximum_attempts=3, initial_interval=timedelta(
 
 # workflow.patched() ids: each marks a change to logic that recorded histories already exercise.
 PATCH_AUTHORIZE_CREATE = "authorize-protected-create"
+PATCH_AUDIT_MODEL_ATTEMPTS = "audit-model-attempts"
 
 
 @workflow.defn(name="SpecialistRun")
@@ -291,6 +292,7 @@ class SpecialistRunWorkflow:
             message = cause.message if isinstance(cause, ApplicationError) else str(error)
             # ModelJob carries its attempts as one list (its only detail), as a completed job does.
             attempts = list(cause.details[0]) if isinstance(cause, ApplicationError) and cause.details else []
+            self._record_attempts(kind, attempts)
             self._record(
                 "model_job_failed",
                 data={"kind": kind.value, "error_type": error_type, "message": message, "attempts": attempts},
@@ -298,6 +300,7 @@ class SpecialistRunWorkflow:
             self._error = RunError(type=error_type or ErrorType.MODEL_TASK, message=message)
             self._set_status(RunStatus.FAILED)
             return None
+        self._record_attempts(kind, [attempt.model_dump(mode="json") for attempt in result.attempts])
         self._record(
             "model_job_completed",
             data={
@@ -309,6 +312,32 @@ class SpecialistRunWorkflow:
             },
         )
         return result
+
+    def _record_attempts(self, kind: JobKind, attempts: list[Any]) -> None:
+        """One ``model_attempt`` audit event per call the job made, retried ones included: model,
+        attempt number, outcome, error class, whether it was retried or fell back, latency, tokens."""
+        if not workflow.patched(PATCH_AUDIT_MODEL_ATTEMPTS):
+            return
+        for attempt in attempts:
+            if not isinstance(attempt, dict):
+                continue
+            usage = attempt.get("usage") or {}
+            self._record(
+                "model_attempt",
+                data={
+                    "kind": kind.value,
+                    "model": attempt.get("model_id"),
+                    "attempt": attempt.get("attempt", 1),
+                    "outcome": attempt.get("outcome"),
+                    "error_type": attempt.get("error_type"),
+                    "message": attempt.get("message"),
+                    "retried": attempt.get("retried", False),
+                    "fallback": attempt.get("fallback", False),
+                    "latency_ms": usage.get("latency_ms"),
+                    "input_tokens": usage.get("input_tokens"),
+                    "output_tokens": usage.get("output_tokens"),
+                },
+            )
 
     # ---------------------------------------------------------------------------------------- handlers
 

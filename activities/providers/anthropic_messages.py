@@ -24,17 +24,14 @@ import time
 import anthropic
 from anthropic.types import Message, MessageParam, ToolChoiceToolParam, ToolParam
 
-from activities.providers.base import CompletionRequest, ProviderError
+from activities.providers.base import Completion, CompletionRequest
 from activities.providers.classify import (
     OUTPUT_DESCRIPTION,
     OUTPUT_NAME,
-    Completion,
-    ErrorFields,
+    ProviderFailures,
     anthropic_error_type,
     as_int,
-    connection_detail,
-    describe,
-    error_fields,
+    classify_sdk_error,
     note,
     output_schema,
 )
@@ -44,7 +41,7 @@ PROVIDER = "anthropic"
 DEFAULT_MAX_TOKENS = 8192
 
 
-class AnthropicMessagesProvider:
+class AnthropicMessagesProvider(ProviderFailures):
     """Messages at ``base_url`` (without ``/v1``; ``None``: the SDK default, i.e.
     ``ANTHROPIC_BASE_URL`` or Anthropic's API).
 
@@ -52,6 +49,8 @@ class AnthropicMessagesProvider:
     call fails ``model_not_configured``. ``timeout_s`` bounds each HTTP request; ``max_tokens`` bounds
     the answer (8192 by default; an answer cut off there fails ``model_output_schema``).
     """
+
+    _provider = PROVIDER
 
     def __init__(
         self,
@@ -113,26 +112,6 @@ class AnthropicMessagesProvider:
                 tool_choice=tool_choice,
             )
             return result
-        except anthropic.APIStatusError as error:
-            fields = error_fields(error.body)
-            error_type = anthropic_error_type(error.status_code, fields)
-            raise self._fail(error_type, model, fields, error.status_code) from None
-        except anthropic.APITimeoutError:
-            raise self._fail(
-                ErrorType.MODEL_TIMEOUT, model, note(f"no response within {self._timeout_s:g}s")
-            ) from None
-        except anthropic.APIConnectionError as error:
-            raise self._fail(ErrorType.MODEL_TRANSPORT, model, note(connection_detail(error))) from None
-        except anthropic.APIError as error:
-            raise self._fail(
-                ErrorType.MODEL_PROVIDER_UNAVAILABLE, model, note(f"broken response: {error.message}")
-            ) from None
-        except (json.JSONDecodeError, UnicodeDecodeError) as error:
-            raise self._fail(
-                ErrorType.MODEL_PROVIDER_UNAVAILABLE,
-                model,
-                note(f"broken response: body is not JSON ({type(error).__name__})"),
-            ) from None
         except TypeError as error:
             # The SDK raises TypeError when it finds no credentials at all.
             if "authentication" not in str(error).lower():
@@ -140,6 +119,11 @@ class AnthropicMessagesProvider:
             raise self._fail(
                 ErrorType.MODEL_NOT_CONFIGURED, model, note("no API key or credentials are configured")
             ) from None
+        except Exception as error:
+            failure = classify_sdk_error(error, anthropic, anthropic_error_type, self._timeout_s)
+            if failure is None:
+                raise
+            raise self._fail(failure.error_type, model, failure.fields, failure.status) from None
 
     # ---------------------------------------------------------------------------------- the answer
 
@@ -170,8 +154,3 @@ class AnthropicMessagesProvider:
                 note("the response has no structured output and no text"),
             )
         return text
-
-    def _fail(
-        self, error_type: str, model: str, fields: ErrorFields, status: int | None = None
-    ) -> ProviderError:
-        return ProviderError(error_type, describe(PROVIDER, model, status, fields, self._secret))

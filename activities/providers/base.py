@@ -6,8 +6,9 @@ driven by the :class:`ProviderError` ``error_type`` (values from ``contracts.err
 
 from __future__ import annotations
 
+import time
 from dataclasses import dataclass
-from typing import Protocol
+from typing import Protocol, runtime_checkable
 
 from contracts.output import JobKind
 
@@ -34,6 +35,16 @@ class CompletionRequest:
     identity: JobIdentity
 
 
+@dataclass(frozen=True)
+class Completion:
+    """One successful call: the raw (untrusted) text, token usage when reported, and latency in ms."""
+
+    text: str
+    input_tokens: int | None
+    output_tokens: int | None
+    latency_ms: int
+
+
 class ProviderError(Exception):
     """A classified provider failure; ``error_type`` drives retry and fallback."""
 
@@ -49,3 +60,29 @@ class ModelProvider(Protocol):
     def complete(self, request: CompletionRequest) -> str:
         """Return the model's raw text. Raises :class:`ProviderError`."""
         ...
+
+
+@runtime_checkable
+class UsageReportingProvider(ModelProvider, Protocol):
+    """A provider that also reports token usage (the HTTP providers do; replay does not)."""
+
+    def complete_with_usage(self, request: CompletionRequest) -> Completion:
+        """The model's raw text with token usage and latency. Raises :class:`ProviderError`."""
+        ...
+
+
+def complete_measured(provider: ModelProvider, request: CompletionRequest) -> Completion:
+    """Call ``provider`` once: its usage when it reports any (else ``None`` tokens) and the latency.
+
+    Raises what the provider raises (:class:`ProviderError`).
+    """
+    if isinstance(provider, UsageReportingProvider):
+        return provider.complete_with_usage(request)
+    started = time.monotonic()
+    text = provider.complete(request)
+    return Completion(
+        text=text,
+        input_tokens=None,
+        output_tokens=None,
+        latency_ms=round((time.monotonic() - started) * 1000),
+    )

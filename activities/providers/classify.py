@@ -1,7 +1,4 @@
-"""What the HTTP model providers share: the completion record and the error classification.
-
-:class:`Completion` is one successful call: the raw text plus usage (input and output tokens, when
-the provider reports them) and the call's wall-clock latency.
+"""What the HTTP model providers share: the error classification and the error messages.
 
 :func:`openai_error_type` and :func:`anthropic_error_type` turn an HTTP error response — its status
 *and* the provider's error type/code (and, where a provider offers nothing better, its message) — into
@@ -62,14 +59,22 @@ Both providers, without an HTTP error status:
 
 Messages never carry the API key: :func:`redact` removes it (and anything shaped like a key or a
 bearer token) from whatever the provider sent back.
+
+Both SDKs (``openai`` and ``anthropic``) raise the same family of exceptions, so
+:func:`classify_sdk_error` classifies what either raised (HTTP error, timeout, failed connection,
+broken body) and each provider keeps only its own cases; :class:`ProviderFailures` gives both
+providers the one way of turning a classification into a :class:`ProviderError`.
 """
 
 from __future__ import annotations
 
+import json
 import re
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Final
+from typing import Any, ClassVar, Final, NamedTuple, Protocol
 
+from activities.providers.base import ProviderError
 from contracts.errors import ErrorType
 from contracts.output import SpecialistOutput
 
@@ -81,16 +86,6 @@ MAX_DETAIL_CHARS: Final = 300
 def output_schema() -> dict[str, Any]:
     """The JSON Schema of :class:`SpecialistOutput`, as sent to providers for structured output."""
     return SpecialistOutput.model_json_schema()
-
-
-@dataclass(frozen=True)
-class Completion:
-    """One successful call: the raw (untrusted) text, token usage when reported, and latency."""
-
-    text: str
-    input_tokens: int | None
-    output_tokens: int | None
-    latency_ms: int
 
 
 @dataclass(frozen=True)
@@ -230,6 +225,103 @@ def connection_detail(error: Exception) -> str:
     cause: BaseException | None = error.__cause__ or error.__context__
     detail = f"{type(cause).__name__}: {cause}" if cause is not None else str(error)
     return f"connection failed ({detail})"
+
+
+class _StatusError(Protocol):
+    """What an SDK's ``APIStatusError`` carries: the HTTP status and the parsed error body."""
+
+    @property
+    def status_code(self) -> int: ...
+
+    @property
+    def body(self) -> object: ...
+
+
+class _SdkError(Protocol):
+    """What an SDK's ``APIError`` carries: its message."""
+
+    @property
+    def message(self) -> str: ...
+
+
+class SdkErrors(Protocol):
+    """The exception classes of the ``openai`` or ``anthropic`` SDK: pass the module itself.
+
+    Read-only properties (not attributes) so that a module's own, narrower classes match; their names
+    are the SDK's, hence the ``noqa``.
+    """
+
+    @property
+    def APIStatusError(self) -> type[_StatusError]: ...  # noqa: N802
+
+    @property
+    def APITimeoutError(self) -> type[Exception]: ...  # noqa: N802
+
+    @property
+    def APIConnectionError(self) -> type[Exception]: ...  # noqa: N802
+
+    @property
+    def APIError(self) -> type[_SdkError]: ...  # noqa: N802
+
+
+class Classified(NamedTuple):
+    """A classified failure: its ``ErrorType``, the fields for the message, the HTTP status if any."""
+
+    error_type: str
+    fields: ErrorFields
+    status: int | None
+
+
+def classify_sdk_error(
+    error: Exception,
+    sdk: SdkErrors,
+    status_error_type: Callable[[int, ErrorFields], str],
+    timeout_s: float,
+) -> Classified | None:
+    """Classify an exception raised by an SDK call (the "without an HTTP error status" list above).
+
+    ``sdk`` is the SDK module, ``status_error_type`` the provider's table for HTTP errors
+    (:func:`openai_error_type` or :func:`anthropic_error_type`), ``timeout_s`` the client's timeout
+    (named in the message). Returns ``None`` for an exception that is none of these, for the caller
+    to handle or re-raise. Raises nothing.
+    """
+    if isinstance(error, sdk.APIStatusError):
+        fields = error_fields(error.body)
+        return Classified(status_error_type(error.status_code, fields), fields, error.status_code)
+    # Both SDKs' timeout error is a connection error too, so it is tested first.
+    if isinstance(error, sdk.APITimeoutError):
+        return Classified(ErrorType.MODEL_TIMEOUT, note(f"no response within {timeout_s:g}s"), None)
+    if isinstance(error, sdk.APIConnectionError):
+        return Classified(ErrorType.MODEL_TRANSPORT, note(connection_detail(error)), None)
+    if isinstance(error, sdk.APIError):
+        return Classified(
+            ErrorType.MODEL_PROVIDER_UNAVAILABLE, note(f"broken response: {error.message}"), None
+        )
+    # A body that is not JSON (or not UTF-8) can escape the SDKs as the decoder's error, not an APIError.
+    if isinstance(error, (json.JSONDecodeError, UnicodeDecodeError)):
+        return Classified(
+            ErrorType.MODEL_PROVIDER_UNAVAILABLE,
+            note(f"broken response: body is not JSON ({type(error).__name__})"),
+            None,
+        )
+    return None
+
+
+class ProviderFailures:
+    """Mixin for the HTTP providers: :meth:`_fail` builds their :class:`ProviderError`.
+
+    A subclass sets ``_provider`` (its name in messages) and ``_secret`` (the key to redact, if any).
+    """
+
+    _provider: ClassVar[str]
+    _secret: str | None
+
+    def _fail(
+        self, error_type: str, model: str, fields: ErrorFields, status: int | None = None
+    ) -> ProviderError:
+        """A :class:`ProviderError` of ``error_type`` whose key-free message names provider, model,
+        HTTP status (if any) and the provider's description (:func:`describe`)."""
+        return ProviderError(error_type, describe(self._provider, model, status, fields, self._secret))
 
 
 def as_int(value: object) -> int | None:

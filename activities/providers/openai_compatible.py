@@ -22,7 +22,6 @@ a refusal or a ``content_filter`` stop is ``model_safety``.
 
 from __future__ import annotations
 
-import json
 import threading
 import time
 from typing import cast
@@ -31,14 +30,12 @@ import openai
 from openai.types.chat import ChatCompletion, ChatCompletionMessageParam
 from openai.types.chat.completion_create_params import ResponseFormat
 
-from activities.providers.base import CompletionRequest, ProviderError
+from activities.providers.base import Completion, CompletionRequest, ProviderError
 from activities.providers.classify import (
     OUTPUT_NAME,
-    Completion,
-    ErrorFields,
+    ProviderFailures,
     as_int,
-    connection_detail,
-    describe,
+    classify_sdk_error,
     error_fields,
     note,
     openai_error_type,
@@ -72,12 +69,14 @@ def _rejects_json_schema(error: openai.APIStatusError) -> bool:
     return error.param == "response_format" or "response_format" in message or "json_schema" in message
 
 
-class OpenAICompatibleProvider:
+class OpenAICompatibleProvider(ProviderFailures):
     """Chat completions at ``base_url`` (``None``: the SDK default, i.e. ``OPENAI_BASE_URL`` or OpenAI).
 
     ``api_key`` ``None`` lets the SDK read ``OPENAI_API_KEY``; with neither, every call fails
     ``model_not_configured``. ``timeout_s`` bounds each HTTP request.
     """
+
+    _provider = PROVIDER
 
     def __init__(self, base_url: str | None, api_key: str | None, timeout_s: float) -> None:
         self._api_key = api_key
@@ -144,26 +143,11 @@ class OpenAICompatibleProvider:
             with self._lock:
                 self._json_object_models.add(model)
             return self._create(client, request, _JSON_OBJECT_FORMAT)
-        except openai.APIStatusError as error:
-            fields = error_fields(error.body)
-            error_type = openai_error_type(error.status_code, fields)
-            raise self._fail(error_type, model, fields, error.status_code) from None
-        except openai.APITimeoutError:
-            raise self._fail(
-                ErrorType.MODEL_TIMEOUT, model, note(f"no response within {self._timeout_s:g}s")
-            ) from None
-        except openai.APIConnectionError as error:
-            raise self._fail(ErrorType.MODEL_TRANSPORT, model, note(connection_detail(error))) from None
-        except openai.APIError as error:
-            raise self._fail(
-                ErrorType.MODEL_PROVIDER_UNAVAILABLE, model, note(f"broken response: {error.message}")
-            ) from None
-        except (json.JSONDecodeError, UnicodeDecodeError) as error:
-            raise self._fail(
-                ErrorType.MODEL_PROVIDER_UNAVAILABLE,
-                model,
-                note(f"broken response: body is not JSON ({type(error).__name__})"),
-            ) from None
+        except Exception as error:
+            failure = classify_sdk_error(error, openai, openai_error_type, self._timeout_s)
+            if failure is None:
+                raise
+            raise self._fail(failure.error_type, model, failure.fields, failure.status) from None
 
     # ---------------------------------------------------------------------------------- the answer
 
@@ -200,8 +184,3 @@ class OpenAICompatibleProvider:
             as_int(getattr(usage, "prompt_tokens", None)),
             as_int(getattr(usage, "completion_tokens", None)),
         )
-
-    def _fail(
-        self, error_type: str, model: str, fields: ErrorFields, status: int | None = None
-    ) -> ProviderError:
-        return ProviderError(error_type, describe(PROVIDER, model, status, fields, self._secret))

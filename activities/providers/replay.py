@@ -48,6 +48,11 @@ class ReplayProvider:
             table[key] = json.dumps(entry["response"], sort_keys=True)
         return table
 
+    def check(self, name: str) -> int:
+        """The number of recordings in ``replay:<name>``. Raises ``model_not_configured`` when the
+        name is invalid or its file is missing or unreadable."""
+        return len(self._load(name))
+
     def complete(self, request: CompletionRequest) -> str:
         """The recorded response for the request's identity. Raises ``replay_no_recording``."""
         identity: JobIdentity = request.identity

@@ -12,6 +12,7 @@ import pytest
 from temporalio.client import Client, WorkflowFailureError
 from temporalio.exceptions import ApplicationError
 
+from activities.providers.base import CompletionRequest
 from catalog.loader import load_catalog
 from contracts.enums import FallbackMode
 from contracts.errors import ErrorType
@@ -20,6 +21,17 @@ from contracts.output import JobKind
 from contracts.runs import ModelSnapshot
 from tests.workflows.harness import REPLAY_MODEL, SLOW_QUERY, FailingProvider, bench, example, within
 from workflows.model_job import ModelJobWorkflow
+
+
+class _Sequence:
+    """Answers the first call with ``first``, every later one with ``then``."""
+
+    def __init__(self, first: FailingProvider, then: FailingProvider) -> None:
+        self._first, self._then, self.calls = first, then, 0
+
+    def complete(self, request: CompletionRequest) -> str:
+        self.calls += 1
+        return (self._first if self.calls == 1 else self._then).complete(request)
 
 
 def _job(*chain: str, mode: FallbackMode | None = None, max_attempts: int = 2) -> ModelJobInput:
@@ -154,15 +166,25 @@ async def test_schema_validation_safety_and_task_errors_never_fall_back_even_in_
 
 
 @within(30)
-async def test_a_transient_transport_error_is_retried_once_by_temporal_within_the_same_model(
+async def test_a_transient_transport_error_is_retried_once_on_the_same_model_and_both_attempts_are_reported(
     temporal_client: Client, task_queue: str, tmp_path: Path
 ) -> None:
     flaky = FailingProvider(ErrorType.MODEL_TRANSPORT, times=1)
     async with bench(temporal_client, task_queue, tmp_path, providers={"flaky": flaky}) as b, b.worker():
-        result = await _execute(temporal_client, task_queue, _job("flaky:a"))
+        job = _job("flaky:a")
+        result = await _execute(temporal_client, task_queue, job)
+        history = await temporal_client.get_workflow_handle(job.job_id).fetch_history()
     assert flaky.calls == 2
     assert result.model_id == "flaky:a"
-    assert [(a.model_id, a.outcome) for a in result.attempts] == [("flaky:a", "ok")]
+    assert [(a.model_id, a.attempt, a.outcome, a.error_type, a.retried) for a in result.attempts] == [
+        ("flaky:a", 1, "failed", ErrorType.MODEL_TRANSPORT, True),
+        ("flaky:a", 2, "ok", None, False),
+    ]
+    assert all(a.usage.latency_ms is not None for a in result.attempts)
+    # Each attempt is its own activity in the job's history, with a durable backoff timer between.
+    scheduled = [e for e in history.events if e.HasField("activity_task_scheduled_event_attributes")]
+    timers = [e for e in history.events if e.HasField("timer_started_event_attributes")]
+    assert len(scheduled) == 2 and len(timers) == 1
 
 
 @within(30)
@@ -175,7 +197,28 @@ async def test_a_transport_error_on_every_attempt_fails_after_max_attempts_witho
     assert down.calls == 2
     assert cause.type == ErrorType.MODEL_TRANSPORT
     (attempts,) = cause.details
-    assert [(a["model_id"], a["fallback"]) for a in attempts] == [("down:a", False)]
+    assert [(a["model_id"], a["attempt"], a["retried"], a["fallback"]) for a in attempts] == [
+        ("down:a", 1, True, False),
+        ("down:a", 2, False, False),
+    ]
+
+
+@within(30)
+async def test_a_rate_limit_is_retried_on_the_same_model_before_a_fallback_error_moves_on(
+    temporal_client: Client, task_queue: str, tmp_path: Path
+) -> None:
+    limited = FailingProvider(ErrorType.MODEL_RATE_LIMITED, times=1)
+    limited_then_quota = _Sequence(limited, FailingProvider(ErrorType.MODEL_QUOTA))
+    async with (
+        bench(temporal_client, task_queue, tmp_path, providers={"busy": limited_then_quota}) as b,
+        b.worker(),
+    ):
+        result = await _execute(temporal_client, task_queue, _job("busy:a", REPLAY_MODEL))
+    assert [(a.model_id, a.attempt, a.error_type, a.retried, a.fallback) for a in result.attempts] == [
+        ("busy:a", 1, ErrorType.MODEL_RATE_LIMITED, True, False),
+        ("busy:a", 2, ErrorType.MODEL_QUOTA, False, True),
+        (REPLAY_MODEL, 1, None, False, False),
+    ]
 
 
 @within(30)

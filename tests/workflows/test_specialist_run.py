@@ -157,12 +157,18 @@ async def test_read_only_run_waits_ready_until_enqueued_then_is_reviewed_and_acc
         "contract_captured",
         "enqueued",
         "model_job_started",
+        "model_attempt",
         "model_job_completed",
         "model_job_started",
+        "model_attempt",
         "model_job_completed",
         "decided",
     ]
     assert [e["kind"] for e in events(view, "model_job_started")] == ["analysis", "review"]
+    assert [(a["kind"], a["model"], a["attempt"], a["outcome"]) for a in events(view, "model_attempt")] == [
+        ("analysis", REPLAY_MODEL, 1, "ok"),
+        ("review", REPLAY_MODEL, 1, "ok"),
+    ]
     completed = events(view, "model_job_completed")
     assert [c["model"] for c in completed] == [REPLAY_MODEL, REPLAY_MODEL]
     assert completed[1]["verdict"] == "agree"
@@ -805,6 +811,17 @@ async def test_ordered_fallback_moves_past_a_quota_failure_and_audits_the_fallba
     assert review["model"] == REPLAY_MODEL
     # model_quota is not retryable: one call per job.
     assert quota.calls == 2
+    # Every call is its own audit event, the failed one with its class and the fallback step.
+    assert [
+        (a["kind"], a["model"], a["outcome"], a["error_type"], a["fallback"])
+        for a in events(view, "model_attempt")
+    ] == [
+        ("analysis", "quota:big", "failed", ErrorType.MODEL_QUOTA, True),
+        ("analysis", REPLAY_MODEL, "ok", None, False),
+        ("review", "quota:big", "failed", ErrorType.MODEL_QUOTA, True),
+        ("review", REPLAY_MODEL, "ok", None, False),
+    ]
+    assert all(a["latency_ms"] is not None for a in events(view, "model_attempt"))
 
 
 @within(30)

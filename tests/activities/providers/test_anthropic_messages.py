@@ -14,8 +14,7 @@ import pytest
 
 from activities.models import parse_output
 from activities.providers.anthropic_messages import DEFAULT_MAX_TOKENS, AnthropicMessagesProvider
-from activities.providers.base import ProviderError
-from activities.providers.classify import Completion
+from activities.providers.base import Completion, ProviderError
 from contracts.errors import ErrorType, advances_fallback, is_retryable
 from contracts.output import SpecialistOutput
 from tests.activities.providers.wire_server import (

@@ -14,8 +14,7 @@ import pytest
 from temporalio.exceptions import ApplicationError
 
 from activities.models import parse_output
-from activities.providers.base import ProviderError
-from activities.providers.classify import Completion
+from activities.providers.base import Completion, ProviderError
 from activities.providers.openai_compatible import OpenAICompatibleProvider
 from contracts.errors import ErrorType, advances_fallback, is_retryable
 from contracts.output import SpecialistOutput

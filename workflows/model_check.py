@@ -1,0 +1,68 @@
+"""``ModelCheck``: ``specialists models test`` — one tiny call to one model, made by a worker.
+
+Keys live on the workers, not on the operator's machine, so the check runs where runs run. It is a
+protected action (it spends the model's quota): the actor must be registered and the request must
+carry a proof of the action token bound to the check id, the action ``test_model`` and the model id.
+The check id is the workflow id and is never reused, so a proof cannot be sent twice.
+
+Result: :class:`ModelCheckResult` — ``ok``; or ``refused`` with the authorisation's refusal code; or
+the model's error class (``contracts.errors.ErrorType``). The call is made once: a check reports what
+the endpoint answers now, it does not retry or fall back.
+"""
+
+from __future__ import annotations
+
+from datetime import timedelta
+
+from temporalio import workflow
+from temporalio.common import RetryPolicy
+
+with workflow.unsafe.imports_passed_through():
+    from contracts.model_jobs import ModelCheckCall, ModelCheckRequest, ModelCheckResult
+    from contracts.runs import AuthorizeRequest, AuthorizeResult
+
+CHECK_MODEL_ACTIVITY = "check_model"
+AUTHORIZE_ACTION_ACTIVITY = "authorize_action"
+TEST_MODEL_ACTION = "test_model"
+CHECK_TIMEOUT = timedelta(minutes=11)
+"""Longer than the largest model timeout (600 s), so the provider's own timeout reports first."""
+CHECK_HEARTBEAT = timedelta(seconds=30)
+_AUTHORIZE_TIMEOUT = timedelta(seconds=10)
+
+
+@workflow.defn(name="ModelCheck")
+class ModelCheckWorkflow:
+    """Authorise the check, then call the model once and report how it ended."""
+
+    @workflow.run
+    async def run(self, request: ModelCheckRequest) -> ModelCheckResult:
+        authorised = await workflow.execute_activity(
+            AUTHORIZE_ACTION_ACTIVITY,
+            AuthorizeRequest(
+                run_id=request.check_id,
+                action=TEST_MODEL_ACTION,
+                actor=request.actor,
+                digest=request.model_id,
+                proof=request.proof,
+            ),
+            result_type=AuthorizeResult,
+            start_to_close_timeout=_AUTHORIZE_TIMEOUT,
+            retry_policy=RetryPolicy(maximum_attempts=3, initial_interval=timedelta(milliseconds=200)),
+        )
+        if not authorised.allowed:
+            return ModelCheckResult(
+                check_id=request.check_id,
+                model_id=request.model_id,
+                ok=False,
+                refused=True,
+                error_type=authorised.code,
+                message=authorised.message,
+            )
+        return await workflow.execute_activity(
+            CHECK_MODEL_ACTIVITY,
+            ModelCheckCall(check_id=request.check_id, model_id=request.model_id),
+            result_type=ModelCheckResult,
+            start_to_close_timeout=CHECK_TIMEOUT,
+            heartbeat_timeout=CHECK_HEARTBEAT,
+            retry_policy=RetryPolicy(maximum_attempts=1),
+        )
