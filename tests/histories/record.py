@@ -9,8 +9,9 @@ plus ``<path>.<job>.json`` for each ``ModelJob`` child. ``tests/workflows/test_r
 every file on every test run, so a change to workflow logic that would break running workflows fails
 the build; such a change goes behind ``workflow.patched()``.
 
-Histories recorded before an earlier change are kept beside them (``v1/``: before protected create
-was authorised) and replay too.
+Histories recorded before an earlier change are kept beside them and replay too: ``v1/`` before
+protected create was authorised, ``v2/`` before model jobs drove each attempt themselves and runs
+audited every attempt.
 """
 
 from __future__ import annotations
@@ -100,6 +101,22 @@ class QuotaExhausted:
         raise ProviderError(ErrorType.MODEL_QUOTA, "quota exhausted for this billing period")
 
 
+class FailsFirstCall:
+    """Fails each job's first call with a transport error (retried on the same model), then answers
+    like ``replay:demo``."""
+
+    def __init__(self, inner: object) -> None:
+        self._inner = inner
+        self._seen: set[tuple[str, str]] = set()
+
+    def complete(self, request: CompletionRequest) -> str:
+        job = (request.identity.profile_id, request.identity.kind.value)
+        if job not in self._seen:
+            self._seen.add(job)
+            raise ProviderError(ErrorType.MODEL_TRANSPORT, "connection reset by peer")
+        return self._inner.complete(request)  # type: ignore[attr-defined, no-any-return]
+
+
 class NotJson:
     """Returns text that is not a result (a schema error: never a fallback)."""
 
@@ -184,6 +201,7 @@ async def record(server: DevServer, state: Path) -> None:
         "slow": SlowReplay(replay, 3.0),
         "quota": QuotaExhausted(),
         "notjson": NotJson(),
+        "flaky": FailsFirstCall(replay),
     }
     queue = "record-histories"
     config = ActivityConfig(
@@ -274,6 +292,16 @@ async def record(server: DevServer, state: Path) -> None:
         )
         return await with_selection(selection, body)
 
+    async def accepted_after_retry() -> str:
+        async def body() -> str:
+            run_id = await _start(client, _input(SLOW_QUERY, Tier.READ_ONLY, enqueue=True), queue)
+            await wait_for_view(client, run_id, _status(RunStatus.AWAITING_DECISION), timeout=30)
+            await decide_run(client, run_id, "alice", DecisionOutcome.ACCEPTED, "", _proof(run_id, "decide"))
+            await wait_for_view(client, run_id, _status(RunStatus.ACCEPTED))
+            return run_id
+
+        return await with_selection(ModelSelection(primary="flaky:demo"), body)
+
     async def awaiting_approval() -> tuple[str, str]:
         run_id = await _start(client, _input(SLOW_QUERY, Tier.WORKTREE), queue)
         view = await wait_for_view(client, run_id, _status(RunStatus.AWAITING_APPROVAL))
@@ -322,6 +350,7 @@ async def record(server: DevServer, state: Path) -> None:
         ("cancelled_while_running", cancelled_while_running),
         ("failed_output_schema", failed_output_schema),
         ("accepted_after_fallback", accepted_after_fallback),
+        ("accepted_after_retry", accepted_after_retry),
         ("approved_cancelled", approved_cancelled),
         ("approval_refused_then_approved", approval_refused_then_approved),
         ("failed_create_unauthorised", failed_create_unauthorised),

@@ -3,10 +3,13 @@
 A failure here means a change would break runs already in flight: put it behind
 ``workflow.patched()`` (DESIGN.md "Temporal conventions") instead of changing the command sequence.
 
-``tests/histories/*.json`` are the current recordings (``python -m tests.histories.record``);
-``tests/histories/v1/`` keeps the histories recorded before a protected create was authorised. Runs
-created enqueued or automatic in v1 started without the authorisation step, so replaying them proves
-that change sits behind its patch marker.
+``tests/histories/*.json`` are the current recordings (``python -m tests.histories.record``). Older
+recordings stay and replay too, each proving a change sits behind its patch marker:
+
+- ``v1/``: before a protected create was authorised (runs created enqueued or automatic started
+  without the authorisation step);
+- ``v2/``: before a ``ModelJob`` drove each model attempt itself (Temporal retried the activity) and
+  before runs recorded a ``model_attempt`` audit event per call.
 """
 
 from __future__ import annotations
@@ -22,12 +25,14 @@ from temporalio.worker import Replayer
 
 from tests.workflows.harness import within
 from worker import WORKFLOWS, sandbox_runner
-from workflows.specialist_run import PATCH_AUTHORIZE_CREATE
+from workflows.model_job import PATCH_ATTEMPTS_IN_WORKFLOW
+from workflows.specialist_run import PATCH_AUDIT_MODEL_ATTEMPTS, PATCH_AUTHORIZE_CREATE
 
 HISTORIES = Path(__file__).resolve().parent.parent / "histories"
 CURRENT = sorted(HISTORIES.glob("*.json"))
 V1 = sorted((HISTORIES / "v1").glob("*.json"))
-ALL = [*CURRENT, *V1]
+V2 = sorted((HISTORIES / "v2").glob("*.json"))
+ALL = [*CURRENT, *V1, *V2]
 
 V1_PATHS = {
     "recommended",
@@ -40,12 +45,13 @@ V1_PATHS = {
     "accepted_after_fallback",
     "expired",
 }
-CURRENT_PATHS = V1_PATHS | {
+V2_PATHS = V1_PATHS | {
     "approved_cancelled",
     "approval_refused_then_approved",
     "approval_expired",
     "failed_create_unauthorised",
 }
+CURRENT_PATHS = V2_PATHS | {"accepted_after_retry"}
 # Paths whose run is created enqueued or automatic: the create is a protected action.
 PROTECTED_CREATE_PATHS = {
     "rejected",
@@ -55,6 +61,16 @@ PROTECTED_CREATE_PATHS = {
     "accepted_after_fallback",
     "expired",
     "failed_create_unauthorised",
+    "accepted_after_retry",
+}
+# Paths whose run sees at least one model job end (and so audits its attempts).
+MODEL_JOB_PATHS = {
+    "accepted",
+    "cancelled_while_running",
+    "rejected",
+    "failed_output_schema",
+    "accepted_after_fallback",
+    "accepted_after_retry",
 }
 
 
@@ -80,15 +96,35 @@ def _id(path: Path) -> str:
 def test_a_history_is_recorded_for_every_run_path() -> None:
     assert _names(CURRENT) == CURRENT_PATHS
     assert _names(V1) == V1_PATHS
+    assert _names(V2) == V2_PATHS
 
 
-def test_current_protected_creates_carry_the_authorisation_patch_and_v1_histories_predate_it() -> None:
+def _expected_run_patches(name: str, *, audits_attempts: bool) -> list[str]:
+    expected = [PATCH_AUTHORIZE_CREATE] if name in PROTECTED_CREATE_PATHS else []
+    if audits_attempts and name in MODEL_JOB_PATHS:
+        expected.append(PATCH_AUDIT_MODEL_ATTEMPTS)
+    return expected
+
+
+def test_current_histories_carry_every_patch_and_older_ones_predate_theirs() -> None:
     for path in CURRENT:
         if "." in path.stem:  # a ModelJob child
-            continue
-        expected = [PATCH_AUTHORIZE_CREATE] if path.stem in PROTECTED_CREATE_PATHS else []
+            assert _patches(path) == [PATCH_ATTEMPTS_IN_WORKFLOW], path.name
+        else:
+            assert _patches(path) == _expected_run_patches(path.stem, audits_attempts=True), path.name
+    for path in V2:
+        expected = [] if "." in path.stem else _expected_run_patches(path.stem, audits_attempts=False)
         assert _patches(path) == expected, path.name
     assert all(_patches(path) == [] for path in V1)
+
+
+def test_the_retry_history_shows_both_attempts_as_activities_with_a_timer_between() -> None:
+    events = json.loads((HISTORIES / "accepted_after_retry.analysis.json").read_text(encoding="utf-8"))[
+        "events"
+    ]
+    kinds = [event["eventType"] for event in events]
+    assert kinds.count("EVENT_TYPE_ACTIVITY_TASK_SCHEDULED") == 2
+    assert kinds.count("EVENT_TYPE_TIMER_STARTED") == 1
 
 
 @pytest.mark.parametrize("path", ALL, ids=[_id(path) for path in ALL])
