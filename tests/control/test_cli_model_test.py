@@ -7,12 +7,15 @@ server on loopback speaking the OpenAI-compatible and Anthropic formats.
 
 from __future__ import annotations
 
+import json
 import uuid
 from collections.abc import Iterator
+from typing import Any
 
 import pytest
 from temporalio.client import Client
 
+from activities.config import DEFAULT_RECORDINGS_DIR
 from contracts.errors import ServiceUnavailable
 from contracts.ids import new_check_id
 from contracts.model_jobs import ModelCheckRequest
@@ -27,7 +30,7 @@ from tests.activities.providers.wire_server import (
     openai_error,
     running,
 )
-from tests.control.cli_harness import Cli, running_worker
+from tests.control.cli_harness import SLOW_QUERY, Cli, running_worker
 
 KEY_ENV = "CHECK_TEST_MODEL_KEY"
 KEY = "sk-check-0123456789abcdef"
@@ -170,3 +173,42 @@ async def test_a_check_no_worker_answers_is_reported_and_terminated(temporal_cli
     assert raised.value.code == "check_not_answered"
     description = await temporal_client.get_workflow_handle(request.check_id).describe()
     assert description.status is not None and description.status.name == "TERMINATED"
+
+
+def _recorded(kind: str, profile: str) -> dict[str, Any]:
+    title = json.loads(SLOW_QUERY.read_text(encoding="utf-8"))["title"]
+    data = json.loads((DEFAULT_RECORDINGS_DIR / "demo.json").read_text(encoding="utf-8"))
+    for entry in data["recordings"]:
+        if (entry["kind"], entry["profile"], entry["title"]) == (kind, profile, title):
+            return dict(entry["response"])
+    raise AssertionError(f"no recording for {profile} {kind}")
+
+
+def test_a_read_only_run_uses_an_openai_compatible_endpoint_chosen_with_models_select(
+    cli: Cli, server: WireServer
+) -> None:
+    """`models add` + `models select` is all it takes: no code names the endpoint."""
+    analysis = json.dumps(_recorded("analysis", "database-optimizer"))
+    review = json.dumps(_recorded("review", "backend-architect"))
+    server.script(
+        Scripted(200, openai_completion(analysis, prompt_tokens=900, completion_tokens=300)),
+        Scripted(200, openai_completion(review, prompt_tokens=1000, completion_tokens=200)),
+    )
+    cli.call("models", "select", "--primary", "openai:model-a", "--actor", "alice", "--json").ok()
+    try:
+        created = cli.run(
+            "create", "--input-json", f"@{SLOW_QUERY}", "--tier", "read_only", "--enqueue",
+            "--actor", "alice", "--wait", "--json",
+        ).ok()  # fmt: skip
+    finally:
+        cli.call("models", "select", "--primary", "replay:demo", "--actor", "alice", "--json").ok()
+    assert created["status"] == "awaiting_decision", created.get("error")
+    assert created["contract"]["model"]["primary"] == "openai:model-a"
+    attempts = [event["data"] for event in created["audit"] if event["kind"] == "model_attempt"]
+    assert [(a["kind"], a["model"], a["outcome"]) for a in attempts] == [
+        ("analysis", "openai:model-a", "ok"),
+        ("review", "openai:model-a", "ok"),
+    ]
+    assert [(a["input_tokens"], a["output_tokens"]) for a in attempts] == [(900, 300), (1000, 200)]
+    assert [request.body["model"] for request in server.received] == ["model-a", "model-a"]
+    assert KEY not in json.dumps(created)
