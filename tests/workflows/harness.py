@@ -316,6 +316,18 @@ class Bench:
                 return summary.status.value
         return None
 
+    async def projected(self, run_id: str, status: str, *, timeout: float = 5.0) -> bool:
+        """Whether the projection shows ``status`` within ``timeout`` seconds.
+
+        A run's view changes before the projection activity that follows writes it, so a test that
+        has just seen a status waits for the projection to catch up instead of racing it.
+        """
+
+        async def shown() -> bool:
+            return self.projected_status(run_id) == status
+
+        return await until(shown, timeout=timeout)
+
 
 def audit_kinds(view: RunView) -> list[str]:
     """The audit event kinds in order."""

@@ -165,7 +165,7 @@ async def test_worktree_tier_run_freezes_base_commit_awaits_approval_then_stays_
         assert transitions(view) == [("routing", "awaiting_approval")]
         (captured,) = events(view, "contract_captured")
         assert captured["contract_sha256"] == digest and captured["tier"] == tier.value
-        assert b.projected_status(run_id) == "awaiting_approval"
+        assert await b.projected(run_id, "awaiting_approval")
 
         # Moving the branch afterwards changes nothing: the contract froze the commit.
         moved = move_branch(tree)
@@ -190,7 +190,7 @@ async def test_worktree_tier_run_freezes_base_commit_awaits_approval_then_stays_
         (approved,) = [e for e in view.audit if e.kind == "approved"]
         assert approved.actor == ACTOR and approved.data == {"contract_sha256": digest}
         assert view.contract is not None and view.contract.base_commit == base
-        assert b.projected_status(run_id) == "approved"
+        assert await b.projected(run_id, "approved")
 
         # Execution is not offered yet: the approved run waits, and nothing runs.
         await asyncio.sleep(0.5)
@@ -211,7 +211,7 @@ async def test_worktree_tier_run_freezes_base_commit_awaits_approval_then_stays_
         "approved",
         "cancel_requested",
     ]
-    assert b.projected_status(run_id) == "cancelled"
+    assert await b.projected(run_id, "cancelled")
     assert [e.kind for e in b.store.run_events(run_id)] == audit_kinds(view)
 
 
@@ -232,7 +232,7 @@ async def test_a_run_for_an_unregistered_repository_fails_with_unknown_repositor
     assert events(view, "step_failed") == [
         {"step": "capture_contract", "error_type": "unknown_repository", "message": view.error.message}
     ]
-    assert b.projected_status(view.run_id) == "failed"
+    assert await b.projected(view.run_id, "failed")
 
 
 @pytest.mark.parametrize("damage", ["deleted", "no_longer_git"])
@@ -351,7 +351,7 @@ async def test_handler_refusals_are_audited_as_action_refused_and_change_nothing
         view = await b.approve(run_id, digest)
     assert view.status is RunStatus.APPROVED
     assert [e.data for e in view.audit if e.kind == "approved"] == [{"contract_sha256": digest}]
-    assert b.projected_status(run_id) == "approved"
+    assert await b.projected(run_id, "approved")
     assert [e.kind for e in b.store.run_events(run_id)].count("action_refused") == len(attempts) + 1
 
 
@@ -497,7 +497,7 @@ async def test_a_run_not_approved_within_its_window_expires_and_a_late_approval_
     assert events(view, "approval_window_expired") == [{"window_seconds": 2.0}]
     assert transitions(view) == [("routing", "awaiting_approval"), ("awaiting_approval", "expired")]
     assert after.audit == view.audit and after.approval is None
-    assert b.projected_status(run_id) == "expired"
+    assert await b.projected(run_id, "expired")
 
 
 @within(60)
@@ -575,7 +575,7 @@ async def test_a_protected_create_without_a_valid_proof_fails_with_the_refusal_a
     assert refusals(view) == [(actor, "create", code)]
     assert transitions(view) == [("routing", "failed")]
     assert scheduled == ["authorize_action", "project_run"]
-    assert b.projected_status(inp.run_id) == "failed"
+    assert await b.projected(inp.run_id, "failed")
 
 
 @within(30)
@@ -616,7 +616,7 @@ async def test_a_run_awaiting_approval_survives_a_killed_worker_process_and_is_a
     assert view.contract is not None and view.contract.base_commit == head(tree)
     assert [e.kind for e in view.audit].count("approved") == 1
     assert [e.kind for e in view.audit].count("contract_captured") == 1
-    assert b.projected_status(run_id) == "cancelled"
+    assert await b.projected(run_id, "cancelled")
 
 
 @within(90)

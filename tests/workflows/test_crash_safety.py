@@ -49,4 +49,4 @@ async def test_a_run_awaiting_a_decision_survives_a_killed_worker_and_a_new_work
     assert transitions(view)[-1] == ("awaiting_decision", "accepted")
     # Nothing ran twice: one analysis and one review.
     assert [e.data["kind"] for e in view.audit if e.kind == "model_job_completed"] == ["analysis", "review"]
-    assert b.projected_status(view.run_id) == "accepted"
+    assert await b.projected(view.run_id, "accepted")

@@ -100,7 +100,7 @@ async def test_recommend_run_ends_recommended_with_route_contract_and_digest_and
         assert transitions(view) == [("routing", "recommended")]
 
         # The projection lists it, with every audit event.
-        assert b.projected_status(view.run_id) == "recommended"
+        assert await b.projected(view.run_id, "recommended")
         assert [e.kind for e in b.store.run_events(view.run_id)] == kinds
 
         # The search attribute is visible to operators (visibility lags about 100 ms).
@@ -125,7 +125,7 @@ async def test_read_only_run_waits_ready_until_enqueued_then_is_reviewed_and_acc
     async with bench(temporal_client, task_queue, tmp_path) as b, b.worker():
         view = await b.create(SLOW_QUERY, tier=Tier.READ_ONLY)
         assert view.status is RunStatus.READY
-        assert b.projected_status(view.run_id) == "ready"
+        assert await b.projected(view.run_id, "ready")
         await asyncio.sleep(0.3)
         assert (await get_view(temporal_client, view.run_id)).status is RunStatus.READY
 
@@ -137,7 +137,7 @@ async def test_read_only_run_waits_ready_until_enqueued_then_is_reviewed_and_acc
         assert view.review is not None and view.review.role == "backend-architect"
         assert view.review.verdict is not None and view.review.verdict.value == "agree"
         assert view.decision is None
-        assert b.projected_status(view.run_id) == "awaiting_decision"
+        assert await b.projected(view.run_id, "awaiting_decision")
 
         decided = await b.decide(view.run_id, DecisionOutcome.ACCEPTED, "index proposal accepted")
         assert decided.accepted and decided.status is RunStatus.ACCEPTED
@@ -174,7 +174,7 @@ async def test_read_only_run_waits_ready_until_enqueued_then_is_reviewed_and_acc
     assert completed[1]["verdict"] == "agree"
     assert events(view, "decided") == [{"outcome": "accepted", "note": "index proposal accepted"}]
     assert [e.seq for e in view.audit] == list(range(1, len(view.audit) + 1))
-    assert b.projected_status(view.run_id) == "accepted"
+    assert await b.projected(view.run_id, "accepted")
     assert [e.kind for e in b.store.run_events(view.run_id)] == audit_kinds(view)
 
 
@@ -201,7 +201,7 @@ async def test_read_only_run_created_enqueued_skips_ready_and_a_rejection_ends_i
     assert view.decision is not None and view.decision.outcome is DecisionOutcome.REJECTED
     assert view.decision.note == "needs pg_stats first"
     assert view.result is not None and view.review is not None
-    assert b.projected_status(view.run_id) == "rejected"
+    assert await b.projected(view.run_id, "rejected")
 
 
 @within(40)
@@ -272,7 +272,7 @@ async def test_automatic_run_is_refused_when_policy_mode_is_off(
         {"step": "capture_contract", "error_type": "automation_off", "message": view.error.message}
     ]
     assert "model_job_started" not in audit_kinds(view)
-    assert b.projected_status(view.run_id) == "failed"
+    assert await b.projected(view.run_id, "failed")
 
 
 @within(30)
@@ -568,7 +568,7 @@ async def test_cancel_of_a_ready_run_ends_it_cancelled_without_a_model_job(
     assert cancelled.actor == ACTOR and cancelled.data == {"reason": "not needed"}
     assert "model_job_started" not in audit_kinds(view)
     assert view.result is None and view.review is None
-    assert b.projected_status(view.run_id) == "cancelled"
+    assert await b.projected(view.run_id, "cancelled")
 
 
 @within(30)
@@ -633,7 +633,7 @@ async def test_cancel_while_the_model_job_runs_waits_for_it_keeps_the_result_and
     assert view.review is None
     assert [e["kind"] for e in events(view, "model_job_started")] == ["analysis"]
     assert slow.calls == 1
-    assert b.projected_status(view.run_id) == "cancelled"
+    assert await b.projected(view.run_id, "cancelled")
 
 
 # -------------------------------------------------------------------------------- worker not running
@@ -701,7 +701,7 @@ async def test_a_model_job_outliving_the_runtime_budget_ends_the_run_expired(
     (exhausted,) = events(view, "budget_exhausted")
     assert exhausted["kind"] == "analysis"
     assert transitions(view)[-1] == ("running", "expired")
-    assert b.projected_status(view.run_id) == "expired"
+    assert await b.projected(view.run_id, "expired")
 
 
 @within(40)
@@ -775,7 +775,7 @@ async def test_bad_model_output_fails_the_run_with_its_error_type(
     assert failed["kind"] == "analysis" and failed["error_type"] == expected
     assert [a["model_id"] for a in failed["attempts"]] == ["test:m"]
     assert view.result is None
-    assert b.projected_status(view.run_id) == "failed"
+    assert await b.projected(view.run_id, "failed")
 
 
 @within(30)
