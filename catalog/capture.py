@@ -2,19 +2,38 @@
 
 Used by the ``capture_contract`` activity (authoritative) and by the CLI's pre-check (so a refusal
 reaches the operator before a workflow starts). Pure: configuration arrives as arguments.
+
+The model snapshot also says which models each job uses (:func:`assign_models`): a ``support``
+profile on bounded support work uses the selection's support model; everything else, and all
+security, architecture, runtime and release-blocking work (:func:`primary_chain_work`), uses the
+primary chain.
 """
 
 from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Final
 
 from catalog.hashing import canonical_sha256
 from catalog.loaded import LoadedCatalog
 from catalog.router import route
 from contracts.config import PolicyRecord
-from contracts.enums import Tier
+from contracts.enums import RiskFlag, RiskLevel, TaskType, Tier, WorkClass
 from contracts.errors import InvalidInput, Refused
 from contracts.models import ModelSelectionRecord
+from contracts.output import JobKind
 from contracts.policy import APPROVAL_TIERS, effective_tier
-from contracts.runs import Budgets, CapturedContract, ExecutionContract, ModelSnapshot, RunInput, UpstreamRef
+from contracts.routing import RouteDecision
+from contracts.runs import (
+    Budgets,
+    CapturedContract,
+    ExecutionContract,
+    ModelAssignment,
+    ModelSnapshot,
+    RunInput,
+    UpstreamRef,
+)
+from contracts.work_item import WorkItem
 
 _ALLOWED = {
     Tier.RECOMMEND: ["route the work item", "record a recommendation"],
@@ -67,6 +86,129 @@ _STOP_CONDITIONS = [
 ]
 
 
+SECURITY_WORK: Final = "security"
+ARCHITECTURE_WORK: Final = "architecture"
+RUNTIME_WORK: Final = "runtime"
+RELEASE_BLOCKING_WORK: Final = "release-blocking"
+SECURITY_OR_RUNTIME_WORK: Final = "security or runtime"
+
+# What kind of work each risk flag marks. Every RiskFlag is listed (a test checks it); a flag added
+# later without an entry counts as security work, so an unclassified flag fails towards the primary
+# chain, never towards the cheaper model.
+FLAG_WORK: Final[Mapping[RiskFlag, str]] = {
+    RiskFlag.CREDENTIALS: SECURITY_WORK,
+    RiskFlag.CUSTOMER_DATA: SECURITY_WORK,
+    RiskFlag.EXTERNAL_EXPOSURE: SECURITY_WORK,
+    RiskFlag.REGULATED: SECURITY_WORK,
+    RiskFlag.PRODUCTION: RUNTIME_WORK,
+    RiskFlag.DATA_LOSS: RUNTIME_WORK,
+}
+TASK_TYPE_WORK: Final[Mapping[TaskType, str]] = {
+    TaskType.DESIGN: ARCHITECTURE_WORK,
+    TaskType.FIX: RUNTIME_WORK,
+}
+_RELEASE_BLOCKING_RISK: Final = frozenset({RiskLevel.HIGH, RiskLevel.CRITICAL})
+
+# How a support reason names the work a support profile does, by task type.
+_WORK_NOUN: Final[Mapping[TaskType, str]] = {
+    TaskType.INVESTIGATE: "investigation",
+    TaskType.FIX: "fix",
+    TaskType.REVIEW: "review",
+    TaskType.AUDIT: "audit",
+    TaskType.RESEARCH: "research",
+    TaskType.DOCUMENT: "documentation",
+    TaskType.TEST: "test",
+    TaskType.DESIGN: "design",
+}
+
+
+def primary_chain_work(item: WorkItem, decision: RouteDecision) -> list[tuple[str, str]]:
+    """Why the work of ``item`` is security, architecture, runtime or release-blocking work, which
+    always runs on the primary chain whatever the profile's work class. Pure and deterministic.
+
+    Inputs: the submitted work item and the router's decision for it. Output: ``(kind of work,
+    source)`` pairs in a fixed order — risk flags in :class:`RiskFlag` order, then the task type,
+    then the risk level — empty when the work is none of these. Raises nothing.
+
+    The rule and its sources (only structured fields; free text counts only through the router's
+    risk level, which is the router's own deterministic reading of it):
+
+    * security — risk flag ``credentials``, ``customer_data``, ``external_exposure`` or ``regulated``
+      (``WorkItem.risk_flags``, :class:`contracts.enums.RiskFlag`);
+    * runtime — risk flag ``production`` or ``data_loss``, or task type ``fix``: the router treats a
+      fix as a change to code that runs (it needs a repository: ``GAP_NO_REPOSITORY`` in
+      :mod:`catalog.router`) (``WorkItem.task_type``, :class:`contracts.enums.TaskType`);
+    * architecture — task type ``design``: the work decides how something is built;
+    * release-blocking — the route's risk is ``high`` or ``critical`` (``RouteDecision.risk``): the
+      level at which :mod:`contracts.policy` already takes automation away, and findings of that
+      weight block a release;
+    * security or runtime — the route's risk is ``medium`` although the item has no risk flag: the
+      router found a risk term in the title or description, and every risk term
+      (:data:`catalog.router.RISK_TERMS`: breach, outage, credential, vulnerability, production, ...)
+      is a security or runtime signal; ``RouteDecision.reasons`` names it.
+
+    The work item's ``domain`` and ``roles`` are free labels and are not read here: the router has
+    already turned them into the routed profiles.
+    """
+    found: list[tuple[str, str]] = []
+    flags = set(item.risk_flags)
+    for flag in RiskFlag:
+        if flag in flags:
+            found.append((FLAG_WORK.get(flag, SECURITY_WORK), f"risk flag {flag.value}"))
+    task_work = TASK_TYPE_WORK.get(decision.task_type)
+    if task_work is not None:
+        found.append((task_work, f"task type {decision.task_type.value}"))
+    if decision.risk in _RELEASE_BLOCKING_RISK:
+        found.append((RELEASE_BLOCKING_WORK, f"risk {decision.risk.value}"))
+    elif decision.risk is RiskLevel.MEDIUM and not flags:
+        found.append((SECURITY_OR_RUNTIME_WORK, "risk medium from risk terms in the text"))
+    return found
+
+
+def assign_models(
+    snapshot: ModelSnapshot, item: WorkItem, decision: RouteDecision, catalog: LoadedCatalog
+) -> list[ModelAssignment]:
+    """The model assignment of each job of a run: analysis by ``decision.primary``, review by
+    ``decision.reviewer``. Pure and deterministic.
+
+    Inputs: the captured ``snapshot`` (its primary chain and optional support model), the work item,
+    the route decision and the catalog the profiles come from. Output: two assignments, analysis
+    then review. A job uses the support model only when the snapshot names one, its profile's work
+    class is ``support`` and :func:`primary_chain_work` finds nothing; otherwise it uses
+    ``snapshot.chain``. Raises ``KeyError`` when a routed profile is not in ``catalog`` (the router
+    never produces one).
+    """
+    work = primary_chain_work(item, decision)
+    assignments = []
+    for kind, profile_id in ((JobKind.ANALYSIS, decision.primary), (JobKind.REVIEW, decision.reviewer)):
+        support_profile = catalog.profiles[profile_id].work_class is WorkClass.SUPPORT
+        models = snapshot.chain
+        uses_support = False
+        if not support_profile:
+            reason = f"core profile {profile_id}: primary chain"
+        elif snapshot.support is None:
+            reason = f"support profile {profile_id}, no support model selected: primary chain"
+        elif work:
+            kinds = " and ".join(dict.fromkeys(kind_of_work for kind_of_work, _ in work))
+            sources = "; ".join(source for _, source in work)
+            reason = f"support profile {profile_id} on {kinds} work ({sources}): primary chain"
+        else:
+            models = [snapshot.support]
+            uses_support = True
+            noun = _WORK_NOUN.get(decision.task_type, decision.task_type.value)
+            reason = f"support profile {profile_id} on {noun} work: support model {snapshot.support}"
+        assignments.append(
+            ModelAssignment(
+                kind=kind,
+                profile=profile_id,
+                models=models,
+                uses_support_model=uses_support,
+                reason=reason,
+            )
+        )
+    return assignments
+
+
 def capture(
     run_input: RunInput,
     catalog: LoadedCatalog,
@@ -82,6 +224,10 @@ def capture(
 
     The digest is the sha256 of the contract's RFC 8785 canonical JSON, computed once here and kept
     beside the contract (never recomputed from a re-serialised model).
+
+    With a model selection, the contract's model snapshot holds one assignment per job (analysis by
+    the routed primary, review by its reviewer) from :func:`assign_models`: the models the job uses
+    and why. Without one (a ``recommend`` run), the contract has no model snapshot.
 
     ``base_commit`` is the commit the repository's default branch pointed at when the caller resolved
     it; worktree and pr_ready contracts freeze it, so the run always uses that commit.
@@ -117,17 +263,25 @@ def capture(
             f"a {tier.value} run needs a model: select one with "
             "`specialists models select --primary provider:name --actor ID`",
         )
+    item = run_input.work_item
     snapshot = None
     if selection is not None:
         chosen = selection.selection
-        snapshot = ModelSnapshot(
+        unassigned = ModelSnapshot(
             primary=chosen.primary,
             fallbacks=list(chosen.fallbacks),
             fallback_mode=chosen.fallback_mode,
             support=chosen.support,
             source=f"model selection by {selection.selected_by} at {selection.selected_at.isoformat()}",
         )
-    item = run_input.work_item
+        # The assignments go into the contract, so the digest an operator approves covers which
+        # model each job uses and why. Validated again: an assignment must match the chain it names.
+        snapshot = ModelSnapshot.model_validate(
+            {
+                **unassigned.model_dump(),
+                "assignments": assign_models(unassigned, item, decision, catalog),
+            }
+        )
     task = item.title if not item.description else f"{item.title}\n\n{item.description}"
     pin = catalog.file.upstream
     contract = ExecutionContract(

@@ -10,10 +10,10 @@ import datetime as dt
 from enum import StrEnum
 from typing import Annotated, Any
 
-from pydantic import BaseModel, ConfigDict, Field, StringConstraints
+from pydantic import BaseModel, ConfigDict, Field, StringConstraints, model_validator
 
 from contracts.enums import FallbackMode, RiskLevel, TaskType, Tier
-from contracts.output import SpecialistOutput
+from contracts.output import JobKind, SpecialistOutput
 from contracts.proofs import ActionProof
 from contracts.routing import RouteDecision, RouteOverride
 from contracts.work_item import WorkItem
@@ -85,8 +85,34 @@ class RunInput(BaseModel):
     proof: ActionProof | None = None
 
 
+class ModelAssignment(BaseModel):
+    """Which models one job of a run uses, and why (DESIGN.md "Run lifecycle", model selection).
+
+    ``kind`` is the job (the primary's analysis or the independent review), ``profile`` the catalog
+    profile doing it, ``models`` the chain the job will try in order, ``uses_support_model`` whether
+    that chain is the selection's support model (else the primary chain: primary + ordered fallbacks
+    when the mode allows them) and ``reason`` a sentence saying why, for operators and the audit
+    trail. Built by :func:`catalog.capture.assign_models`; frozen into the contract and its digest.
+    """
+
+    model_config = ConfigDict(frozen=True)
+
+    kind: JobKind
+    profile: str
+    models: Annotated[list[str], Field(min_length=1)]
+    uses_support_model: bool
+    reason: str
+
+
 class ModelSnapshot(BaseModel):
-    """The model selection captured into a contract; later selection changes never alter it."""
+    """The model selection captured into a contract; later selection changes never alter it.
+
+    ``assignments`` say which models each job uses (at most one per job kind); contracts captured
+    before support routing have none and every job uses :attr:`chain`, exactly as before. Raises
+    ``pydantic.ValidationError`` when two assignments name the same job kind or an assignment's
+    models are not the chain it claims (``[support]``, or :attr:`chain`), so the chain a contract
+    shows is always the chain its jobs run.
+    """
 
     model_config = ConfigDict(frozen=True)
 
@@ -95,6 +121,8 @@ class ModelSnapshot(BaseModel):
     fallback_mode: FallbackMode = FallbackMode.PRIMARY_ONLY
     support: str | None = None
     source: str
+    # Defaults to empty so model snapshots recorded before support routing still validate.
+    assignments: list[ModelAssignment] = []
 
     @property
     def chain(self) -> list[str]:
@@ -102,6 +130,67 @@ class ModelSnapshot(BaseModel):
         if self.fallback_mode is FallbackMode.ORDERED:
             return [self.primary, *self.fallbacks]
         return [self.primary]
+
+    @model_validator(mode="after")
+    def _assignments_consistent(self) -> ModelSnapshot:
+        kinds = [assignment.kind for assignment in self.assignments]
+        if len(set(kinds)) != len(kinds):
+            raise ValueError("a model snapshot holds at most one assignment per job kind")
+        for assignment in self.assignments:
+            if assignment.uses_support_model:
+                if self.support is None or assignment.models != [self.support]:
+                    raise ValueError(
+                        f"the {assignment.kind.value} assignment uses the support model, "
+                        f"so its models must be [{self.support}], not {assignment.models}"
+                    )
+            elif assignment.models != self.chain:
+                raise ValueError(
+                    f"the {assignment.kind.value} assignment uses the primary chain {self.chain}, "
+                    f"not {assignment.models}"
+                )
+        return self
+
+    def assignment_for(self, kind: JobKind) -> ModelAssignment | None:
+        """The assignment of the job ``kind``, or ``None`` when the contract has none for it."""
+        for assignment in self.assignments:
+            if assignment.kind is kind:
+                return assignment
+        return None
+
+    def for_job(self, kind: JobKind) -> ModelSnapshot:
+        """The snapshot a job of ``kind`` must run with. Pure; raises nothing.
+
+        Without an assignment for ``kind`` (every contract captured before support routing) returns
+        ``self`` unchanged, so those jobs behave exactly as before. With an assignment, returns a
+        snapshot of that job's chain alone, without assignments — so a review job's input never
+        carries the analysis assignment, which names the author's profile: on the primary chain, the
+        same primary, fallbacks and mode; on the support model, the support model as primary, no
+        fallbacks and fallback mode ``primary_only``.
+
+        The support model never falls back to the primary chain: the assignment frozen into the
+        contract (and approved by its digest) names exactly ``[support]``, and a hidden second path
+        onto the primary chain would run support work on the scarcer primary models without the
+        contract saying so. A failing support model fails the job with its error class, as a failing
+        primary does under ``primary_only``; the operator can change the selection and run again.
+        """
+        assignment = self.assignment_for(kind)
+        if assignment is None:
+            return self
+        if not assignment.uses_support_model:
+            return ModelSnapshot(
+                primary=self.primary,
+                fallbacks=list(self.fallbacks),
+                fallback_mode=self.fallback_mode,
+                support=self.support,
+                source=self.source,
+            )
+        return ModelSnapshot(
+            primary=assignment.models[0],
+            fallbacks=[],
+            fallback_mode=FallbackMode.PRIMARY_ONLY,
+            support=self.support,
+            source=self.source,
+        )
 
 
 class Budgets(BaseModel):

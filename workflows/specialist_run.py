@@ -257,10 +257,22 @@ class SpecialistRunWorkflow:
                 evidence_refs=contract.evidence_refs,
                 findings_under_review=findings,
             ),
-            model=contract.model,
+            # The captured assignment picks the job's models; a contract captured before support
+            # routing has none, so for_job returns the same snapshot and old runs replay unchanged.
+            model=contract.model.for_job(kind),
             max_attempts=contract.budgets.max_attempts,
         )
-        self._record("model_job_started", data={"kind": kind.value, "profile": profile})
+        assignment = contract.model.assignment_for(kind)
+        self._record(
+            "model_job_started",
+            data={
+                "kind": kind.value,
+                "profile": profile,
+                "models": job.model.chain,
+                "uses_support_model": assignment.uses_support_model if assignment else False,
+                "model_reason": assignment.reason if assignment else None,
+            },
+        )
         self._model_job_running = True
         child = asyncio.ensure_future(
             workflow.execute_child_workflow(

@@ -20,9 +20,11 @@ from temporalio.exceptions import ApplicationError
 from temporalio.worker import Worker
 
 from activities.config import DEFAULT_RECORDINGS_DIR, ActivityConfig
+from activities.providers.base import CompletionRequest, ModelProvider
 from catalog.hashing import canonical_sha256
-from contracts.enums import AutomationMode, Tier
+from contracts.enums import AutomationMode, TaskType, Tier
 from contracts.errors import ErrorType, OperatorError, Refused
+from contracts.models import ModelSelection
 from contracts.output import JobKind
 from contracts.runs import (
     ActionResult,
@@ -33,6 +35,7 @@ from contracts.runs import (
     DecisionRequest,
     RunStatus,
 )
+from contracts.work_item import WorkItem
 from control.runs import decide_run, enqueue_run, get_view
 from tests.workflows.harness import (
     ACTOR,
@@ -889,3 +892,73 @@ async def test_a_workflow_module_importing_sqlalchemy_outside_passthrough_fails_
         )
     assert "sqlalchemy" in repr(raised.value.__cause__)
     assert "not intentionally passed through" in str(raised.value.__cause__)
+
+
+# ------------------------------------------------------------------------------------ support model
+
+
+@within(40)
+async def test_a_support_profile_on_plain_documentation_work_calls_the_support_model_and_audits_why(
+    temporal_client: Client, task_queue: str, tmp_path: Path
+) -> None:
+    # Routes to technical-writer (support) with reviewer reality-checker (core), risk low.
+    item = WorkItem(
+        title="Write the onboarding guide for the reporting API",
+        description="Developers ask the same questions every week. Draft a developer guide and a FAQ "
+        "from the existing docs.",
+        domain="documentation",
+        evidence_refs=["doc:reporting-api-reference"],
+        task_type=TaskType.DOCUMENT,
+    )
+
+    def answer(request: CompletionRequest) -> str:
+        """A valid result for whichever profile and job the request is for."""
+        review = request.identity.kind is JobKind.REVIEW
+        return json.dumps(
+            {
+                "role": request.identity.profile_id,
+                "axis": "onboarding guide coverage",
+                "inspected_evidence": ["doc:reporting-api-reference"],
+                "findings": [],
+                "confidence": 0.6,
+                "confidence_band": "medium",
+                "closure": "partial",
+                "recommended_next_action": "Draft the guide from the API reference.",
+                **({"verdict": "agree"} if review else {}),
+            }
+        )
+
+    calls: dict[str, list[CompletionRequest]] = {"primary": [], "support": []}
+
+    def provider(name: str) -> TextProvider:
+        """Records each request sent to provider ``name``, then answers it."""
+
+        def record(request: CompletionRequest) -> str:
+            calls[name].append(request)
+            return answer(request)
+
+        return TextProvider(record)
+
+    providers: dict[str, ModelProvider] = {name: provider(name) for name in calls}
+    async with bench(temporal_client, task_queue, tmp_path, providers=providers) as b, b.worker():
+        b.store.select_models(ModelSelection(primary="primary:big", support="support:mini"), ACTOR)
+        view = await b.create(item, tier=Tier.READ_ONLY, enqueue=True)
+        view = await b.wait(view.run_id, RunStatus.AWAITING_DECISION)
+
+    assert view.contract is not None
+    assert (view.contract.primary, view.contract.reviewer) == ("technical-writer", "reality-checker")
+    # The analysis by the support profile went to the support model, the core review to the primary.
+    assert [(r.identity.kind, r.identity.profile_id, r.model_name) for r in calls["support"]] == [
+        (JobKind.ANALYSIS, "technical-writer", "mini")
+    ]
+    assert [(r.identity.kind, r.identity.profile_id, r.model_name) for r in calls["primary"]] == [
+        (JobKind.REVIEW, "reality-checker", "big")
+    ]
+    assert [e["model"] for e in events(view, "model_job_completed")] == ["support:mini", "primary:big"]
+    analysis, review = events(view, "model_job_started")
+    assert analysis["models"] == ["support:mini"] and analysis["uses_support_model"] is True
+    assert analysis["model_reason"] == (
+        "support profile technical-writer on documentation work: support model support:mini"
+    )
+    assert review["models"] == ["primary:big"] and review["uses_support_model"] is False
+    assert review["model_reason"] == "core profile reality-checker: primary chain"
