@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from control.output import table
+from control.output import safe_text, table
 
 if TYPE_CHECKING:
     from rich.console import Console
@@ -19,7 +19,11 @@ def run_json(view: RunView) -> dict[str, Any]:
 
 
 def render_run(console: Console, view: RunView, extra: dict[str, Any]) -> None:
-    """A summary table, then findings, review, decision and the audit trail."""
+    """A summary table, then findings, review, decision and the audit trail.
+
+    Everything here but the labels is untrusted (model output, provider errors, audit data, notes):
+    it reaches the console only as :func:`control.output.table` cells or through ``safe_text``.
+    """
     rows = [
         ["run", view.run_id],
         ["status", view.status.value],
@@ -58,7 +62,9 @@ def render_run(console: Console, view: RunView, extra: dict[str, Any]) -> None:
     if view.decision is not None:
         decision = view.decision
         console.print(
-            f"decision: {decision.outcome.value} by {decision.actor} — {decision.note or 'no note'}"
+            safe_text(
+                f"decision: {decision.outcome.value} by {decision.actor} — {decision.note or 'no note'}"
+            )
         )
     console.print(
         table(

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from control.output import table
+from control.output import safe_text, table
 
 if TYPE_CHECKING:
     from collections.abc import Sequence
@@ -264,13 +264,15 @@ def render_model_check(console: Console, result: ModelCheckResult) -> None:
             f"{usage.output_tokens if usage.output_tokens is not None else '?'}"
         )
     suffix = f" ({'; '.join(cost)})" if cost else ""
+    # The model id and the provider's message are not ours: shown literally, controls made visible.
     if result.ok:
-        console.print(f"model {result.model_id}: ok{suffix} (check {result.check_id})", markup=False)
+        console.print(safe_text(f"model {result.model_id}: ok{suffix} (check {result.check_id})"))
     else:
         console.print(
-            f"model {result.model_id}: failed [{result.error_type}] {result.message or ''}{suffix} "
-            f"(check {result.check_id})",
-            markup=False,
+            safe_text(
+                f"model {result.model_id}: failed [{result.error_type}] {result.message or ''}{suffix} "
+                f"(check {result.check_id})"
+            )
         )
 
 
