@@ -4,11 +4,18 @@ Two proofs are needed (DESIGN.md "Temporal conventions"): the actor is a registe
 request carries a valid, fresh proof of the action token (``contracts.proofs``) made for exactly this
 run, action, actor and contract digest. Identity and token checks need I/O, so they run here and not
 in an update validator; a refusal is returned (never raised) so the workflow can audit it.
+
+A verified proof's nonce is then spent in the store (``Store.spend_proof_nonce``) for the workflow
+execution that asked (its run id): a workflow remembers the nonces it saw, but a new execution of the
+same workflow id (a ``ModelCheck`` started again after the first closed) does not, so only the store
+can refuse a proof copied out of another execution's history (``proof_replayed``). A retry of this
+activity in the same execution finds its own spend and is allowed again.
 """
 
 from __future__ import annotations
 
 import datetime as dt
+import uuid
 
 from temporalio import activity
 
@@ -31,7 +38,8 @@ class AuthorizationActivities:
         """Allowed when the actor is registered and the proof is valid; else a refusal code.
 
         Refusal codes: ``actor_required``, ``unknown_actor``, ``action_token_not_configured`` (the
-        worker has no token), ``proof_missing``, ``proof_invalid``, ``proof_expired``.
+        worker has no token), ``proof_missing``, ``proof_invalid``, ``proof_expired``,
+        ``proof_replayed`` (the proof's nonce was spent by another workflow execution).
         """
         result = self._decide(request)
         run_logger(request.run_id, activity="authorize_action").info(
@@ -59,6 +67,7 @@ class AuthorizationActivities:
                 message="the worker has no action token (SPECIALISTS_ACTION_TOKEN[_FILE]): "
                 "protected actions are refused",
             )
+        now = dt.datetime.now(dt.UTC)
         refusal = verify_action(
             token,
             request.proof,
@@ -66,9 +75,33 @@ class AuthorizationActivities:
             action=request.action,
             actor=request.actor,
             digest=request.digest,
-            now=dt.datetime.now(dt.UTC),
+            now=now,
         )
         if refusal is not None:
             code, message = refusal
             return AuthorizeResult(allowed=False, code=code, message=message)
+        # verify_action refuses a missing proof, so there is one here.
+        assert request.proof is not None
+        spent = self._store.get().spend_proof_nonce(
+            request.proof.nonce,
+            action=request.action,
+            run_id=request.run_id,
+            actor=request.actor,
+            spent_by=_spender(),
+            at=now,
+        )
+        if not spent:
+            return AuthorizeResult(
+                allowed=False, code="proof_replayed", message="this proof was already used"
+            )
         return AuthorizeResult(allowed=True)
+
+
+def _spender() -> str:
+    """The execution a proof is spent for: the calling workflow's run id (same for every attempt).
+
+    An activity run outside a workflow has none; a standalone activity's own run id stands in, and
+    with neither a fresh id does, so the proof is accepted at most once (fail closed).
+    """
+    info = activity.info()
+    return info.workflow_run_id or info.activity_run_id or f"unknown-{uuid.uuid4().hex}"

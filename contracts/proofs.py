@@ -4,8 +4,9 @@ The CLI signs ``{run_id, action, actor, digest, issued_at, nonce}`` with the dep
 (HMAC-SHA256, RFC 2104); the worker's authorisation activity recomputes it with its own copy of the
 token. A signal or update sent straight to Temporal without the token carries no valid proof and is
 refused; a proof made for one run, action, actor or contract digest fails for any other; a proof
-older than :data:`PROOF_MAX_AGE` is stale; the workflow refuses a nonce it has already accepted.
-Pure: no I/O.
+older than :data:`PROOF_MAX_AGE` is stale; a nonce is accepted once (the workflow remembers the
+nonces it saw, and the authorisation activity spends each one durably in the store, so another
+execution of the same workflow id cannot reuse it). Pure: no I/O.
 """
 
 from __future__ import annotations

@@ -1,4 +1,5 @@
-"""The SQLAlchemy schema of the store: operator configuration tables (DESIGN.md "Storage").
+"""The SQLAlchemy schema of the store: operator configuration, run projection, spent proof nonces
+(DESIGN.md "Storage").
 
 Every change to these classes ships with an Alembic migration in ``store/migrations/versions/`` and a
 new :data:`SCHEMA_REVISION`. Times are stored in UTC and read back timezone-aware.
@@ -25,7 +26,7 @@ from sqlalchemy.engine import Dialect
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
 from sqlalchemy.types import TypeDecorator
 
-SCHEMA_REVISION: Final = "0004"
+SCHEMA_REVISION: Final = "0005"
 """The Alembic head this code expects; a store at another revision is not read without upgrading."""
 
 ACTOR_ID_LENGTH: Final = 64
@@ -211,3 +212,28 @@ class ModelRow(Base):
     ceiling: Mapped[int] = mapped_column(Integer)
     added_by: Mapped[str] = mapped_column(String(ACTOR_ID_LENGTH), ForeignKey("actors.id"))
     added_at: Mapped[dt.datetime] = mapped_column(UtcDateTime())
+
+
+NONCE_LENGTH: Final = 64
+ACTION_LENGTH: Final = 64
+SPENT_PROOF_RUN_ID_LENGTH: Final = 200
+SPENDER_LENGTH: Final = 128
+
+
+class SpentProofRow(Base):
+    """The nonce of a proof of the action token that the authorisation activity accepted.
+
+    A nonce is spent once, by one Temporal workflow execution (``spent_by``: its run id), so a proof
+    taken from a finished workflow's history cannot authorise a new execution of the same workflow id.
+    Rows outlive the proof's 15 minutes of validity by far and are then pruned (``spent_at``).
+    """
+
+    __tablename__ = "spent_proofs"
+    __table_args__ = (Index("ix_spent_proofs_spent_at", "spent_at"),)
+
+    nonce: Mapped[str] = mapped_column(String(NONCE_LENGTH), primary_key=True)
+    action: Mapped[str] = mapped_column(String(ACTION_LENGTH))
+    run_id: Mapped[str] = mapped_column(String(SPENT_PROOF_RUN_ID_LENGTH))
+    actor: Mapped[str] = mapped_column(String(ACTOR_ID_LENGTH))
+    spent_by: Mapped[str] = mapped_column(String(SPENDER_LENGTH))
+    spent_at: Mapped[dt.datetime] = mapped_column(UtcDateTime())

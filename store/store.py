@@ -16,6 +16,7 @@ from typing import Final
 
 from sqlalchemy import Engine
 from sqlalchemy.engine import URL
+from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
 from contracts.config import ActorRecord, PolicyRecord, RepositoryRecord
@@ -24,7 +25,7 @@ from contracts.errors import InvalidInput, OperatorError, Refused
 from contracts.models import ModelRecord, ModelRegistration, ModelSelection, ModelSelectionRecord
 from contracts.policy import AutomationPolicy
 from contracts.runs import AuditEvent, RunSummary
-from store import actors, git, model_registry, model_selection, repositories, runs
+from store import actors, git, model_registry, model_selection, repositories, runs, spent_proofs
 from store import policy as automation_policy
 from store.engine import database_errors, render_url, writing
 from store.schema import DeploymentSettingRow
@@ -257,6 +258,52 @@ class Store:
                 )
             return False
 
+    def spend_proof_nonce(
+        self,
+        nonce: str,
+        *,
+        action: str,
+        run_id: str,
+        actor: str,
+        spent_by: str,
+        at: dt.datetime | None = None,
+    ) -> bool:
+        """Spend the nonce of a verified proof of the action token; ``False`` when it was spent already.
+
+        ``spent_by`` is the Temporal workflow run id of the execution the proof authorises. Returns
+        ``True`` when the nonce is new, or was spent by the same ``spent_by`` (a retried activity
+        whose first attempt committed); ``False`` when another execution spent it (a replayed proof).
+        Safe under concurrency: of two spends racing for a nonce exactly one execution owns it.
+        ``at`` (timezone-aware, default now) is recorded as the spend time. Each new spend prunes
+        nonces spent more than :data:`store.spent_proofs.SPENT_PROOF_RETENTION` (one day) before
+        ``at``: their proofs expired long ago (see :meth:`prune_spent_proofs`).
+        """
+        spent_at = self._now() if at is None else _utc(at)
+        try:
+            with self._writing() as session:
+                return spent_proofs.spend(
+                    session,
+                    nonce,
+                    action=action,
+                    run_id=run_id,
+                    actor=actor,
+                    spent_by=spent_by,
+                    at=spent_at,
+                )
+        except IntegrityError:
+            # Another writer inserted this nonce between the read and the insert: it decides.
+            with self._reading() as session:
+                return spent_proofs.spender_of(session, nonce) == spent_by
+
+    def prune_spent_proofs(self, *, before: dt.datetime | None = None) -> int:
+        """Delete nonces spent before ``before`` (default: one day ago); the number deleted.
+
+        :meth:`spend_proof_nonce` already prunes on every new spend; this is for maintenance.
+        """
+        cutoff = self._now() - spent_proofs.SPENT_PROOF_RETENTION if before is None else _utc(before)
+        with self._writing() as session:
+            return spent_proofs.prune(session, before=cutoff)
+
     # Run projection
 
     def project_run(self, summary: RunSummary, events: list[AuditEvent]) -> None:
@@ -296,6 +343,12 @@ class Store:
         if now.tzinfo is None or now.utcoffset() is None:
             raise ValueError("the store clock must return timezone-aware times")
         return now.astimezone(dt.UTC)
+
+
+def _utc(value: dt.datetime) -> dt.datetime:
+    if value.tzinfo is None or value.utcoffset() is None:
+        raise ValueError(f"expected a timezone-aware time, got {value!r}")
+    return value.astimezone(dt.UTC)
 
 
 def _check_limit(limit: int) -> None:

@@ -1,9 +1,11 @@
 """The ``authorize_action`` activity: a registered human actor and a valid, fresh proof of the
-deployment's action token for exactly this run, action, actor and digest; otherwise a refusal code
-(returned, never raised, so the workflow can audit it). The token itself is never logged."""
+deployment's action token for exactly this run, action, actor and digest, whose nonce no other
+workflow execution has spent; otherwise a refusal code (returned, never raised, so the workflow can
+audit it). The token itself is never logged."""
 
 from __future__ import annotations
 
+import dataclasses
 import datetime as dt
 from collections.abc import Iterator
 from pathlib import Path
@@ -40,11 +42,21 @@ def _authorize(
     token: bytes | None = ACTION_TOKEN,
     action: str = "approve",
     digest: str = DIGEST,
+    run_id: str = RUN_ID,
+    workflow_run_id: str = "test-run",
+    attempt: int = 1,
 ) -> tuple[bool, str | None]:
     config = ActivityConfig(database_url="sqlite://", action_token=token)
     activities = AuthorizationActivities(config, shared)
-    request = AuthorizeRequest(run_id=RUN_ID, action=action, actor=actor, digest=digest, proof=signature)
-    result = ActivityEnvironment().run(activities.authorize_action, request)
+    request = AuthorizeRequest(run_id=run_id, action=action, actor=actor, digest=digest, proof=signature)
+    environment = ActivityEnvironment()
+    environment.info = dataclasses.replace(
+        ActivityEnvironment.default_info(),
+        workflow_id=run_id,
+        workflow_run_id=workflow_run_id,
+        attempt=attempt,
+    )
+    result = environment.run(activities.authorize_action, request)
     assert result.allowed == (result.code is None)
     return result.allowed, result.code
 
@@ -98,3 +110,60 @@ def test_the_decision_is_logged_without_the_token(
     logged = captured.out + captured.err
     assert "action_authorised" in logged and "proof_invalid" in logged
     assert ACTION_TOKEN.decode() not in logged
+
+
+CHECK_ID = "SMC-0123456789ABCDEF"
+MODEL_ID = "openai:mini"
+FIRST_EXECUTION = "0199a0c2-0000-7000-8000-000000000001"
+SECOND_EXECUTION = "0199a0c2-0000-7000-8000-000000000002"
+
+
+def test_a_proof_replayed_by_another_execution_of_the_same_workflow_id_is_refused(
+    shared: SharedStore,
+) -> None:
+    # A ModelCheck's proof is bound to its check id, which is its workflow id: a proof copied out of a
+    # finished check's history and sent to a new execution with the same id verifies, but its nonce
+    # was spent by the first execution.
+    signature = proof(CHECK_ID, "test_model", digest=MODEL_ID)
+    assert _check_model(shared, signature, FIRST_EXECUTION) == (True, None)
+    assert _check_model(shared, signature, SECOND_EXECUTION) == (False, "proof_replayed")
+
+
+def _check_model(shared: SharedStore, signature: ActionProof, execution: str) -> tuple[bool, str | None]:
+    return _authorize(
+        shared,
+        signature=signature,
+        action="test_model",
+        digest=MODEL_ID,
+        run_id=CHECK_ID,
+        workflow_run_id=execution,
+    )
+
+
+def test_a_retry_in_the_same_execution_is_allowed_again(shared: SharedStore) -> None:
+    signature = proof(RUN_ID, "approve", digest=DIGEST)
+    assert _authorize(shared, signature=signature, workflow_run_id=FIRST_EXECUTION) == (True, None)
+    assert _authorize(shared, signature=signature, workflow_run_id=FIRST_EXECUTION, attempt=2) == (True, None)
+    assert _authorize(shared, signature=signature, workflow_run_id=SECOND_EXECUTION) == (
+        False,
+        "proof_replayed",
+    )
+    assert _authorize(shared, signature=signature, workflow_run_id=FIRST_EXECUTION, attempt=3) == (True, None)
+
+
+def test_a_refused_proof_spends_nothing(shared: SharedStore) -> None:
+    # Only a proof that verified is spent: a refusal before that leaves the nonce for its real use.
+    signature = proof(RUN_ID, "approve", digest=DIGEST)
+    assert _authorize(shared, signature=signature, workflow_run_id=FIRST_EXECUTION, token=None) == (
+        False,
+        "action_token_not_configured",
+    )
+    assert _authorize(shared, signature=signature, workflow_run_id=SECOND_EXECUTION) == (True, None)
+
+
+def test_the_replay_refusal_is_logged(shared: SharedStore, capsys: pytest.CaptureFixture[str]) -> None:
+    signature = proof(RUN_ID, "approve", digest=DIGEST)
+    _authorize(shared, signature=signature, workflow_run_id=FIRST_EXECUTION)
+    _authorize(shared, signature=signature, workflow_run_id=SECOND_EXECUTION)
+    captured = capsys.readouterr()
+    assert "proof_replayed" in captured.out + captured.err

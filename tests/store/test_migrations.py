@@ -28,6 +28,7 @@ TABLES = {
     "run_events",
     "deployment_settings",
     "models",
+    "spent_proofs",
     "alembic_version",
 }
 
