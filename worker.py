@@ -20,17 +20,24 @@ from temporalio.worker import Worker
 from temporalio.worker.workflow_sandbox import SandboxedWorkflowRunner, SandboxRestrictions
 
 from activities.authorization import AuthorizationActivities
+from activities.ceilings import CeilingActivities
 from activities.config import ActivityConfig
 from activities.models import ModelActivities
 from activities.projection import ProjectionActivities
 from activities.providers.base import ModelProvider
 from activities.routing import RoutingActivities
 from activities.store_access import SharedStore
+from workflows.model_ceiling import ModelCeilingWorkflow
 from workflows.model_check import ModelCheckWorkflow
 from workflows.model_job import ModelJobWorkflow
 from workflows.specialist_run import SpecialistRunWorkflow
 
-WORKFLOWS: Sequence[type] = (SpecialistRunWorkflow, ModelJobWorkflow, ModelCheckWorkflow)
+WORKFLOWS: Sequence[type] = (
+    SpecialistRunWorkflow,
+    ModelJobWorkflow,
+    ModelCheckWorkflow,
+    ModelCeilingWorkflow,
+)
 
 # A worker killed without a graceful stop strands its sticky queue; the server waits this long before
 # handing the workflow task to another worker (TOOLCHAIN.md: 10 s by default, about 1 s at this value).
@@ -57,12 +64,14 @@ def activities_for(
     models = ModelActivities(config, providers, store)
     authorization = AuthorizationActivities(config, store)
     projection = ProjectionActivities(config, store)
+    ceilings = CeilingActivities(store)
     return [
         routing.capture_contract,
         models.call_model,
         models.check_model,
         authorization.authorize_action,
         projection.project_run,
+        ceilings.request_model_lease,
     ]
 
 

@@ -3,7 +3,8 @@
 Keys live on the workers, not on the operator's machine, so the check runs where runs run. It is a
 protected action (it spends the model's quota): the actor must be registered and the request must
 carry a proof of the action token bound to the check id, the action ``test_model`` and the model id.
-The check id is the workflow id and is never reused, so a proof cannot be sent twice.
+The check id is the workflow id; the proof's nonce is spent in the store on first use, so a proof
+cannot be sent twice, not even to a new execution with the same id.
 
 Result: :class:`ModelCheckResult` — ``ok``; or ``refused`` with the authorisation's refusal code; or
 the model's error class (``contracts.errors.ErrorType``). The call is made once: a check reports what

@@ -9,12 +9,19 @@ authentication and provider-availability errors move on to the next model
 event in this workflow's history and its own :class:`ModelAttempt` (with latency and token usage) in
 the result, or, on failure, in the error's details, for the parent run to audit.
 
+Each call to a registered model holds a lease from that model's ``ModelCeiling`` workflow for the
+call's duration (``workflows/model_ceiling.py``): the job asks for it (activity
+``request_model_lease``), waits for the ``lease_granted`` signal, calls, and gives it back (signal
+``release``) — also when the call fails or the job is cancelled while waiting or calling. The leased
+call's activity timeout is the model's own timeout plus a margin.
+
 Runs started before attempts were driven here (no ``PATCH_ATTEMPTS_IN_WORKFLOW`` marker) let
-Temporal retry the activity instead and report one attempt per model.
+Temporal retry the activity instead, hold no leases and report one attempt per model.
 """
 
 from __future__ import annotations
 
+import asyncio
 from datetime import timedelta
 
 from temporalio import workflow
@@ -22,6 +29,14 @@ from temporalio.common import RetryPolicy
 from temporalio.exceptions import ActivityError, ApplicationError, TimeoutError
 
 with workflow.unsafe.imports_passed_through():
+    from contracts.ceilings import (
+        CALL_TIMEOUT_MARGIN_SECONDS,
+        LeaseCall,
+        LeaseGranted,
+        LeaseRelease,
+        LeaseTerms,
+        ceiling_workflow_id,
+    )
     from contracts.errors import ErrorType, advances_fallback, is_retryable
     from contracts.model_jobs import (
         CallUsage,
@@ -31,10 +46,15 @@ with workflow.unsafe.imports_passed_through():
         ModelJobInput,
         ModelJobResult,
     )
+    from contracts.models import is_replay_model
 
 CALL_MODEL_ACTIVITY = "call_model"
+REQUEST_LEASE_ACTIVITY = "request_model_lease"
 MODEL_CALL_TIMEOUT = timedelta(minutes=10)
-MODEL_CALL_HEARTBEAT = timedelta(seconds=30)
+MODEL_CALL_HEARTBEAT = timedelta(seconds=15)
+"""``call_model`` heartbeats every 5 s; a worker that dies mid-call is noticed after this."""
+_LEASE_REQUEST_TIMEOUT = timedelta(seconds=10)
+_LEASE_REQUEST_RETRY = RetryPolicy(maximum_attempts=5, initial_interval=timedelta(milliseconds=200))
 RETRY_BACKOFF = timedelta(seconds=1)
 """Wait before the second call to a model; doubles for each later one."""
 
@@ -70,6 +90,12 @@ class ModelJobWorkflow:
     @workflow.init
     def __init__(self, job: ModelJobInput) -> None:
         self._attempts: list[ModelAttempt] = []
+        self._granted: set[str] = set()
+
+    @workflow.signal(name="lease_granted")
+    def lease_granted(self, grant: LeaseGranted) -> None:
+        """A model's ceiling granted one of this job's lease requests."""
+        self._granted.add(grant.lease_id)
 
     @workflow.run
     async def run(self, job: ModelJobInput) -> ModelJobResult:
@@ -79,16 +105,8 @@ class ModelJobWorkflow:
         for index, model_id in enumerate(chain):
             attempt = 1
             while True:
-                request = self._request(job, model_id, attempt)
                 try:
-                    result = await workflow.execute_activity(
-                        CALL_MODEL_ACTIVITY,
-                        request,
-                        result_type=ModelCallResult,
-                        start_to_close_timeout=MODEL_CALL_TIMEOUT,
-                        heartbeat_timeout=MODEL_CALL_HEARTBEAT,
-                        retry_policy=RetryPolicy(maximum_attempts=1),
-                    )
+                    result = await self._leased_call(self._request(job, model_id, attempt))
                 except ActivityError as error:
                     error_type, message = _error_type(error)
                     retried = is_retryable(error_type) and attempt < job.max_attempts
@@ -118,6 +136,60 @@ class ModelJobWorkflow:
                 )
                 return ModelJobResult(output=result.output, model_id=model_id, attempts=self._attempts)
         raise self._empty_chain(job)
+
+    async def _leased_call(self, request: ModelCallRequest) -> ModelCallResult:
+        """One ``call_model`` attempt, under a lease when the model has a ceiling.
+
+        Raises ``ActivityError`` when the call (or, after its retries, the lease request) fails.
+        """
+        lease_id = f"{workflow.info().workflow_id}/{request.model_id}/{request.attempt}"
+        timeout = MODEL_CALL_TIMEOUT
+        # From the moment a lease may have been asked for, it is given back (or the request withdrawn)
+        # however this attempt ends — a cancel can arrive while the request is still in flight.
+        requested = not is_replay_model(request.model_id)
+        try:
+            if requested:
+                terms = await workflow.execute_activity(
+                    REQUEST_LEASE_ACTIVITY,
+                    LeaseCall(
+                        model_id=request.model_id,
+                        lease_id=lease_id,
+                        holder_workflow_id=workflow.info().workflow_id,
+                    ),
+                    result_type=LeaseTerms,
+                    start_to_close_timeout=_LEASE_REQUEST_TIMEOUT,
+                    retry_policy=_LEASE_REQUEST_RETRY,
+                )
+                requested = terms.limited
+                if terms.limited and terms.call_timeout_s is not None:
+                    timeout = timedelta(seconds=terms.call_timeout_s + CALL_TIMEOUT_MARGIN_SECONDS)
+                    await workflow.wait_condition(lambda: lease_id in self._granted)
+            return await workflow.execute_activity(
+                CALL_MODEL_ACTIVITY,
+                request,
+                result_type=ModelCallResult,
+                start_to_close_timeout=timeout,
+                heartbeat_timeout=MODEL_CALL_HEARTBEAT,
+                retry_policy=RetryPolicy(maximum_attempts=1),
+            )
+        finally:
+            if requested:
+                await self._release(request.model_id, lease_id)
+
+    async def _release(self, model_id: str, lease_id: str) -> None:
+        """Give the lease back (or withdraw the request). Shielded: it must be sent even when the job
+        is being cancelled. A model without a ceiling workflow (the request never reached one) has
+        nothing to release; that failure is ignored."""
+        handle = workflow.get_external_workflow_handle(
+            ceiling_workflow_id(workflow.info().task_queue, model_id)
+        )
+        try:
+            await asyncio.shield(
+                asyncio.ensure_future(handle.signal("release", LeaseRelease(lease_id=lease_id)))
+            )
+        except Exception as error:  # the server reports a missing workflow as a failed signal
+            workflow.logger.info("lease %s: nothing to release (%s)", lease_id, error)
+        self._granted.discard(lease_id)
 
     @staticmethod
     def _request(job: ModelJobInput, model_id: str, attempt: int) -> ModelCallRequest:

@@ -20,10 +20,11 @@ import asyncio
 import contextlib
 import datetime as dt
 import json
+import os
 import secrets
 import tempfile
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Iterator
 from pathlib import Path
 
 from temporalio.client import Client
@@ -31,11 +32,12 @@ from temporalio.contrib.pydantic import pydantic_data_converter
 
 from activities.config import ActivityConfig
 from activities.providers.base import CompletionRequest, ProviderError
+from contracts.ceilings import ceiling_workflow_id
 from contracts.constants import SEARCH_ATTRIBUTES
 from contracts.enums import AutomationMode, FallbackMode, Tier
 from contracts.errors import ErrorType, NotFound
 from contracts.ids import new_run_id
-from contracts.models import ModelSelection
+from contracts.models import ModelRegistration, ModelSelection
 from contracts.policy import AutomationPolicy
 from contracts.proofs import ActionProof, sign_action
 from contracts.runs import (
@@ -52,6 +54,8 @@ from contracts.work_item import WorkItem
 from control.runs import approve_run, decide_run, request_digest, wait_for_view
 from infra.devserver import DevServer, free_port
 from store.database import default_database_url, open_store
+from tests.activities.providers.wire_server import Scripted, openai_completion
+from tests.activities.providers.wire_server import running as running_wire_server
 from tests.store.git_repository import make_working_tree
 from worker import build_worker
 
@@ -124,10 +128,35 @@ class NotJson:
         return "I think the index is missing."
 
 
+KEY_ENV = "RECORD_HISTORIES_API_KEY"
+
+
+@contextlib.contextmanager
+def _key_in_environment() -> Iterator[None]:
+    """A throwaway key for the loopback model, in the variable its registration names."""
+    os.environ[KEY_ENV] = f"sk-record-{secrets.token_hex(8)}"
+    try:
+        yield
+    finally:
+        os.environ.pop(KEY_ENV, None)
+
+
+WORKFLOW_IDS = HERE / "workflow-ids.json"
+"""File stem → the workflow id it was recorded under: a workflow may use its own id (a ModelJob names
+its leases with it), so replay must run under the same id."""
+
+
+def _note_id(stem: str, workflow_id: str) -> None:
+    ids = json.loads(WORKFLOW_IDS.read_text(encoding="utf-8")) if WORKFLOW_IDS.exists() else {}
+    ids[stem] = workflow_id
+    WORKFLOW_IDS.write_text(json.dumps(ids, indent=1, sort_keys=True) + "\n", encoding="utf-8")
+
+
 async def _save(client: Client, name: str, run_id: str) -> None:
     handle = client.get_workflow_handle(run_id)
     history = await handle.fetch_history()
     (HERE / f"{name}.json").write_text(history.to_json(), encoding="utf-8")
+    _note_id(name, run_id)
     for kind in ("analysis", "review"):
         child = client.get_workflow_handle(f"{run_id}-{kind}")
         try:
@@ -135,6 +164,7 @@ async def _save(client: Client, name: str, run_id: str) -> None:
         except Exception:  # noqa: S112 - a path without this child job simply has none
             continue
         (HERE / f"{name}.{kind}.json").write_text(child_history.to_json(), encoding="utf-8")
+        _note_id(f"{name}.{kind}", child.id)
     print(f"recorded {name} ({run_id})", flush=True)
 
 
@@ -302,6 +332,36 @@ async def record(server: DevServer, state: Path) -> None:
 
         return await with_selection(ModelSelection(primary="flaky:demo"), body)
 
+    async def accepted_under_ceiling() -> str:
+        """A registered model on a loopback endpoint: each call holds a lease of its ceiling."""
+        recordings = json.loads((replay._dir / "demo.json").read_text(encoding="utf-8"))["recordings"]
+        answers = {
+            (entry["kind"], entry["profile"]): json.dumps(entry["response"])
+            for entry in recordings
+            if entry["title"] == SLOW_QUERY.title
+        }
+        with running_wire_server() as wire, _key_in_environment():
+            wire.script(
+                Scripted(200, openai_completion(answers[("analysis", "database-optimizer")])),
+                Scripted(200, openai_completion(answers[("review", "backend-architect")])),
+            )
+            with open_store(url) as store:
+                registration = ModelRegistration(
+                    id="openai:recorded", base_url=wire.base_url, api_key_env=KEY_ENV, ceiling=2
+                )
+                store.register_model(registration, "alice")
+
+            async def body() -> str:
+                run_id = await _start(client, _input(SLOW_QUERY, Tier.READ_ONLY, enqueue=True), queue)
+                await wait_for_view(client, run_id, _status(RunStatus.AWAITING_DECISION), timeout=30)
+                await decide_run(
+                    client, run_id, "alice", DecisionOutcome.ACCEPTED, "", _proof(run_id, "decide")
+                )
+                await wait_for_view(client, run_id, _status(RunStatus.ACCEPTED))
+                return run_id
+
+            return await with_selection(ModelSelection(primary="openai:recorded"), body)
+
     async def awaiting_approval() -> tuple[str, str]:
         run_id = await _start(client, _input(SLOW_QUERY, Tier.WORKTREE), queue)
         view = await wait_for_view(client, run_id, _status(RunStatus.AWAITING_APPROVAL))
@@ -351,6 +411,7 @@ async def record(server: DevServer, state: Path) -> None:
         ("failed_output_schema", failed_output_schema),
         ("accepted_after_fallback", accepted_after_fallback),
         ("accepted_after_retry", accepted_after_retry),
+        ("accepted_under_ceiling", accepted_under_ceiling),
         ("approved_cancelled", approved_cancelled),
         ("approval_refused_then_approved", approval_refused_then_approved),
         ("failed_create_unauthorised", failed_create_unauthorised),
@@ -358,6 +419,12 @@ async def record(server: DevServer, state: Path) -> None:
     async with build_worker(client, task_queue=queue, config=config, providers=providers):
         for name, path in paths:
             await _save(client, name, await path())
+        # The ceiling's own history (it keeps running; a running history replays as far as it goes).
+        ceiling = client.get_workflow_handle(ceiling_workflow_id(queue, "openai:recorded"))
+        history = await ceiling.fetch_history()
+        (HERE / "accepted_under_ceiling.ceiling.json").write_text(history.to_json(), encoding="utf-8")
+        _note_id("accepted_under_ceiling.ceiling", ceiling.id)
+        await ceiling.terminate("recording finished")
 
     # The budget path needs a short budget: a second worker configuration on its own queue.
     expired_queue = "record-histories-expired"
@@ -386,6 +453,7 @@ async def record(server: DevServer, state: Path) -> None:
 
 
 def main() -> None:
+    WORKFLOW_IDS.unlink(missing_ok=True)
     with tempfile.TemporaryDirectory() as tmp:
         state = Path(tmp)
         with DevServer(

@@ -182,7 +182,12 @@ async def test_a_transient_transport_error_is_retried_once_on_the_same_model_and
     ]
     assert all(a.usage.latency_ms is not None for a in result.attempts)
     # Each attempt is its own activity in the job's history, with a durable backoff timer between.
-    scheduled = [e for e in history.events if e.HasField("activity_task_scheduled_event_attributes")]
+    scheduled = [
+        e
+        for e in history.events
+        if e.HasField("activity_task_scheduled_event_attributes")
+        and e.activity_task_scheduled_event_attributes.activity_type.name == "call_model"
+    ]
     timers = [e for e in history.events if e.HasField("timer_started_event_attributes")]
     assert len(scheduled) == 2 and len(timers) == 1
 

@@ -3,7 +3,8 @@
 ``POST /v1/chat/completions`` (OpenAI-compatible chat completions) and ``POST /v1/messages``
 (Anthropic Messages) both answer from one queue of :class:`Scripted` responses (status, headers,
 body, optional delay) and log every request they receive (:class:`Received`: path, headers, JSON
-body). An empty queue answers 599 with a body saying so, which no provider maps to success.
+body). An empty queue answers ``default`` when one is set, else 599 with a body saying so, which no
+provider maps to success. ``max_in_flight`` is the most requests it was answering at once.
 
 The ``openai_*`` and ``anthropic_*`` helpers build the bodies those APIs return; the job fixtures at
 the end are the request and a valid result the provider tests share.
@@ -56,6 +57,9 @@ class WireServer:
         self._queue: deque[Scripted] = deque()
         self._lock = threading.Lock()
         self.received: list[Received] = []
+        self.default: Scripted | None = None
+        self._in_flight = 0
+        self.max_in_flight = 0
         self._server = ThreadingHTTPServer(("127.0.0.1", 0), _handler_for(self))
         self._server.daemon_threads = True
         self._thread = threading.Thread(target=self._server.serve_forever, daemon=True)
@@ -83,6 +87,15 @@ class WireServer:
         with self._lock:
             self._queue.clear()
             self.received.clear()
+            self.default = None
+            self.max_in_flight = 0
+
+    def answering(self, count: int) -> None:
+        """Note a request entering (``+1``) or leaving (``-1``) its answer; keeps the highest number
+        of requests being answered at once in ``max_in_flight``."""
+        with self._lock:
+            self._in_flight += count
+            self.max_in_flight = max(self.max_in_flight, self._in_flight)
 
     @property
     def pending(self) -> int:
@@ -101,6 +114,8 @@ class WireServer:
             self.received.append(request)
             if self._queue:
                 return self._queue.popleft()
+            if self.default is not None:
+                return self.default
         return Scripted(status=599, body={"error": {"type": "unscripted", "message": "no response queued"}})
 
 
@@ -130,6 +145,13 @@ def _handler_for(server: WireServer) -> type[BaseHTTPRequestHandler]:
                 if path in PATHS
                 else Scripted(status=404, body={"error": {"type": "not_found", "message": path}})
             )
+            server.answering(+1)
+            try:
+                self._answer(answer)
+            finally:
+                server.answering(-1)
+
+        def _answer(self, answer: Scripted) -> None:
             if answer.delay_s:
                 time.sleep(answer.delay_s)
             if isinstance(answer.body, bytes):

@@ -1,0 +1,73 @@
+"""Activity ``request_model_lease``: ask a registered model's ``ModelCeiling`` workflow for a lease.
+
+The activity signals-with-start the model's ceiling workflow (``contracts.ceilings``), so the first
+call to a model starts it on this task queue and later calls find it running. It returns at once; the
+grant arrives at the calling ``ModelJob`` as a signal. Models without a registration — ``replay:*``
+and providers a worker was given directly — have no ceiling, and no lease is asked for.
+"""
+
+from __future__ import annotations
+
+import asyncio
+
+from temporalio import activity
+
+from activities.logs import run_logger
+from activities.store_access import SharedStore
+from contracts.ceilings import (
+    CALL_TIMEOUT_MARGIN_SECONDS,
+    LEASE_MARGIN_SECONDS,
+    CeilingState,
+    LeaseCall,
+    LeaseRequest,
+    LeaseTerms,
+    ceiling_workflow_id,
+)
+from contracts.errors import NotFound
+from contracts.models import ModelRecord, is_replay_model
+
+CEILING_WORKFLOW = "ModelCeiling"
+
+
+class CeilingActivities:
+    """``request_model_lease`` bound to the store (where registrations and their ceilings live)."""
+
+    def __init__(self, store: SharedStore) -> None:
+        self._store = store
+
+    @activity.defn(name="request_model_lease")
+    async def request_model_lease(self, call: LeaseCall) -> LeaseTerms:
+        """Queue a lease request for one call to ``call.model_id``; returns the model's terms.
+
+        Returns ``limited=False`` (nothing queued) for a model with no registration. Raises what the
+        store or Temporal raise (retried by the workflow's retry policy; signal-with-start and the
+        ceiling's ``acquire`` are idempotent by lease id).
+        """
+        if is_replay_model(call.model_id):
+            return LeaseTerms(limited=False)
+        record = await asyncio.to_thread(self._registration, call.model_id)
+        if record is None:
+            return LeaseTerms(limited=False)
+        request = LeaseRequest(
+            lease_id=call.lease_id,
+            holder_workflow_id=call.holder_workflow_id,
+            lease_seconds=record.timeout_s + CALL_TIMEOUT_MARGIN_SECONDS + LEASE_MARGIN_SECONDS,
+        )
+        await activity.client().start_workflow(
+            CEILING_WORKFLOW,
+            CeilingState(model_id=record.id, ceiling=record.ceiling),
+            id=ceiling_workflow_id(activity.info().task_queue, record.id),
+            task_queue=activity.info().task_queue,
+            start_signal="acquire",
+            start_signal_args=[request],
+        )
+        run_logger(call.holder_workflow_id, activity="request_model_lease").info(
+            "model_lease_requested", model=record.id, lease=call.lease_id, ceiling=record.ceiling
+        )
+        return LeaseTerms(limited=True, ceiling=record.ceiling, call_timeout_s=record.timeout_s)
+
+    def _registration(self, model_id: str) -> ModelRecord | None:
+        try:
+            return self._store.get().get_model(model_id)
+        except NotFound:
+            return None

@@ -1,0 +1,107 @@
+"""Per-model ceilings: the messages of the ``ModelCeiling`` workflow, one per registered model.
+
+A registered model's ``ceiling`` bounds its calls in flight across every worker process together
+(DESIGN.md "Model selection"). Each call holds a *lease* from the model's ``ModelCeiling`` workflow
+(id :func:`ceiling_workflow_id`, one per model and task queue: workers of one deployment share a task
+queue, so they share the ceiling): the calling ``ModelJob`` asks for one (signal ``acquire``, sent by
+the ``request_model_lease`` activity with signal-with-start), waits for signal ``lease_granted``, makes
+the call and gives the lease back (signal ``release``). A lease not given back by its deadline — its
+holder was terminated — is reclaimed by a durable timer, so no slot is lost for longer than that.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from typing import Annotated
+
+from pydantic import BaseModel, ConfigDict, Field
+
+CEILING_WORKFLOW_PREFIX = "model-ceiling:"
+
+
+def ceiling_workflow_id(task_queue: str, model_id: str) -> str:
+    """The id of ``model_id``'s ``ModelCeiling`` workflow for the workers of ``task_queue``:
+    ``model-ceiling:<task queue>:<model id>``."""
+    return f"{CEILING_WORKFLOW_PREFIX}{task_queue}:{model_id}"
+
+
+class LeaseRequest(BaseModel):
+    """Signal ``acquire``: ``holder_workflow_id`` asks for lease ``lease_id`` for at most
+    ``lease_seconds`` once granted (the holder's call timeout plus a margin)."""
+
+    model_config = ConfigDict(frozen=True)
+
+    lease_id: str
+    holder_workflow_id: str
+    lease_seconds: Annotated[int, Field(ge=1, le=3600)]
+
+
+class LeaseRelease(BaseModel):
+    """Signal ``release``: lease ``lease_id`` is given back (or, still waiting, withdrawn)."""
+
+    model_config = ConfigDict(frozen=True)
+
+    lease_id: str
+
+
+class LeaseGranted(BaseModel):
+    """Signal ``lease_granted`` to the holder: lease ``lease_id`` is its until it releases it."""
+
+    model_config = ConfigDict(frozen=True)
+
+    lease_id: str
+
+
+class Lease(BaseModel):
+    """A granted lease and when it is reclaimed if not given back (UTC)."""
+
+    model_config = ConfigDict(frozen=True)
+
+    lease_id: str
+    holder_workflow_id: str
+    expires_at: dt.datetime
+
+
+class CeilingState(BaseModel):
+    """The ``ModelCeiling`` workflow's input and its ``state`` query: the model, its ceiling, the
+    leases held and the requests waiting (first come, first served). Carried across continue-as-new.
+    Counters are totals since the workflow was first started."""
+
+    model_config = ConfigDict(frozen=True)
+
+    model_id: str
+    ceiling: Annotated[int, Field(ge=1)]
+    held: list[Lease] = []
+    waiting: list[LeaseRequest] = []
+    granted_total: int = 0
+    reclaimed_total: int = 0
+    max_held: int = 0
+
+
+CALL_TIMEOUT_MARGIN_SECONDS = 30
+"""A leased call's activity timeout is the model's call timeout plus this (start-up, validation)."""
+LEASE_MARGIN_SECONDS = 60
+"""A lease outlives its call's activity timeout by this, so a call still running is never reclaimed."""
+
+
+class LeaseCall(BaseModel):
+    """Input of the ``request_model_lease`` activity: ``holder_workflow_id`` wants lease ``lease_id``
+    for one call to ``model_id``."""
+
+    model_config = ConfigDict(frozen=True)
+
+    model_id: str
+    lease_id: str
+    holder_workflow_id: str
+
+
+class LeaseTerms(BaseModel):
+    """Result of ``request_model_lease``: ``limited`` false means the model has no ceiling (a built-in
+    or worker-local provider) and no lease was asked for; else the ceiling and the model's call
+    timeout in seconds."""
+
+    model_config = ConfigDict(frozen=True)
+
+    limited: bool
+    ceiling: int | None = None
+    call_timeout_s: int | None = None

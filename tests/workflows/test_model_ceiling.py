@@ -1,0 +1,253 @@
+"""Per-model ceilings: at most ``ceiling`` calls to a registered model are in flight across every
+worker together, and no slot is lost when a worker dies, a holder disappears or a job is cancelled.
+
+The model is a loopback wire server that answers every call after a delay and records the most
+requests it was answering at once — the concurrency the provider really saw.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import datetime as dt
+import json
+import os
+import signal
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from temporalio.client import Client, WorkflowHandle
+from temporalio.service import RPCError
+
+from activities.config import DEFAULT_RECORDINGS_DIR
+from catalog.loader import load_catalog
+from contracts.ceilings import CeilingState, LeaseRequest, ceiling_workflow_id
+from contracts.enums import FallbackMode
+from contracts.model_jobs import JobContext, ModelJobInput, ModelJobResult
+from contracts.models import ModelRegistration
+from contracts.output import JobKind
+from contracts.runs import ModelSnapshot
+from infra.devserver import DevServer
+from store.database import open_store
+from tests.activities.providers.wire_server import Scripted, WireServer, openai_completion, running
+from tests.workflows.harness import ACTOR, SLOW_QUERY, bench, example, until, within, worker_process
+from workflows.model_ceiling import ModelCeilingWorkflow
+from workflows.model_job import ModelJobWorkflow
+
+MODEL = "openai:ceiling-model"
+KEY_ENV = "CEILING_TEST_KEY"
+ITEM = example(SLOW_QUERY)
+
+
+def _analysis() -> str:
+    data = json.loads((DEFAULT_RECORDINGS_DIR / "demo.json").read_text(encoding="utf-8"))
+    for entry in data["recordings"]:
+        if (entry["kind"], entry["profile"], entry["title"]) == (
+            "analysis",
+            "database-optimizer",
+            ITEM.title,
+        ):
+            return json.dumps(entry["response"])
+    raise AssertionError("no recording")
+
+
+ANSWER = _analysis()
+
+
+@pytest.fixture(scope="module")
+def wire() -> Iterator[WireServer]:
+    with running() as server:
+        yield server
+
+
+@pytest.fixture
+def server(wire: WireServer, monkeypatch: pytest.MonkeyPatch) -> WireServer:
+    monkeypatch.setenv(KEY_ENV, "sk-ceiling-test-key")
+    wire.reset()
+    return wire
+
+
+def _register(database_url: str, server: WireServer, ceiling: int) -> None:
+    with open_store(database_url, create=True) as store:
+        if not store.actor_exists(ACTOR):
+            store.register_actor(ACTOR, "Alice", None)
+        registration = ModelRegistration(
+            id=MODEL, base_url=server.base_url, api_key_env=KEY_ENV, timeout_s=20, ceiling=ceiling
+        )
+        store.register_model(registration, ACTOR)
+
+
+def _job(n: int) -> ModelJobInput:
+    run_id = f"SOR-CEIL{uuid.uuid4().hex[:12].upper()}"
+    return ModelJobInput(
+        job_id=f"{run_id}-analysis-{n}",
+        run_id=run_id,
+        kind=JobKind.ANALYSIS,
+        profile_id="database-optimizer",
+        catalog_sha256=load_catalog().sha256,
+        context=JobContext(
+            title=ITEM.title, task=f"{ITEM.title}\n\n{ITEM.description}", evidence_refs=ITEM.evidence_refs
+        ),
+        model=ModelSnapshot(primary=MODEL, fallback_mode=FallbackMode.PRIMARY_ONLY, source="test"),
+    )
+
+
+async def _start_burst(
+    client: Client, task_queue: str, count: int
+) -> list[WorkflowHandle[Any, ModelJobResult]]:
+    jobs = [_job(n) for n in range(count)]
+    return [
+        await client.start_workflow(
+            ModelJobWorkflow.run,
+            job,
+            id=job.job_id,
+            task_queue=task_queue,
+            execution_timeout=dt.timedelta(minutes=3),
+        )
+        for job in jobs
+    ]
+
+
+async def _ceiling(client: Client, task_queue: str) -> CeilingState:
+    handle = client.get_workflow_handle(ceiling_workflow_id(task_queue, MODEL))
+    return await handle.query(ModelCeilingWorkflow.state)
+
+
+@within(90)
+async def test_a_burst_of_30_jobs_never_exceeds_the_ceiling_of_5_and_leaves_no_lease_behind(
+    temporal_client: Client, task_queue: str, tmp_path: Path, server: WireServer
+) -> None:
+    server.default = Scripted(200, openai_completion(ANSWER), delay_s=0.3)
+    async with bench(temporal_client, task_queue, tmp_path, model=None) as b, b.worker():
+        _register(b.database_url, server, ceiling=5)
+        handles = await _start_burst(temporal_client, task_queue, 30)
+        results = await asyncio.gather(*(handle.result() for handle in handles))
+        state = await _ceiling(temporal_client, task_queue)
+    assert all(result.model_id == MODEL for result in results)
+    assert len(server.received) == 30
+    assert server.max_in_flight == 5, "the ceiling is reached and never exceeded"
+    assert (state.held, state.waiting) == ([], [])
+    assert (state.granted_total, state.reclaimed_total, state.max_held) == (30, 0, 5)
+
+
+@within(150)
+async def test_two_worker_processes_share_the_ceiling_and_a_killed_worker_loses_no_slot(
+    temporal_client: Client, temporal_dev_server: DevServer, tmp_path: Path, server: WireServer
+) -> None:
+    task_queue = f"ceiling-{uuid.uuid4().hex}"
+    state_dir = tmp_path / "state"
+    state_dir.mkdir()
+    _register(f"sqlite:///{state_dir / 'specialists.db'}", server, ceiling=5)
+    server.default = Scripted(200, openai_completion(ANSWER), delay_s=1.0)
+    async with (
+        worker_process(temporal_dev_server, task_queue, state_dir, log=tmp_path / "w1.log") as first,
+        worker_process(temporal_dev_server, task_queue, state_dir, log=tmp_path / "w2.log"),
+    ):
+        handles = await _start_burst(temporal_client, task_queue, 30)
+
+        async def midway() -> bool:
+            return len(server.received) >= 10
+
+        assert await until(midway, timeout=60)
+        os.kill(first, signal.SIGKILL)
+        results = await asyncio.gather(*(handle.result() for handle in handles))
+        state = await _ceiling(temporal_client, task_queue)
+    assert all(result.model_id == MODEL for result in results)
+    assert server.max_in_flight <= 5
+    # Calls cut off by the kill were tried again on the surviving worker; every lease came back.
+    assert (state.held, state.waiting) == ([], [])
+    assert state.reclaimed_total == 0
+    assert state.granted_total == len(server.received) >= 30
+    assert state.max_held == 5
+
+
+@within(30)
+async def test_a_lease_whose_holder_never_gives_it_back_is_reclaimed_at_its_deadline(
+    temporal_client: Client, task_queue: str, tmp_path: Path
+) -> None:
+    async with bench(temporal_client, task_queue, tmp_path, model=None) as b, b.worker():
+        ceiling_id = ceiling_workflow_id(task_queue, MODEL)
+        # Any running workflow can hold a lease; this one never releases it.
+        holder = await temporal_client.start_workflow(
+            ModelCeilingWorkflow.run, CeilingState(model_id="holder:x", ceiling=1),
+            id=f"holder-{uuid.uuid4().hex}", task_queue=task_queue,
+        )  # fmt: skip
+        ceiling = await temporal_client.start_workflow(
+            ModelCeilingWorkflow.run,
+            CeilingState(model_id=MODEL, ceiling=1),
+            id=ceiling_id,
+            task_queue=task_queue,
+        )
+        await ceiling.signal(
+            ModelCeilingWorkflow.acquire,
+            LeaseRequest(lease_id="stuck", holder_workflow_id=holder.id, lease_seconds=1),
+        )
+        await ceiling.signal(
+            ModelCeilingWorkflow.acquire,
+            LeaseRequest(lease_id="next", holder_workflow_id=holder.id, lease_seconds=60),
+        )
+
+        async def reclaimed() -> bool:
+            state = await ceiling.query(ModelCeilingWorkflow.state)
+            return state.reclaimed_total == 1 and [lease.lease_id for lease in state.held] == ["next"]
+
+        assert await until(reclaimed, timeout=10)
+        for handle in (holder, ceiling):
+            await handle.terminate("test finished")
+
+
+@within(30)
+async def test_a_grant_to_a_holder_that_no_longer_exists_frees_the_slot_at_once(
+    temporal_client: Client, task_queue: str, tmp_path: Path
+) -> None:
+    async with bench(temporal_client, task_queue, tmp_path, model=None) as b, b.worker():
+        ceiling = await temporal_client.start_workflow(
+            ModelCeilingWorkflow.run, CeilingState(model_id=MODEL, ceiling=1),
+            id=ceiling_workflow_id(task_queue, MODEL), task_queue=task_queue,
+        )  # fmt: skip
+        await ceiling.signal(
+            ModelCeilingWorkflow.acquire,
+            LeaseRequest(lease_id="ghost", holder_workflow_id="no-such-workflow", lease_seconds=600),
+        )
+
+        async def freed() -> bool:
+            state = await ceiling.query(ModelCeilingWorkflow.state)
+            return state.granted_total == 1 and state.held == [] and state.waiting == []
+
+        assert await until(freed, timeout=10)
+        await ceiling.terminate("test finished")
+
+
+@within(60)
+async def test_a_job_cancelled_while_waiting_for_a_lease_withdraws_its_request(
+    temporal_client: Client, task_queue: str, tmp_path: Path, server: WireServer
+) -> None:
+    server.default = Scripted(200, openai_completion(ANSWER), delay_s=3.0)
+    async with bench(temporal_client, task_queue, tmp_path, model=None) as b, b.worker():
+        _register(b.database_url, server, ceiling=1)
+        jobs = {handle.id: handle for handle in await _start_burst(temporal_client, task_queue, 2)}
+
+        async def queued() -> bool:
+            try:
+                state = await _ceiling(temporal_client, task_queue)
+            except RPCError:  # the first lease request has not started the ceiling yet
+                return False
+            return len(state.held) == 1 and len(state.waiting) == 1
+
+        assert await until(queued, timeout=15)
+        state = await _ceiling(temporal_client, task_queue)
+        holding = jobs[state.held[0].holder_workflow_id]
+        waiting = jobs[state.waiting[0].holder_workflow_id]
+        await waiting.cancel()
+
+        async def withdrawn() -> bool:
+            state = await _ceiling(temporal_client, task_queue)
+            return state.waiting == []
+
+        assert await until(withdrawn, timeout=10)
+        await holding.result()
+        state = await _ceiling(temporal_client, task_queue)
+    assert (state.held, state.waiting, state.granted_total) == ([], [], 1)
+    assert len(server.received) == 1
