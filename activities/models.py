@@ -98,6 +98,10 @@ def parse_output(raw: str, request: ModelCallRequest) -> SpecialistOutput:
         )
     try:
         output = SpecialistOutput.model_validate(json.loads(raw))
+    except RecursionError:
+        raise _fail(
+            ErrorType.MODEL_OUTPUT_SCHEMA, "model output is nested too deeply to be a result"
+        ) from None
     except (ValueError, ValidationError) as error:
         first_line = str(error).splitlines()[0] if str(error) else type(error).__name__
         raise _fail(
@@ -144,7 +148,7 @@ class ModelActivities:
         ``catalog_changed``, ``request_too_large`` before any call; the provider's class, or an output
         error (``model_output_schema``, ``model_output_invalid``, ``result_too_large``) after it.
         """
-        model_name, provider = self._provider(request.model_id)
+        model_name, provider, deadline_s = self._provider(request.model_id)
         try:
             catalog = load_catalog(self._config.catalog_path)
         except OperatorError as error:
@@ -183,7 +187,7 @@ class ModelActivities:
         )
         started = time.monotonic()
         try:
-            answer = _with_heartbeats(provider, completion, beat)
+            answer = _with_heartbeats(provider, completion, beat, deadline_s)
         except ProviderError as error:
             usage = CallUsage(latency_ms=_elapsed_ms(started))
             log.warning(
@@ -217,7 +221,7 @@ class ModelActivities:
         log = run_logger(request.check_id, activity="check_model", model=request.model_id)
         started = time.monotonic()
         try:
-            model_name, provider = self._provider(request.model_id)
+            model_name, provider, deadline_s = self._provider(request.model_id)
             if provider is self._replay:
                 self._replay.check(model_name)
                 answer = Completion(text="", input_tokens=None, output_tokens=None, latency_ms=0)
@@ -228,7 +232,9 @@ class ModelActivities:
                     context=CHECK_CONTEXT,
                     identity=JobIdentity(profile_id=CHECK_PROFILE, kind=JobKind.ANALYSIS, title=CHECK_TITLE),
                 )
-                answer = _with_heartbeats(provider, tiny, {"model": request.model_id, "check": True})
+                answer = _with_heartbeats(
+                    provider, tiny, {"model": request.model_id, "check": True}, deadline_s
+                )
         except ApplicationError as error:
             log.warning("model_check_failed", error_type=error.type, message=error.message)
             return ModelCheckResult(
@@ -249,20 +255,32 @@ class ModelActivities:
                 message=error.message,
                 usage=usage,
             )
+        except Exception as error:  # a check reports every failure; it never fails itself
+            log.warning("model_check_failed", error_type=ErrorType.MODEL_TASK, exception=type(error).__name__)
+            return ModelCheckResult(
+                check_id=request.check_id,
+                model_id=request.model_id,
+                ok=False,
+                error_type=ErrorType.MODEL_TASK,
+                message=f"the check failed unexpectedly ({type(error).__name__})",
+                usage=CallUsage(latency_ms=_elapsed_ms(started)),
+            )
         usage = _usage(answer)
         log.info("model_check_passed", **usage.model_dump())
         return ModelCheckResult(check_id=request.check_id, model_id=request.model_id, ok=True, usage=usage)
 
-    def _provider(self, model_id: str) -> tuple[str, ModelProvider]:
-        """The model name and the provider that calls it. Raises ``ApplicationError``
-        ``model_not_configured`` (bad id, unknown provider, unregistered model, missing key variable)."""
+    def _provider(self, model_id: str) -> tuple[str, ModelProvider, float | None]:
+        """The model name, the provider that calls it and the call's total deadline in seconds (a
+        registered model's timeout; ``None`` for built-in and worker-given providers). Raises
+        ``ApplicationError`` ``model_not_configured`` (bad id, unknown provider, unregistered model,
+        missing key variable)."""
         try:
             provider_name, model_name = split_model_id(model_id)
         except ValueError as error:
             raise _fail(ErrorType.MODEL_NOT_CONFIGURED, str(error)) from None
         provider = self._providers.get(provider_name)
         if provider is not None:
-            return model_name, provider
+            return model_name, provider, None
         if provider_name not in REGISTRABLE_PROVIDERS:
             raise _fail(
                 ErrorType.MODEL_NOT_CONFIGURED,
@@ -273,26 +291,41 @@ class ModelActivities:
         except NotFound as error:
             raise _fail(ErrorType.MODEL_NOT_CONFIGURED, error.message) from None
         try:
-            return model_name, self._registered.for_model(record)
+            return model_name, self._registered.for_model(record), float(record.timeout_s)
         except ProviderError as error:
             raise _fail(error.error_type, error.message) from None
 
 
 def _with_heartbeats(
-    provider: ModelProvider, request: CompletionRequest, beat: dict[str, object]
+    provider: ModelProvider,
+    request: CompletionRequest,
+    beat: dict[str, object],
+    deadline_s: float | None = None,
 ) -> Completion:
     """Run the provider call on a helper thread, heartbeating every few seconds until it ends.
 
-    The helper runs in a copy of this activity's context, so a provider may heartbeat or check for
-    cancellation itself. If the activity is cancelled, the call is left to end at its own timeout.
+    ``deadline_s`` bounds the whole call: the HTTP clients' timeouts bound each read, so a server that
+    trickles its answer could otherwise hold a call far longer. Past it the call fails
+    ``model_timeout`` (the helper thread is left to end at its next read timeout). The helper runs
+    in a copy of this activity's context, so a provider may heartbeat or check for cancellation.
     """
     context = contextvars.copy_context()
     executor = concurrent.futures.ThreadPoolExecutor(max_workers=1, thread_name_prefix="model-call")
+    started = time.monotonic()
     try:
         future = executor.submit(context.run, complete_measured, provider, request)
         while True:
+            wait = HEARTBEAT_EVERY_SECONDS
+            if deadline_s is not None:
+                left = deadline_s - (time.monotonic() - started)
+                if left <= 0:
+                    raise ProviderError(
+                        ErrorType.MODEL_TIMEOUT,
+                        f"no complete answer within the model's {deadline_s:g}s timeout",
+                    )
+                wait = min(wait, left)
             try:
-                return future.result(timeout=HEARTBEAT_EVERY_SECONDS)
+                return future.result(timeout=wait)
             except concurrent.futures.TimeoutError:
                 activity.heartbeat(beat)
     finally:

@@ -10,11 +10,11 @@ import asyncio
 import contextlib
 import datetime as dt
 
-from temporalio.client import Client
+from temporalio.client import Client, WorkflowFailureError
 from temporalio.common import WorkflowIDReusePolicy
 from temporalio.service import RPCError
 
-from contracts.errors import ServiceUnavailable
+from contracts.errors import OperatorError, ServiceUnavailable
 from contracts.model_jobs import ModelCheckRequest, ModelCheckResult
 from workflows.model_check import CHECK_TIMEOUT, ModelCheckWorkflow
 
@@ -28,7 +28,8 @@ async def run_model_check(
     """Start the check on ``task_queue`` and return its result.
 
     Raises :class:`ServiceUnavailable` ``check_not_answered`` when no worker finishes it within
-    ``wait_seconds`` (the check is then terminated), or ``temporal_error`` when Temporal refuses it.
+    ``wait_seconds`` (the check is then terminated), or ``temporal_error`` when Temporal refuses it;
+    :class:`OperatorError` ``check_failed`` (exit 1) when the check workflow itself failed.
     """
     try:
         handle = await client.start_workflow(
@@ -43,6 +44,12 @@ async def run_model_check(
         raise ServiceUnavailable("temporal_error", f"Temporal refused the check: {error}") from None
     try:
         return await asyncio.wait_for(handle.result(), timeout=wait_seconds)
+    except WorkflowFailureError as error:
+        cause = error.cause
+        raise OperatorError(
+            "check_failed",
+            f"check {request.check_id} failed on the worker: {getattr(cause, 'message', cause)}",
+        ) from None
     except TimeoutError:
         with contextlib.suppress(RPCError):
             await handle.terminate("no worker answered the model check in time")

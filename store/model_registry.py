@@ -29,7 +29,10 @@ from contracts.models import (
 from store.actors import require_actor
 from store.schema import ModelRow
 
-API_KEY_ENV_PATTERN: Final = re.compile(r"[A-Z_][A-Z0-9_]{0,63}")
+API_KEY_ENV_PATTERN: Final = re.compile(r"[A-Z][A-Z0-9_]{0,55}_API_KEY")
+# A registration names a variable the worker sends to the model's endpoint, so it may only name a
+# variable meant for that: ``*_API_KEY``, never the deployment's own settings.
+RESERVED_ENV_PREFIX: Final = "SPECIALISTS_"
 MAX_BASE_URL_CHARS: Final = 2000
 
 
@@ -48,11 +51,13 @@ def check_registration(registration: ModelRegistration) -> ModelRegistration:
         )
     if registration.base_url is not None:
         check_base_url(registration.base_url)
-    if registration.api_key_env is not None and not API_KEY_ENV_PATTERN.fullmatch(registration.api_key_env):
+    name = registration.api_key_env
+    if name is not None and (not API_KEY_ENV_PATTERN.fullmatch(name) or name.startswith(RESERVED_ENV_PREFIX)):
         raise InvalidInput(
             "invalid_api_key_env",
-            "--api-key-env must be the name of an environment variable: 1..64 upper-case letters, "
-            "digits or '_', not starting with a digit",
+            "--api-key-env must name a key variable: upper-case letters, digits or '_', ending in "
+            "_API_KEY, at most 64 characters, not SPECIALISTS_* (the worker sends its value to the "
+            "model's endpoint, so it may name nothing else)",
         )
     return registration
 

@@ -207,7 +207,9 @@ def describe(provider: str, model: str, status: int | None, fields: ErrorFields,
     parts = [f"{provider} model {model!r}"]
     if status is not None:
         parts.append(f"HTTP {status}")
-    label = "/".join(part for part in (fields.type, fields.code) if part)
+    # The provider's type and code are echoed from its response too, so they are scrubbed like the
+    # message: a server may put anything there, the key included.
+    label = redact("/".join(part for part in (fields.type, fields.code) if part), secret)
     if label:
         parts.append(f"({label})")
     head = " ".join(parts)
@@ -297,6 +299,12 @@ def classify_sdk_error(
         return Classified(
             ErrorType.MODEL_PROVIDER_UNAVAILABLE, note(f"broken response: {error.message}"), None
         )
+    if isinstance(error, RecursionError):
+        return Classified(
+            ErrorType.MODEL_PROVIDER_UNAVAILABLE,
+            note("broken response: body nested too deeply to parse"),
+            None,
+        )
     # A body that is not JSON (or not UTF-8) can escape the SDKs as the decoder's error, not an APIError.
     if isinstance(error, (json.JSONDecodeError, UnicodeDecodeError)):
         return Classified(
@@ -325,5 +333,5 @@ class ProviderFailures:
 
 
 def as_int(value: object) -> int | None:
-    """``value`` when it is an int (token counts), else ``None``."""
-    return value if isinstance(value, int) and not isinstance(value, bool) else None
+    """``value`` when it is a non-negative int (token counts), else ``None`` (not reported)."""
+    return value if isinstance(value, int) and not isinstance(value, bool) and value >= 0 else None

@@ -25,12 +25,21 @@ from contracts.models import ModelRecord
 
 PLACEHOLDER_KEY = "no-key-configured"
 """The key sent to a named base URL when the registration names no key variable."""
+SDK_KEY_VARIABLES = {"openai": "OPENAI_API_KEY", "anthropic": "ANTHROPIC_API_KEY"}
+"""The variable each SDK reads its key from when it is given none."""
+
+
+def _valid_key(key: str) -> bool:
+    # A key goes into an HTTP header: anything but printable ASCII without spaces would fail there
+    # with an error that may quote it, so it is refused here without being shown.
+    return key.isascii() and key.isprintable() and not any(c.isspace() for c in key)
 
 
 def api_key_for(record: ModelRecord, environ: Mapping[str, str]) -> str | None:
     """The key a call to ``record`` carries (``None``: the SDK's default variable), per the rules above.
 
-    Raises :class:`ProviderError` ``model_not_configured`` when the named variable is unset or empty.
+    Raises :class:`ProviderError` ``model_not_configured`` when the named variable is unset, empty or
+    not a key (printable ASCII without spaces).
     """
     if record.api_key_env is not None:
         key = environ.get(record.api_key_env, "")
@@ -38,6 +47,12 @@ def api_key_for(record: ModelRecord, environ: Mapping[str, str]) -> str | None:
             raise ProviderError(
                 ErrorType.MODEL_NOT_CONFIGURED,
                 f"model {record.id}: environment variable {record.api_key_env} is not set on this worker",
+            )
+        if not _valid_key(key):
+            raise ProviderError(
+                ErrorType.MODEL_NOT_CONFIGURED,
+                f"model {record.id}: the value of {record.api_key_env} on this worker is not a key "
+                "(it must be printable ASCII without spaces)",
             )
         return key
     if record.base_url is not None:
@@ -67,8 +82,9 @@ def build_provider(record: ModelRecord, environ: Mapping[str, str]) -> ModelProv
 class RegisteredProviders:
     """Providers for registered models, built on first use and kept (one SDK client per model and key).
 
-    ``environ`` is where keys are read (default: this process's environment, read at each call so a
-    key set after start-up is found). Thread-safe: sync activities run in a thread pool.
+    ``environ`` is where keys are read (default: this process's environment, read at each call, so a
+    key set or rotated after start-up is used — the SDK's own variable included). Thread-safe: sync
+    activities run in a thread pool.
     """
 
     def __init__(self, environ: Mapping[str, str] | None = None) -> None:
@@ -80,7 +96,12 @@ class RegisteredProviders:
         """The provider for ``record``. Raises :class:`ProviderError` (see :func:`build_provider`)."""
         environ = os.environ if self._environ is None else self._environ
         key = api_key_for(record, environ)
-        cache_key = (record.id, record.base_url, record.api_key_env, record.timeout_s, key)
+        if key is None:  # the SDK reads its own variable: a change to it needs a new client too
+            default = SDK_KEY_VARIABLES.get(record.provider)
+            key_seen = environ.get(default) if default is not None else None
+        else:
+            key_seen = key
+        cache_key = (record.id, record.base_url, record.api_key_env, record.timeout_s, key_seen)
         with self._lock:
             provider = self._providers.get(cache_key)
             if provider is None:

@@ -35,12 +35,14 @@ class ReplayProvider:
         try:
             data = json.loads(path.read_text(encoding="utf-8"))
         except FileNotFoundError:
+            # The file name only: the worker's directory layout is not the operator's business.
             raise ProviderError(
-                ErrorType.MODEL_NOT_CONFIGURED, f"replay recordings file {str(path)!r} does not exist"
+                ErrorType.MODEL_NOT_CONFIGURED, f"replay recordings file {path.name!r} does not exist"
             ) from None
         except (OSError, ValueError) as error:
             raise ProviderError(
-                ErrorType.MODEL_NOT_CONFIGURED, f"replay recordings file {str(path)!r} is unreadable: {error}"
+                ErrorType.MODEL_NOT_CONFIGURED,
+                f"replay recordings file {path.name!r} is unreadable ({type(error).__name__})",
             ) from None
         table: dict[tuple[str, str, str], str] = {}
         for entry in data.get("recordings", []):

@@ -5,6 +5,7 @@ transient ones are retryable."""
 from __future__ import annotations
 
 import json
+import time
 from pathlib import Path
 from typing import Any
 
@@ -14,8 +15,8 @@ from temporalio.testing import ActivityEnvironment
 
 from activities.config import DEFAULT_RECORDINGS_DIR, ActivityConfig
 from activities.context import RequestTooLarge, check_request_size
-from activities.models import ModelActivities, parse_output
-from activities.providers.base import CompletionRequest, ProviderError
+from activities.models import ModelActivities, _with_heartbeats, parse_output
+from activities.providers.base import CompletionRequest, JobIdentity, ProviderError
 from catalog.loader import load_catalog
 from contracts.errors import ErrorType
 from contracts.model_jobs import JobContext, ModelCallRequest, ModelCallResult
@@ -265,3 +266,32 @@ def test_request_size_limit_is_60_kib_inclusive() -> None:
     assert check_request_size("a" * (MAX_REQUEST_BYTES - 10), "b" * 10) == MAX_REQUEST_BYTES
     with pytest.raises(RequestTooLarge):
         check_request_size("a" * (MAX_REQUEST_BYTES - 10), "é" * 6)  # multi-byte characters count as bytes
+
+
+def test_parse_output_refuses_deeply_nested_text_as_a_schema_error() -> None:
+    error = _parse_error("[" * 5000 + "]" * 5000, _request())
+    assert error.type == ErrorType.MODEL_OUTPUT_SCHEMA
+
+
+class _Trickling:
+    """Answers only after ``seconds`` (a server trickling its answer byte by byte looks the same)."""
+
+    def __init__(self, seconds: float) -> None:
+        self.seconds = seconds
+
+    def complete(self, request: CompletionRequest) -> str:
+        time.sleep(self.seconds)
+        return json.dumps(ANALYSIS)
+
+
+def test_a_call_longer_than_the_models_whole_timeout_fails_as_a_timeout() -> None:
+    completion = CompletionRequest(
+        model_name="m", instructions="i", context="c", identity=JobIdentity("p", JobKind.ANALYSIS, "t")
+    )
+    started = time.monotonic()
+    with pytest.raises(ProviderError) as raised:
+        ActivityEnvironment().run(_with_heartbeats, _Trickling(3.0), completion, {}, 0.3)
+    assert raised.value.error_type == ErrorType.MODEL_TIMEOUT
+    assert time.monotonic() - started < 2.0
+    answer = ActivityEnvironment().run(_with_heartbeats, _Trickling(0.05), completion, {}, 5.0)
+    assert json.loads(answer.text) == ANALYSIS

@@ -32,7 +32,7 @@ from tests.activities.providers.wire_server import (
 )
 from tests.control.cli_harness import SLOW_QUERY, Cli, running_worker
 
-KEY_ENV = "CHECK_TEST_MODEL_KEY"
+KEY_ENV = "CHECK_TEST_MODEL_API_KEY"
 KEY = "sk-check-0123456789abcdef"
 CHECK_ID = r"SMC-[0-9A-Z]{16}"
 CHECK_KEYS = {"check_id", "model", "ok", "latency_ms", "input_tokens", "output_tokens"}
@@ -60,7 +60,7 @@ def cli(
     for args in (
         ["openai:model-a", "--base-url", wire.base_url, "--api-key-env", KEY_ENV],
         ["anthropic:model-b", "--base-url", wire.root_url, "--api-key-env", KEY_ENV],
-        ["openai:keyless", "--base-url", wire.base_url, "--api-key-env", "CHECK_TEST_UNSET_KEY"],
+        ["openai:keyless", "--base-url", wire.base_url, "--api-key-env", "CHECK_TEST_UNSET_API_KEY"],
     ):
         assert cli.call("models", "add", *args, "--timeout-s", "5", "--actor", "alice").exit_code == 0
     assert KEY_ENV not in cli.env
@@ -133,7 +133,7 @@ def test_a_key_variable_missing_on_the_worker_is_model_not_configured(cli: Cli, 
     result = cli.call("models", "test", "openai:keyless", "--actor", "alice", "--json")
     assert result.exit_code == 6, result
     error = result.json()["error"]
-    assert error["code"] == "model_not_configured" and "CHECK_TEST_UNSET_KEY" in error["message"]
+    assert error["code"] == "model_not_configured" and "CHECK_TEST_UNSET_API_KEY" in error["message"]
     assert server.received == [], "nothing is sent without the key"
 
 

@@ -75,6 +75,12 @@ def test_duplicate_is_refused_and_keeps_the_first(store: Store, actor: str) -> N
         (ModelRegistration(id="openai:x", api_key_env="1KEY"), "invalid_api_key_env"),
         (ModelRegistration(id="openai:x", api_key_env="K" * 65), "invalid_api_key_env"),
         (ModelRegistration(id="openai:x", api_key_env="sk-abc123"), "invalid_api_key_env"),
+        # Only variables meant to be sent to a model: *_API_KEY, never the deployment's own settings.
+        (ModelRegistration(id="openai:x", api_key_env="SPECIALISTS_ACTION_TOKEN"), "invalid_api_key_env"),
+        (ModelRegistration(id="openai:x", api_key_env="SPECIALISTS_API_KEY"), "invalid_api_key_env"),
+        (ModelRegistration(id="openai:x", api_key_env="AWS_SECRET_ACCESS_KEY"), "invalid_api_key_env"),
+        (ModelRegistration(id="openai:x", api_key_env="DATABASE_URL"), "invalid_api_key_env"),
+        (ModelRegistration(id="openai:x", api_key_env="A" * 57 + "_API_KEY"), "invalid_api_key_env"),
     ],
 )
 def test_invalid_registration_writes_nothing(

@@ -37,7 +37,7 @@ from workflows.model_ceiling import ModelCeilingWorkflow
 from workflows.model_job import ModelJobWorkflow
 
 MODEL = "openai:ceiling-model"
-KEY_ENV = "CEILING_TEST_KEY"
+KEY_ENV = "CEILING_TEST_API_KEY"
 ITEM = example(SLOW_QUERY)
 
 

@@ -259,7 +259,7 @@ def wire() -> Iterator[WireServer]:
 def _register(b: Bench, wire_format: Wire, server: WireServer) -> tuple[str, str]:
     """Register the primary and backup models on ``server`` and select them, ordered."""
     primary, backup = f"{wire_format.provider}:model-primary", f"{wire_format.provider}:model-backup"
-    for model_id, key_env in ((primary, "WIRE_TEST_PRIMARY_KEY"), (backup, "WIRE_TEST_BACKUP_KEY")):
+    for model_id, key_env in ((primary, "WIRE_TEST_PRIMARY_API_KEY"), (backup, "WIRE_TEST_BACKUP_API_KEY")):
         registration = ModelRegistration(
             id=model_id, base_url=wire_format.base_url(server), api_key_env=key_env, timeout_s=1
         )
@@ -294,8 +294,8 @@ async def test_read_only_run_against_a_real_endpoint_reports_class_attempts_fall
     case: Case,
     wire_format: Wire,
 ) -> None:
-    monkeypatch.setenv("WIRE_TEST_PRIMARY_KEY", PRIMARY_KEY)
-    monkeypatch.setenv("WIRE_TEST_BACKUP_KEY", BACKUP_KEY)
+    monkeypatch.setenv("WIRE_TEST_PRIMARY_API_KEY", PRIMARY_KEY)
+    monkeypatch.setenv("WIRE_TEST_BACKUP_API_KEY", BACKUP_KEY)
     wire.reset()
     succeeds = case.error_type is None or case.fallback
     script = list(case.primary(wire_format))

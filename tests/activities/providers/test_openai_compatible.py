@@ -480,3 +480,12 @@ def test_no_api_key_anywhere_is_not_configured(server: WireServer, monkeypatch: 
 def test_model_error_classes(error_type: str, retried: bool, advances: bool) -> None:
     assert is_retryable(error_type) is retried
     assert advances_fallback(error_type) is advances
+
+
+def test_a_key_echoed_in_the_error_type_or_code_is_redacted(
+    server: WireServer, provider: OpenAICompatibleProvider
+) -> None:
+    server.script(Scripted(401, openai_error("bad key", type=KEY, code=f"key={KEY}")))
+    error = _failure(provider)
+    assert error.error_type == ErrorType.MODEL_AUTHENTICATION
+    assert KEY not in error.message and "[redacted]" in error.message
