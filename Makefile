@@ -34,6 +34,7 @@ dev: $(STAMP)
 bench: $(STAMP)
 	$(BIN)/python bench/route_bench.py
 	$(BIN)/python bench/run_bench.py
+	$(BIN)/python bench/model_bench.py
 
 clean:
 	rm -rf $(VENV) .specialists .pytest_cache .mypy_cache .ruff_cache

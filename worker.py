@@ -22,6 +22,7 @@ from temporalio.worker.workflow_sandbox import SandboxedWorkflowRunner, SandboxR
 from activities.authorization import AuthorizationActivities
 from activities.ceilings import CeilingActivities
 from activities.config import ActivityConfig
+from activities.context_packs import ContextPackActivities
 from activities.models import ModelActivities
 from activities.projection import ProjectionActivities
 from activities.providers.base import ModelProvider
@@ -65,6 +66,7 @@ def activities_for(
     authorization = AuthorizationActivities(config, store)
     projection = ProjectionActivities(config, store)
     ceilings = CeilingActivities(store)
+    packs = ContextPackActivities(config, store)
     return [
         routing.capture_contract,
         models.call_model,
@@ -72,6 +74,7 @@ def activities_for(
         authorization.authorize_action,
         projection.project_run,
         ceilings.request_model_lease,
+        packs.build_context_pack,
     ]
 
 

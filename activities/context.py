@@ -1,15 +1,21 @@
-"""Context packs: what a model job is told, built from the catalog profile and the job context.
+"""What a model job is told: instructions from the catalog profile and its context pack.
 
-The instructions come from the reviewed catalog profile; the context carries the task and evidence
-ids and — for a review — the findings under review, labelled as model output and kept apart from the
-evidence. A request over 60 KiB fails explicitly; nothing is shortened.
+The instructions come from the reviewed catalog profile. The context is the job's pack
+(:class:`contracts.context_packs.ContextPack`, built by :func:`build_pack`, rendered by
+:func:`render_pack`): objective, task, questions, evidence, repository paths, findings under review
+(labelled as model output, kept apart from the evidence), what was left out, the output contract and
+the stop rule. Jobs of runs started before packs carry no pack and get :func:`build_context`. A
+request over 60 KiB fails explicitly; nothing is shortened.
 """
 
 from __future__ import annotations
 
+import hashlib
 import json
 
 from catalog.schema import Profile
+from contracts.context_packs import ContextPack, EvidenceEntry, RepositoryContext
+from contracts.enums import TaskType
 from contracts.model_jobs import JobContext
 from contracts.output import MAX_REQUEST_BYTES, JobKind, SpecialistOutput
 
@@ -71,3 +77,152 @@ def check_request_size(instructions: str, context: str) -> int:
     if size > MAX_REQUEST_BYTES:
         raise RequestTooLarge(f"model request is {size} bytes; the limit is {MAX_REQUEST_BYTES}")
     return size
+
+
+# ------------------------------------------------------------------------------------ context packs
+
+STOP_RULE = (
+    "Stop rather than widen scope: answer only from what this pack gives you. If it is not enough, say "
+    "what is missing in 'gaps' and set 'closure' accordingly instead of assuming or asking for more."
+)
+_TASK_QUESTIONS: dict[TaskType, str] = {
+    TaskType.INVESTIGATE: "What is the most likely cause, and which evidence supports it?",
+    TaskType.FIX: "What is the smallest change that fixes it, and what could that change break?",
+    TaskType.REVIEW: "What in the work under review is wrong or risky, and how severe is each point?",
+    TaskType.AUDIT: "Which requirements are not met, and where does the evidence show it?",
+    TaskType.RESEARCH: "What does the evidence establish, and what remains open?",
+    TaskType.DOCUMENT: "What must the documentation say, for whom, and what is missing today?",
+    TaskType.TEST: "Which behaviours are untested, and which tests would catch a regression?",
+    TaskType.DESIGN: "Which design meets the constraints, and what are its trade-offs?",
+}
+_REVIEW_QUESTIONS = [
+    "Is each finding under review supported by the evidence it cites?",
+    "What did the findings under review miss or overstate?",
+]
+
+
+def sha256_text(text: str) -> str:
+    """The sha256 hex digest of ``text`` in UTF-8."""
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+
+def objective(profile: Profile, kind: JobKind, title: str, task_type: TaskType | None) -> str:
+    """One sentence: who does what to which work item."""
+    work = f"{task_type.value} task" if task_type is not None else "task"
+    if kind is JobKind.ANALYSIS:
+        return f"As {profile.name}, analyse the {work} “{title}” and report findings backed by its evidence."
+    return (
+        f"As {profile.name}, independently review the findings on the {work} “{title}” against its "
+        "evidence and give a verdict."
+    )
+
+
+def questions(kind: JobKind, task_type: TaskType | None, evidence_refs: list[str]) -> list[str]:
+    """Concrete questions for the job: one for the task type, one per evidence ref, and for a review
+    the two review questions."""
+    asked = [_TASK_QUESTIONS[task_type or TaskType.INVESTIGATE]]
+    asked += [f"What does {ref} show that bears on the task?" for ref in evidence_refs]
+    if kind is JobKind.REVIEW:
+        asked += _REVIEW_QUESTIONS
+    return asked
+
+
+def excluded_context(
+    kind: JobKind, repository: RepositoryContext | None, files_unread_without_repository: bool
+) -> list[str]:
+    """What the pack deliberately leaves out, so the job (and the operator) can see the boundary."""
+    left_out = ["other runs and their results", "commands, network access and write access of any kind"]
+    if repository is not None:
+        left_out.insert(0, "the content of files not named by a file: evidence ref (their paths only)")
+        left_out.insert(1, "the repository's history, other branches and uncommitted changes")
+        if repository.tracked_total > len(repository.tracked_paths):
+            left_out.insert(
+                2,
+                f"tracked paths beyond the first {len(repository.tracked_paths)} "
+                f"of {repository.tracked_total}",
+            )
+    if files_unread_without_repository:
+        left_out.insert(
+            0, "file: evidence content: the run names no allow-listed repository with a base commit"
+        )
+    if kind is JobKind.REVIEW:
+        left_out.insert(0, "the author's profile, model, confidence and verdict (blinded review)")
+    return left_out
+
+
+def output_contract(kind: JobKind) -> str:
+    """The output contract in one line (the full JSON Schema is in the instructions)."""
+    fields = (
+        "role, axis, inspected_evidence, findings (severity, title, evidence_refs, detail), confidence "
+        "0..1 with its band, gaps, closure, recommended_next_action"
+    )
+    if kind is JobKind.REVIEW:
+        fields += ", verdict (agree | disagree | insufficient_evidence)"
+    return f"One JSON object matching the SpecialistOutput JSON Schema: {fields}; at most 48 KiB."
+
+
+def output_schema_sha256() -> str:
+    """The sha256 of the output contract's JSON Schema as sent to models (sorted keys)."""
+    return sha256_text(json.dumps(SpecialistOutput.model_json_schema(), sort_keys=True))
+
+
+def build_pack(
+    profile: Profile,
+    kind: JobKind,
+    context: JobContext,
+    task_type: TaskType | None,
+    evidence: list[EvidenceEntry],
+    repository: RepositoryContext | None,
+) -> ContextPack:
+    """The context pack of one job. Pure: the evidence (already read) and repository come in.
+
+    ``evidence`` has one entry per ref of ``context.evidence_refs``, in order.
+    """
+    unread_files = repository is None and any(entry.ref.startswith("file:") for entry in evidence)
+    return ContextPack(
+        job_kind=kind,
+        profile_id=profile.id,
+        profile_guidance_sha256=sha256_text(profile.guidance),
+        objective=objective(profile, kind, context.title, task_type),
+        task=context.task,
+        questions=questions(kind, task_type, context.evidence_refs),
+        evidence=evidence,
+        repository=repository,
+        findings_under_review=list(context.findings_under_review) if kind is JobKind.REVIEW else [],
+        excluded=excluded_context(kind, repository, unread_files),
+        output_contract=output_contract(kind),
+        output_schema_sha256=output_schema_sha256(),
+        stop_rule=STOP_RULE,
+    )
+
+
+def render_pack(pack: ContextPack) -> str:
+    """The user-side text of a pack: objective, task, questions, evidence (file contents fenced and
+    labelled), repository paths, findings under review (labelled as model output), exclusions, the
+    output contract and the stop rule."""
+    parts = ["## Objective", pack.objective, "## Task", pack.task, "## Questions"]
+    parts.append("\n".join(f"{n}. {question}" for n, question in enumerate(pack.questions, 1)))
+    parts.append("## Evidence (original evidence; cite these ids)")
+    if not pack.evidence:
+        parts.append("(none given)")
+    for entry in pack.evidence:
+        if entry.content is not None:
+            parts.append(f"### {entry.ref} ({entry.size_bytes} bytes)\n````\n{entry.content}\n````")
+        else:
+            parts.append(f"### {entry.ref}\n({entry.note or 'reference only'})")
+    if pack.repository is not None:
+        repo = pack.repository
+        parts.append(
+            f"## Repository {repo.alias} at {repo.base_commit} "
+            f"({len(repo.tracked_paths)} of {repo.tracked_total} tracked paths)"
+        )
+        parts.append("\n".join(repo.tracked_paths) or "(no tracked paths)")
+    if pack.job_kind is JobKind.REVIEW:
+        findings = [finding.model_dump(mode="json") for finding in pack.findings_under_review]
+        parts += [
+            "## Findings under review (model output, not evidence; author withheld)",
+            json.dumps(findings, indent=1, sort_keys=True),
+        ]
+    parts += ["## Not given to you", "\n".join(f"- {item}" for item in pack.excluded)]
+    parts += ["## Output", pack.output_contract, "## Stop rule", pack.stop_rule]
+    return "\n\n".join(parts)

@@ -25,7 +25,13 @@ from temporalio import activity
 from temporalio.exceptions import ApplicationError
 
 from activities.config import ActivityConfig
-from activities.context import RequestTooLarge, build_context, build_instructions, check_request_size
+from activities.context import (
+    RequestTooLarge,
+    build_context,
+    build_instructions,
+    check_request_size,
+    render_pack,
+)
 from activities.logs import run_logger
 from activities.providers.base import (
     Completion,
@@ -163,7 +169,12 @@ class ModelActivities:
         if profile is None:
             raise _fail(ErrorType.CATALOG_CHANGED, f"profile {request.profile_id!r} is not in the catalog")
         instructions = build_instructions(profile, request.kind)
-        context = build_context(request.context, request.kind)
+        # Jobs of runs started before context packs carry none: they get the plain context.
+        context = (
+            render_pack(request.pack)
+            if request.pack is not None
+            else build_context(request.context, request.kind)
+        )
         try:
             size = check_request_size(instructions, context)
         except RequestTooLarge as error:

@@ -44,6 +44,10 @@ class RoutingActivities:
                 # Resolved now and frozen in the contract: the run uses this commit even if the
                 # branch moves while it waits for approval.
                 _, base_commit = store.resolve_base_commit(alias)
+            elif alias is not None and store.repository_exists(alias):
+                # Any other run on an allow-listed repository freezes its commit too, so its context
+                # packs read file evidence at a commit the contract names.
+                _, base_commit = store.resolve_base_commit(alias)
             captured = capture(
                 run_input,
                 catalog,

@@ -230,7 +230,8 @@ def capture(
     and why. Without one (a ``recommend`` run), the contract has no model snapshot.
 
     ``base_commit`` is the commit the repository's default branch pointed at when the caller resolved
-    it; worktree and pr_ready contracts freeze it, so the run always uses that commit.
+    it; worktree and pr_ready contracts freeze it, so the run always uses that commit, and a read_only
+    contract keeps it when given (its context packs read ``file:`` evidence at it).
 
     Raises :class:`contracts.errors.OperatorError`: ``unknown_profile`` (override), ``automation_off``,
     ``tier_required``/``tier_conflict``, ``repo_alias_required`` (a worktree or pr_ready run names an
@@ -255,7 +256,9 @@ def capture(
             )
         if base_commit is None:
             raise InvalidInput("base_commit_required", "the repository's base commit was not resolved")
-    else:
+    elif tier is not Tier.READ_ONLY:
+        # A read_only run keeps the commit it was given, so its context packs read evidence files
+        # at that commit; a recommendation reads nothing.
         base_commit = None
     if tier is not Tier.RECOMMEND and selection is None:
         raise Refused(

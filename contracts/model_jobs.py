@@ -9,6 +9,8 @@ from __future__ import annotations
 
 from pydantic import BaseModel, ConfigDict
 
+from contracts.context_packs import ContextPack
+from contracts.enums import TaskType
 from contracts.output import Finding, JobKind, SpecialistOutput
 from contracts.proofs import ActionProof
 from contracts.runs import ModelSnapshot
@@ -38,6 +40,25 @@ class ModelJobInput(BaseModel):
     context: JobContext
     model: ModelSnapshot
     max_attempts: int = 2
+    task_type: TaskType | None = None
+    repo_alias: str | None = None
+    base_commit: str | None = None
+
+
+class ContextPackRequest(BaseModel):
+    """Input of the ``build_context_pack`` activity: the job's identity and context, and the
+    contract's repository alias and base commit (``None`` when the run names no allow-listed one)."""
+
+    model_config = ConfigDict(frozen=True)
+
+    job_id: str
+    kind: JobKind
+    profile_id: str
+    catalog_sha256: str
+    context: JobContext
+    task_type: TaskType | None = None
+    repo_alias: str | None = None
+    base_commit: str | None = None
 
 
 class ModelCallRequest(BaseModel):
@@ -53,6 +74,7 @@ class ModelCallRequest(BaseModel):
     model_id: str
     run_id: str = ""
     attempt: int = 1
+    pack: ContextPack | None = None
 
 
 class CallUsage(BaseModel):
@@ -109,6 +131,8 @@ class ModelJobResult(BaseModel):
     output: SpecialistOutput
     model_id: str
     attempts: list[ModelAttempt]
+    pack: ContextPack | None = None
+    pack_sha256: str | None = None
 
 
 class ModelCheckRequest(BaseModel):

@@ -12,6 +12,7 @@ from typing import Annotated, Any
 
 from pydantic import BaseModel, ConfigDict, Field, StringConstraints, model_validator
 
+from contracts.context_packs import ContextPack
 from contracts.enums import FallbackMode, RiskLevel, TaskType, Tier
 from contracts.output import JobKind, SpecialistOutput
 from contracts.proofs import ActionProof
@@ -349,6 +350,15 @@ class RunError(BaseModel):
     message: str
 
 
+class ContextPackRecord(BaseModel):
+    """A completed model job's context pack and its sha256 (the one in its audit event)."""
+
+    model_config = ConfigDict(frozen=True)
+
+    sha256: str
+    pack: ContextPack
+
+
 class RunView(BaseModel):
     """The ``show`` view of a run (DESIGN.md ``create/show --json``), answered by query ``view``."""
 
@@ -369,6 +379,7 @@ class RunView(BaseModel):
     request_digest: str
     created_at: dt.datetime
     audit: list[AuditEvent]
+    context_packs: list[ContextPackRecord] = []
 
 
 class AuthorizeRequest(BaseModel):

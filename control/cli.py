@@ -6,6 +6,7 @@ here are evaluated once, at import (no ``from __future__ import annotations``): 
 command's signature on each invocation, and string annotations would be re-evaluated each time.
 """
 
+import os
 import sys
 from pathlib import Path
 from typing import Annotated, Any
@@ -534,10 +535,15 @@ def _run_async(coro: Any) -> Any:
     return asyncio.run(coro)
 
 
+_temporal_used = False
+
+
 async def _client() -> Any:
     from control.settings import Settings
     from control.temporal import connect
 
+    global _temporal_used
+    _temporal_used = True
     return await connect(Settings.from_env())
 
 
@@ -826,15 +832,19 @@ def _require_actor(actor: str | None, action: str) -> str:
 def show_command(
     run_id: Annotated[str, typer.Argument(metavar="RUN", help="Run id (SOR-…).")],
     history: Annotated[bool, typer.Option("--history", help="Add the Temporal event history.")] = False,
+    pack: Annotated[bool, typer.Option("--pack", help="Add each model job's context pack.")] = False,
     as_json: JsonFlag = False,
 ) -> None:
     """Show a run: route, contract, status, result, review, decision and audit trail."""
+    from control.run_views import packs_json
     from control.runs import get_view, history_events
 
     async def go() -> tuple[Any, dict[str, Any]]:
         client = await _client()
         view = await get_view(client, run_id)
         extra = {"history": await history_events(client, run_id)} if history else {}
+        if pack:
+            extra["context_packs"] = packs_json(view)
         return view, extra
 
     view, extra = _run_async(go())
@@ -921,5 +931,21 @@ def main(argv: list[str] | None = None) -> int:
     return int(result) if isinstance(result, int) else 0
 
 
+def entry() -> None:
+    """The ``specialists`` console script: :func:`main`, then exit with its code.
+
+    After talking to Temporal the process ends with ``os._exit`` once its output is flushed: the
+    Temporal client's native runtime threads can still call into Python while the interpreter
+    finalises, which now and then aborts the process (SIGABRT/SIGSEGV) after its work is done. There
+    is nothing left to clean up at that point (the store's connections close with the process).
+    """
+    code = main()
+    if _temporal_used:
+        sys.stdout.flush()
+        sys.stderr.flush()
+        os._exit(code)
+    sys.exit(code)
+
+
 if __name__ == "__main__":
-    sys.exit(main())
+    entry()

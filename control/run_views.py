@@ -14,8 +14,14 @@ if TYPE_CHECKING:
 
 def run_json(view: RunView) -> dict[str, Any]:
     """``{"run_id", "status", "tier", "automatic", "route", "contract", "contract_sha256", "result",
-    "review", "decision", "audit", ...}``."""
-    return view.model_dump(mode="json")
+    "review", "decision", "audit", ...}``. Context packs are large and shown on request only
+    (:func:`packs_json`, ``show --pack``)."""
+    return view.model_dump(mode="json", exclude={"context_packs"})
+
+
+def packs_json(view: RunView) -> list[dict[str, Any]]:
+    """``show --pack --json``: ``[{"sha256", "pack": {...}}]``, one per completed model job."""
+    return [record.model_dump(mode="json") for record in view.context_packs]
 
 
 def render_run(console: Console, view: RunView, extra: dict[str, Any]) -> None:
@@ -81,6 +87,18 @@ def render_run(console: Console, view: RunView, extra: dict[str, Any]) -> None:
                 [[str(h["event_id"]), h["event_time"], str(h["event_type"])] for h in extra["history"]],
             )
         )
+    if "context_packs" in extra:
+        from activities.context import render_pack
+
+        if not view.context_packs:
+            console.print(safe_text("context packs: none yet (a pack is shown once its model job has ended)"))
+        for record in view.context_packs:
+            pack = record.pack
+            console.print(safe_text(f"\ncontext pack of the {pack.job_kind.value} job ({pack.profile_id})"))
+            console.print(
+                safe_text(f"sha256 {record.sha256}; guidance sha256 {pack.profile_guidance_sha256}")
+            )
+            console.print(safe_text(render_pack(pack)))
 
 
 def _short(data: dict[str, Any]) -> str:

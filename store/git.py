@@ -131,3 +131,81 @@ def _git_environment() -> dict[str, str]:
 def _first_line(text: str) -> str:
     lines = [line.strip() for line in text.strip().splitlines() if line.strip()]
     return lines[0] if lines else "git gave no reason"
+
+
+def check_repository_path(path: str) -> str:
+    """Return ``path`` if it is a plain relative path inside a repository (``a/b.py``): no leading
+    ``/``, no ``.``/``..``/empty segments, no backslash, no control characters, at most 400
+    characters. Raises :class:`InvalidInput` ``invalid_evidence_path`` otherwise.
+
+    Paths come from work items' ``file:PATH`` evidence refs; they are only ever used to name an object
+    at a frozen commit (``git cat-file``), never to touch the file system.
+    """
+    segments = path.split("/")
+    if (
+        not path
+        or len(path) > 400
+        or path.startswith("/")
+        or "\\" in path
+        or any(not c.isprintable() for c in path)
+        or any(segment in ("", ".", "..") for segment in segments)
+    ):
+        raise InvalidInput("invalid_evidence_path", f"evidence path {path!r} is not a plain relative path")
+    return path
+
+
+def _check_commit(commit: str) -> str:
+    if len(commit) not in (40, 64) or any(c not in "0123456789abcdef" for c in commit):
+        raise InvalidInput("invalid_commit", f"{commit!r} is not a full commit id")
+    return commit
+
+
+def blob_size(tree: Path, commit: str, path: str) -> int | None:
+    """The size in bytes of the file ``path`` at ``commit``, or ``None`` when it is not a file there.
+
+    Raises :class:`InvalidInput` for a bad path or commit, :class:`ServiceUnavailable` when git fails.
+    """
+    spec = f"{_check_commit(commit)}:{check_repository_path(path)}"
+    kind = _git(tree, "cat-file", "-t", spec)
+    if kind.returncode != 0 or kind.stdout.strip() != "blob":
+        return None
+    size = _git(tree, "cat-file", "-s", spec)
+    if size.returncode != 0:
+        return None
+    return int(size.stdout.strip())
+
+
+def read_blob(tree: Path, commit: str, path: str) -> bytes:
+    """The bytes of the file ``path`` at ``commit`` (check :func:`blob_size` first: this reads it all).
+
+    Raises :class:`InvalidInput` for a bad path or commit or a path that is not a file there,
+    :class:`ServiceUnavailable` when git fails.
+    """
+    spec = f"{_check_commit(commit)}:{check_repository_path(path)}"
+    try:
+        result = subprocess.run(
+            ["git", "-C", str(tree), "cat-file", "blob", spec],
+            capture_output=True,
+            timeout=GIT_TIMEOUT_SECONDS,
+            env=_git_environment(),
+            stdin=subprocess.DEVNULL,
+            check=False,
+        )
+    except FileNotFoundError as exc:
+        raise ServiceUnavailable("git_unavailable", "git is not installed or not on PATH") from exc
+    except subprocess.TimeoutExpired as exc:
+        raise ServiceUnavailable(
+            "git_unavailable", f"git did not answer within {GIT_TIMEOUT_SECONDS:g} s"
+        ) from exc
+    if result.returncode != 0:
+        raise InvalidInput("evidence_not_found", f"{path} is not a file at {commit[:12]}")
+    return result.stdout
+
+
+def tracked_paths(tree: Path, commit: str) -> list[str]:
+    """Every path tracked at ``commit``, sorted as git lists them. Raises :class:`InvalidInput` for a
+    bad commit, :class:`ServiceUnavailable` when git fails."""
+    result = _git(tree, "ls-tree", "-r", "-z", "--name-only", _check_commit(commit))
+    if result.returncode != 0:
+        raise ServiceUnavailable("git_failed", f"git ls-tree failed: {_first_line(result.stderr)}")
+    return [path for path in result.stdout.split("\0") if path]

@@ -21,7 +21,7 @@ from sqlalchemy.orm import Session
 
 from contracts.config import ActorRecord, PolicyRecord, RepositoryRecord
 from contracts.enums import Tier
-from contracts.errors import InvalidInput, OperatorError, Refused
+from contracts.errors import InvalidInput, NotFound, OperatorError, Refused
 from contracts.models import ModelRecord, ModelRegistration, ModelSelection, ModelSelectionRecord
 from contracts.policy import AutomationPolicy
 from contracts.runs import AuditEvent, RunSummary
@@ -191,6 +191,14 @@ class Store:
         """The repository registered as ``alias``. Raises ``unknown_repository`` (not found)."""
         with self._reading() as session:
             return repositories.get_repository(session, alias)
+
+    def repository_exists(self, alias: str) -> bool:
+        """Whether ``alias`` names an allow-listed repository."""
+        try:
+            self.get_repository(alias)
+        except NotFound:
+            return False
+        return True
 
     def resolve_base_commit(self, alias: str) -> tuple[RepositoryRecord, str]:
         """The repository ``alias`` and the commit its default branch points at now.

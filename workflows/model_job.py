@@ -37,9 +37,11 @@ with workflow.unsafe.imports_passed_through():
         LeaseTerms,
         ceiling_workflow_id,
     )
+    from contracts.context_packs import ContextPackResult
     from contracts.errors import ErrorType, advances_fallback, is_retryable
     from contracts.model_jobs import (
         CallUsage,
+        ContextPackRequest,
         ModelAttempt,
         ModelCallRequest,
         ModelCallResult,
@@ -50,10 +52,13 @@ with workflow.unsafe.imports_passed_through():
 
 CALL_MODEL_ACTIVITY = "call_model"
 REQUEST_LEASE_ACTIVITY = "request_model_lease"
+BUILD_CONTEXT_PACK_ACTIVITY = "build_context_pack"
 MODEL_CALL_TIMEOUT = timedelta(minutes=10)
 MODEL_CALL_HEARTBEAT = timedelta(seconds=15)
 """``call_model`` heartbeats every 5 s; a worker that dies mid-call is noticed after this."""
 _LEASE_REQUEST_TIMEOUT = timedelta(seconds=10)
+_CONTEXT_PACK_TIMEOUT = timedelta(seconds=60)
+_CONTEXT_PACK_RETRY = RetryPolicy(maximum_attempts=3, initial_interval=timedelta(seconds=1))
 _LEASE_REQUEST_RETRY = RetryPolicy(maximum_attempts=5, initial_interval=timedelta(milliseconds=200))
 RETRY_BACKOFF = timedelta(seconds=1)
 """Wait before the second call to a model; doubles for each later one."""
@@ -91,6 +96,8 @@ class ModelJobWorkflow:
     def __init__(self, job: ModelJobInput) -> None:
         self._attempts: list[ModelAttempt] = []
         self._granted: set[str] = set()
+        self._pack: ContextPackResult | None = None
+        self._pack_task: asyncio.Future[ContextPackResult] | None = None
 
     @workflow.signal(name="lease_granted")
     def lease_granted(self, grant: LeaseGranted) -> None:
@@ -101,12 +108,14 @@ class ModelJobWorkflow:
     async def run(self, job: ModelJobInput) -> ModelJobResult:
         if not workflow.patched(PATCH_ATTEMPTS_IN_WORKFLOW):
             return await self._run_with_activity_retries(job)
+        # The pack is built while the first lease is asked for: the two overlap.
+        self._pack_task = asyncio.ensure_future(self._build_pack(job))
         chain = job.model.chain
         for index, model_id in enumerate(chain):
             attempt = 1
             while True:
                 try:
-                    result = await self._leased_call(self._request(job, model_id, attempt))
+                    result = await self._leased_call(job, model_id, attempt)
                 except ActivityError as error:
                     error_type, message = _error_type(error)
                     retried = is_retryable(error_type) and attempt < job.max_attempts
@@ -134,27 +143,63 @@ class ModelJobWorkflow:
                 self._attempts.append(
                     ModelAttempt(model_id=model_id, outcome="ok", attempt=attempt, usage=result.usage)
                 )
-                return ModelJobResult(output=result.output, model_id=model_id, attempts=self._attempts)
+                assert self._pack is not None  # a call is only made once the pack is built
+                return ModelJobResult(
+                    output=result.output,
+                    model_id=model_id,
+                    attempts=self._attempts,
+                    pack=self._pack.pack,
+                    pack_sha256=self._pack.sha256,
+                )
         raise self._empty_chain(job)
 
-    async def _leased_call(self, request: ModelCallRequest) -> ModelCallResult:
-        """One ``call_model`` attempt, under a lease when the model has a ceiling.
+    async def _build_pack(self, job: ModelJobInput) -> ContextPackResult:
+        """The job's context pack, built once by an activity (so it is in this job's history).
+        Raises the job's failure (no attempts) when the pack cannot be built, e.g. too large."""
+        try:
+            return await workflow.execute_activity(
+                BUILD_CONTEXT_PACK_ACTIVITY,
+                ContextPackRequest(
+                    job_id=job.job_id,
+                    kind=job.kind,
+                    profile_id=job.profile_id,
+                    catalog_sha256=job.catalog_sha256,
+                    context=job.context,
+                    task_type=job.task_type,
+                    repo_alias=job.repo_alias,
+                    base_commit=job.base_commit,
+                ),
+                result_type=ContextPackResult,
+                start_to_close_timeout=_CONTEXT_PACK_TIMEOUT,
+                retry_policy=_CONTEXT_PACK_RETRY,
+            )
+        except ActivityError as error:
+            error_type, message = _error_type(error)
+            raise ApplicationError(
+                f"model job {job.job_id}: the context pack could not be built: {message}",
+                [],
+                type=error_type,
+                non_retryable=True,
+            ) from error
 
-        Raises ``ActivityError`` when the call (or, after its retries, the lease request) fails.
+    async def _leased_call(self, job: ModelJobInput, model_id: str, attempt: int) -> ModelCallResult:
+        """One ``call_model`` attempt, under a lease when the model has a ceiling, once the context
+        pack is built.
+
+        Raises ``ActivityError`` when the call (or, after its retries, the lease request) fails, and
+        the job's ``ApplicationError`` when the pack cannot be built.
         """
-        lease_id = f"{workflow.info().workflow_id}/{request.model_id}/{request.attempt}"
+        lease_id = f"{workflow.info().workflow_id}/{model_id}/{attempt}"
         timeout = MODEL_CALL_TIMEOUT
         # From the moment a lease may have been asked for, it is given back (or the request withdrawn)
         # however this attempt ends — a cancel can arrive while the request is still in flight.
-        requested = not is_replay_model(request.model_id)
+        requested = not is_replay_model(model_id)
         try:
             if requested:
                 terms = await workflow.execute_activity(
                     REQUEST_LEASE_ACTIVITY,
                     LeaseCall(
-                        model_id=request.model_id,
-                        lease_id=lease_id,
-                        holder_workflow_id=workflow.info().workflow_id,
+                        model_id=model_id, lease_id=lease_id, holder_workflow_id=workflow.info().workflow_id
                     ),
                     result_type=LeaseTerms,
                     start_to_close_timeout=_LEASE_REQUEST_TIMEOUT,
@@ -164,9 +209,12 @@ class ModelJobWorkflow:
                 if terms.limited and terms.call_timeout_s is not None:
                     timeout = timedelta(seconds=terms.call_timeout_s + CALL_TIMEOUT_MARGIN_SECONDS)
                     await workflow.wait_condition(lambda: lease_id in self._granted)
+            if self._pack is None:
+                assert self._pack_task is not None
+                self._pack = await self._pack_task
             return await workflow.execute_activity(
                 CALL_MODEL_ACTIVITY,
-                request,
+                self._request(job, model_id, attempt),
                 result_type=ModelCallResult,
                 start_to_close_timeout=timeout,
                 heartbeat_timeout=MODEL_CALL_HEARTBEAT,
@@ -174,12 +222,13 @@ class ModelJobWorkflow:
             )
         finally:
             if requested:
-                await self._release(request.model_id, lease_id)
+                await self._release(model_id, lease_id)
 
     async def _release(self, model_id: str, lease_id: str) -> None:
-        """Give the lease back (or withdraw the request). Shielded: it must be sent even when the job
-        is being cancelled. A model without a ceiling workflow (the request never reached one) has
-        nothing to release; that failure is ignored."""
+        """Give the lease back (or withdraw the request), waiting until the signal is delivered: the
+        SDK drops a signal still in flight when the job ends or is cancelled. Shielded, so it is sent
+        even while the job is being cancelled. A model without a ceiling workflow (the request never
+        reached one) has nothing to release; that failure is ignored."""
         handle = workflow.get_external_workflow_handle(
             ceiling_workflow_id(workflow.info().task_queue, model_id)
         )
@@ -191,8 +240,7 @@ class ModelJobWorkflow:
             workflow.logger.info("lease %s: nothing to release (%s)", lease_id, error)
         self._granted.discard(lease_id)
 
-    @staticmethod
-    def _request(job: ModelJobInput, model_id: str, attempt: int) -> ModelCallRequest:
+    def _request(self, job: ModelJobInput, model_id: str, attempt: int) -> ModelCallRequest:
         return ModelCallRequest(
             job_id=job.job_id,
             kind=job.kind,
@@ -202,13 +250,18 @@ class ModelJobWorkflow:
             model_id=model_id,
             run_id=job.run_id,
             attempt=attempt,
+            pack=self._pack.pack if self._pack is not None else None,
         )
 
     def _failure(self, job: ModelJobInput, model_id: str, error_type: str, message: str) -> ApplicationError:
-        """The job's failure: the last error's type, with every attempt as its only detail."""
+        """The job's failure: the last error's type; details: every attempt, then (when built) the
+        context pack's sha256."""
+        details: list[object] = [[attempt.model_dump(mode="json") for attempt in self._attempts]]
+        if self._pack is not None:
+            details.append({"pack_sha256": self._pack.sha256})
         return ApplicationError(
             f"model job {job.job_id} failed on {model_id}: {message}",
-            [attempt.model_dump(mode="json") for attempt in self._attempts],
+            *details,
             type=error_type,
             non_retryable=True,
         )

@@ -42,6 +42,7 @@ with workflow.unsafe.imports_passed_through():
         AuthorizeResult,
         CancelRequest,
         CapturedContract,
+        ContextPackRecord,
         Decision,
         DecisionOutcome,
         DecisionRequest,
@@ -99,6 +100,7 @@ class SpecialistRunWorkflow:
         self._enqueued = run_input.enqueue
         self._cancel: CancelRequest | None = None
         self._actions_in_flight = 0
+        self._packs: list[ContextPackRecord] = []
         self._model_job_running = False
         self._record(
             "run_created",
@@ -261,6 +263,9 @@ class SpecialistRunWorkflow:
             # routing has none, so for_job returns the same snapshot and old runs replay unchanged.
             model=contract.model.for_job(kind),
             max_attempts=contract.budgets.max_attempts,
+            task_type=contract.task_type,
+            repo_alias=contract.repo_alias,
+            base_commit=contract.base_commit,
         )
         assignment = contract.model.assignment_for(kind)
         self._record(
@@ -304,18 +309,29 @@ class SpecialistRunWorkflow:
             message = cause.message if isinstance(cause, ApplicationError) else str(error)
             # ModelJob carries its attempts as one list (its only detail), as a completed job does.
             attempts = list(cause.details[0]) if isinstance(cause, ApplicationError) and cause.details else []
+            # A job that built its context pack names it in a second detail.
+            extra = cause.details[1] if isinstance(cause, ApplicationError) and len(cause.details) > 1 else {}
+            pack_sha256 = extra.get("pack_sha256") if isinstance(extra, dict) else None
             self._record_attempts(kind, attempts)
-            self._record(
-                "model_job_failed",
-                data={"kind": kind.value, "error_type": error_type, "message": message, "attempts": attempts},
-            )
+            data: dict[str, Any] = {
+                "kind": kind.value,
+                "error_type": error_type,
+                "message": message,
+                "attempts": attempts,
+            }
+            if pack_sha256 is not None:
+                data["pack_sha256"] = pack_sha256
+            self._record("model_job_failed", data=data)
             self._error = RunError(type=error_type or ErrorType.MODEL_TASK, message=message)
             self._set_status(RunStatus.FAILED)
             return None
         self._record_attempts(kind, [attempt.model_dump(mode="json") for attempt in result.attempts])
+        if result.pack is not None and result.pack_sha256 is not None:
+            self._packs.append(ContextPackRecord(sha256=result.pack_sha256, pack=result.pack))
         self._record(
             "model_job_completed",
             data={
+                **({"pack_sha256": result.pack_sha256} if result.pack_sha256 is not None else {}),
                 "kind": kind.value,
                 "model": result.model_id,
                 "attempts": [attempt.model_dump(mode="json") for attempt in result.attempts],
@@ -374,6 +390,7 @@ class SpecialistRunWorkflow:
             request_digest=self._input.request_digest,
             created_at=self._created_at,
             audit=list(self._audit),
+            context_packs=list(self._packs),
         )
 
     @workflow.update(name="enqueue")

@@ -184,10 +184,13 @@ def test_worktree_and_pr_ready_contracts_freeze_repo_base_commit_edit_budget_and
     assert shorter.contract.budgets.approval_window_seconds == 60
 
 
-def test_a_read_only_contract_carries_no_base_commit_even_when_one_is_given(catalog: LoadedCatalog) -> None:
+def test_a_read_only_contract_keeps_the_base_commit_it_is_given_for_its_context_packs(
+    catalog: LoadedCatalog,
+) -> None:
     captured = _capture(catalog, base_commit=BASE_COMMIT)
-    assert captured.contract.tier is Tier.READ_ONLY and captured.contract.base_commit is None
-    assert captured.contract_sha256 == _capture(catalog).contract_sha256
+    assert captured.contract.tier is Tier.READ_ONLY and captured.contract.base_commit == BASE_COMMIT
+    assert captured.contract_sha256 != _capture(catalog).contract_sha256
+    assert _capture(catalog).contract.base_commit is None
 
 
 def test_capture_refuses_a_read_only_run_without_a_model_selection(catalog: LoadedCatalog) -> None:

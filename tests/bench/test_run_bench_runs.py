@@ -50,7 +50,10 @@ def test_run_bench_prints_its_measurements_as_json(tmp_path: Path) -> None:
     plans = report["baseline"]["plans"]
     assert plans["recommend"] and set(plans["recommend"]) == {"activity"}
     assert plans["read_only"].count("decision") == 1
-    assert [step for step in plans["read_only"] if step.startswith("child:")] == ["child:1", "child:1"]
+    assert [step for step in plans["read_only"] if step.startswith("child:")] == [
+        "child:2",
+        "child:2",
+    ]  # context pack + call
 
     for tier in ("recommend", "read_only"):
         row = report["throughput"][tier]

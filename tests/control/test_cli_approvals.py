@@ -278,7 +278,8 @@ def test_approve_and_execute_on_a_read_only_run_are_refused(deployment: Deployme
     cli = deployment.cli
     run = cli.call("create", "--input-json", deployment.item, "--tier", "read_only", "--json").ok()
     assert run["status"] == "ready"
-    assert run["contract"]["base_commit"] is None
+    # A read_only run on an allow-listed repository freezes its commit too (its context packs read there).
+    assert run["contract"]["base_commit"] is not None
 
     approve = ("--actor", "alice", "--contract-sha256", run["contract_sha256"], "--json")
     cli.call("approve", run["run_id"], *approve).error(4, "not_awaiting_approval")

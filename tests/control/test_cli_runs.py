@@ -332,3 +332,20 @@ def test_unreachable_temporal_exits_5_and_says_how_to_start_it(offline: Cli) -> 
     assert human.exit_code == 5
     assert human.stdout == ""
     assert "specialists dev" in human.stderr
+
+
+def test_show_pack_displays_each_jobs_context_pack_and_plain_show_leaves_them_out(cli: Cli) -> None:
+    args = ["create", "--input-json", ITEM, "--tier", "read_only", "--enqueue", "--actor", "alice"]
+    created = cli.run(*args, "--wait", "--json").ok()
+    run_id = created["run_id"]
+    assert "context_packs" not in created
+    shown = cli.call("show", run_id, "--pack", "--json").ok()
+    packs = shown["context_packs"]
+    assert [record["pack"]["job_kind"] for record in packs] == ["analysis", "review"]
+    digests = [
+        event["data"]["pack_sha256"] for event in shown["audit"] if event["kind"] == "model_job_completed"
+    ]
+    assert [record["sha256"] for record in packs] == digests
+    human = cli.call("show", run_id, "--pack")
+    assert human.exit_code == 0, human
+    assert "## Stop rule" in human.stdout and packs[0]["sha256"] in human.stdout

@@ -120,7 +120,8 @@ async def test_an_exhausted_ordered_chain_fails_with_the_last_error_and_every_at
     ):
         cause = await _failure(temporal_client, task_queue, _job("quota:a", "auth:b"))
     assert cause.type == ErrorType.MODEL_AUTHENTICATION
-    (attempts,) = cause.details
+    attempts, pack = cause.details
+    assert len(pack["pack_sha256"]) == 64
     assert [(a["model_id"], a["error_type"], a["fallback"]) for a in attempts] == [
         ("quota:a", ErrorType.MODEL_QUOTA, True),
         ("auth:b", ErrorType.MODEL_AUTHENTICATION, False),
@@ -135,7 +136,8 @@ async def test_primary_only_chain_never_falls_back(
     async with bench(temporal_client, task_queue, tmp_path, providers={"quota": quota}) as b, b.worker():
         cause = await _failure(temporal_client, task_queue, _job("quota:a"))
     assert cause.type == ErrorType.MODEL_QUOTA
-    (attempts,) = cause.details
+    attempts, pack = cause.details
+    assert len(pack["pack_sha256"]) == 64
     assert [(a["model_id"], a["fallback"]) for a in attempts] == [("quota:a", False)]
     assert quota.calls == 1
 
@@ -158,7 +160,8 @@ async def test_schema_validation_safety_and_task_errors_never_fall_back_even_in_
     async with bench(temporal_client, task_queue, tmp_path, providers={"bad": failing}) as b, b.worker():
         cause = await _failure(temporal_client, task_queue, _job("bad:a", REPLAY_MODEL))
     assert cause.type == error_type
-    (attempts,) = cause.details
+    attempts, pack = cause.details
+    assert len(pack["pack_sha256"]) == 64
     assert [(a["model_id"], a["error_type"], a["fallback"]) for a in attempts] == [
         ("bad:a", error_type, False)
     ]
@@ -201,7 +204,8 @@ async def test_a_transport_error_on_every_attempt_fails_after_max_attempts_witho
         cause = await _failure(temporal_client, task_queue, _job("down:a", REPLAY_MODEL))
     assert down.calls == 2
     assert cause.type == ErrorType.MODEL_TRANSPORT
-    (attempts,) = cause.details
+    attempts, pack = cause.details
+    assert len(pack["pack_sha256"]) == 64
     assert [(a["model_id"], a["attempt"], a["retried"], a["fallback"]) for a in attempts] == [
         ("down:a", 1, True, False),
         ("down:a", 2, False, False),

@@ -37,6 +37,7 @@ from contracts.runs import (
 )
 from contracts.work_item import WorkItem
 from control.runs import decide_run, enqueue_run, get_view
+from tests.store.git_repository import git, make_working_tree
 from tests.workflows.harness import (
     ACTOR,
     AUTH_REVIEW,
@@ -962,3 +963,37 @@ async def test_a_support_profile_on_plain_documentation_work_calls_the_support_m
     )
     assert review["models"] == ["primary:big"] and review["uses_support_model"] is False
     assert review["model_reason"] == "core profile reality-checker: primary chain"
+
+
+@within(40)
+async def test_a_read_only_run_on_an_allow_listed_repository_gives_each_job_a_pack_read_at_the_frozen_commit(
+    temporal_client: Client, task_queue: str, tmp_path: Path
+) -> None:
+    tree = make_working_tree(tmp_path / "orders-service")
+    (tree / "db").mkdir()
+    (tree / "db" / "report.sql").write_text("SELECT * FROM orders ORDER BY total;\n")
+    git(tree, "add", ".")
+    git(tree, "commit", "--quiet", "--no-gpg-sign", "-m", "report")
+    base = git(tree, "rev-parse", "HEAD")
+    item = example(SLOW_QUERY)
+    item = item.model_copy(update={"evidence_refs": [*item.evidence_refs, "file:db/report.sql"]})
+    recording = RecordingProvider()
+    async with (
+        bench(temporal_client, task_queue, tmp_path, providers={"rec": recording}, model="rec:demo") as b,
+        b.worker(),
+    ):
+        b.add_repository("orders-service", tree, "main")
+        view = await b.create(item, tier=Tier.READ_ONLY, enqueue=True)
+        view = await b.wait(view.run_id, RunStatus.AWAITING_DECISION)
+    assert view.contract is not None and view.contract.base_commit == base
+    analysis, review = view.context_packs
+    assert (analysis.pack.job_kind, review.pack.job_kind) == (JobKind.ANALYSIS, JobKind.REVIEW)
+    files = [entry for entry in analysis.pack.evidence if entry.ref == "file:db/report.sql"]
+    assert [entry.content for entry in files] == ["SELECT * FROM orders ORDER BY total;\n"]
+    completed = events(view, "model_job_completed")
+    assert [event["pack_sha256"] for event in completed] == [analysis.sha256, review.sha256]
+    assert all(len(event["pack_sha256"]) == 64 for event in completed)
+    # What the model was sent is the rendered pack: the file's text, the stop rule, the exclusions.
+    sent = recording.requests[0].context
+    assert "SELECT * FROM orders ORDER BY total;" in sent and "## Stop rule" in sent
+    assert analysis.pack.objective in sent

@@ -1,0 +1,146 @@
+"""Activity ``build_context_pack``: gather one job's evidence and build its context pack.
+
+For ``file:PATH`` evidence refs of a run whose contract froze an allow-listed repository's base
+commit, the file is read *at that commit* from git's object database (``git cat-file``; the path
+names an object, it never touches the file system) and its text goes into the pack. Other refs go in
+as references. The repository's tracked paths are listed (the first 200, with the total).
+
+Bounds: the rendered request (instructions + pack) is at most 60 KiB. Over it, the job fails with the
+non-retryable ``request_too_large``, naming the request's size and the largest evidence files and
+asking the operator to narrow the work item. Nothing is shortened. A file that is not text (not
+UTF-8) is listed with its size and a note instead of its content.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from temporalio import activity
+from temporalio.exceptions import ApplicationError
+
+from activities.config import ActivityConfig
+from activities.context import build_instructions, build_pack, render_pack
+from activities.logs import run_logger
+from activities.store_access import SharedStore
+from catalog.hashing import canonical_sha256
+from catalog.loader import load_catalog
+from contracts.context_packs import MAX_TRACKED_PATHS, ContextPackResult, EvidenceEntry, RepositoryContext
+from contracts.errors import ErrorType, OperatorError
+from contracts.model_jobs import ContextPackRequest
+from contracts.output import MAX_REQUEST_BYTES
+from store import git
+
+FILE_REF = "file:"
+
+
+def _fail(error_type: str, message: str) -> ApplicationError:
+    return ApplicationError(message, type=error_type, non_retryable=True)
+
+
+class ContextPackActivities:
+    """``build_context_pack`` bound to the deployment's catalog and store (for repository paths)."""
+
+    def __init__(self, config: ActivityConfig, store: SharedStore) -> None:
+        self._config = config
+        self._store = store
+
+    @activity.defn(name="build_context_pack")
+    def build_context_pack(self, request: ContextPackRequest) -> ContextPackResult:
+        """Build the job's pack; returns it with its sha256 and the rendered request size in bytes.
+
+        Raises non-retryable ``ApplicationError``: ``catalog_changed`` (the worker's catalog is not
+        the contract's, or lacks the profile), ``request_too_large`` (over 60 KiB: narrow the work
+        item); a git or store failure is retryable.
+        """
+        try:
+            catalog = load_catalog(self._config.catalog_path)
+        except OperatorError as error:
+            raise _fail(ErrorType.CATALOG_CHANGED, error.message) from None
+        if catalog.sha256 != request.catalog_sha256:
+            raise _fail(
+                ErrorType.CATALOG_CHANGED,
+                f"the worker's catalog ({catalog.sha256[:12]}) is not the contract's "
+                f"({request.catalog_sha256[:12]})",
+            )
+        profile = catalog.profiles.get(request.profile_id)
+        if profile is None:
+            raise _fail(ErrorType.CATALOG_CHANGED, f"profile {request.profile_id!r} is not in the catalog")
+        tree = self._repository_tree(request)
+        repository = None
+        if tree is not None and request.repo_alias is not None and request.base_commit is not None:
+            paths = git.tracked_paths(tree, request.base_commit)
+            repository = RepositoryContext(
+                alias=request.repo_alias,
+                base_commit=request.base_commit,
+                tracked_paths=paths[:MAX_TRACKED_PATHS],
+                tracked_total=len(paths),
+            )
+        evidence = [self._evidence(ref, tree, request.base_commit) for ref in request.context.evidence_refs]
+        pack = build_pack(profile, request.kind, request.context, request.task_type, evidence, repository)
+        size = len(build_instructions(profile, request.kind).encode("utf-8")) + len(
+            render_pack(pack).encode("utf-8")
+        )
+        # A file too large to be read at all counts with its full size: the request could never fit.
+        size += sum(
+            e.size_bytes or 0
+            for e in evidence
+            if e.content is None and (e.size_bytes or 0) > MAX_REQUEST_BYTES
+        )
+        if size > MAX_REQUEST_BYTES:
+            raise _fail(ErrorType.REQUEST_TOO_LARGE, _too_large(size, evidence))
+        digest = canonical_sha256(pack.model_dump(mode="json"))
+        run_logger(request.job_id, activity="build_context_pack").info(
+            "context_pack_built",
+            pack_sha256=digest,
+            request_bytes=size,
+            evidence=len(evidence),
+            files=sum(1 for entry in evidence if entry.content is not None),
+        )
+        return ContextPackResult(pack=pack, sha256=digest, request_bytes=size)
+
+    def _repository_tree(self, request: ContextPackRequest) -> Path | None:
+        """The allow-listed working tree of the run's repository, when the contract froze a commit."""
+        if request.repo_alias is None or request.base_commit is None:
+            return None
+        try:
+            record = self._store.get().get_repository(request.repo_alias)
+        except OperatorError:
+            return None
+        return Path(record.path)
+
+    @staticmethod
+    def _evidence(ref: str, tree: Path | None, commit: str | None) -> EvidenceEntry:
+        if not ref.startswith(FILE_REF):
+            return EvidenceEntry(ref=ref, note="reference only: its content is not available to this job")
+        if tree is None or commit is None:
+            return EvidenceEntry(ref=ref, note="not read: the run names no allow-listed repository")
+        path = ref[len(FILE_REF) :]
+        try:
+            size = git.blob_size(tree, commit, path)
+        except OperatorError as error:
+            return EvidenceEntry(ref=ref, note=f"not read: {error.message}")
+        if size is None:
+            return EvidenceEntry(ref=ref, note=f"not read: no such file at {commit[:12]}")
+        if size > MAX_REQUEST_BYTES:
+            # Reading it would only prove it cannot fit: its size alone fails the job (see below).
+            return EvidenceEntry(ref=ref, size_bytes=size, note="not read: larger than a whole request")
+        data = git.read_blob(tree, commit, path)
+        try:
+            text = data.decode("utf-8")
+        except UnicodeDecodeError:
+            return EvidenceEntry(ref=ref, size_bytes=size, note=f"not text (not UTF-8): {size} bytes")
+        return EvidenceEntry(ref=ref, content=text, size_bytes=size)
+
+
+def _too_large(size: int, evidence: list[EvidenceEntry]) -> str:
+    files = sorted(
+        (entry for entry in evidence if entry.size_bytes is not None),
+        key=lambda entry: entry.size_bytes or 0,
+        reverse=True,
+    )
+    largest = ", ".join(f"{entry.ref} ({entry.size_bytes} bytes)" for entry in files[:5])
+    return (
+        f"the model request would be {size} bytes; the limit is {MAX_REQUEST_BYTES}"
+        + (f". Largest evidence: {largest}" if largest else "")
+        + ". Narrow the work item: name fewer or smaller evidence files."
+    )
