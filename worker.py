@@ -20,7 +20,7 @@ from temporalio.worker import Worker
 from temporalio.worker.workflow_sandbox import SandboxedWorkflowRunner, SandboxRestrictions
 
 from activities.authorization import AuthorizationActivities
-from activities.ceilings import CeilingActivities
+from activities.ceilings import CeilingActivities, LeaseReleaser
 from activities.config import ActivityConfig
 from activities.context_packs import ContextPackActivities
 from activities.models import ModelActivities
@@ -57,12 +57,13 @@ def activities_for(
     config: ActivityConfig,
     providers: dict[str, ModelProvider] | None = None,
     store: SharedStore | None = None,
+    releaser: LeaseReleaser | None = None,
 ) -> list[Any]:
     """Every activity, bound to ``config`` (``providers`` adds or replaces model providers; ``store``
-    shares an already created store handle)."""
+    shares an already created store handle; ``releaser`` lets ``call_model`` give its lease back)."""
     store = store or SharedStore(config.database_url)
     routing = RoutingActivities(config, store)
-    models = ModelActivities(config, providers, store)
+    models = ModelActivities(config, providers, store, releaser=releaser)
     authorization = AuthorizationActivities(config, store)
     projection = ProjectionActivities(config, store)
     ceilings = CeilingActivities(store)
@@ -87,12 +88,20 @@ def build_worker(
     executor: concurrent.futures.Executor | None = None,
     store: SharedStore | None = None,
 ) -> Worker:
-    """A worker for ``task_queue`` with every workflow and activity registered."""
+    """A worker for ``task_queue`` with every workflow and activity registered.
+
+    Built inside the event loop that will run it: ``call_model`` gives its ceiling lease back through
+    ``client`` on that loop (outside one, jobs give leases back themselves).
+    """
+    try:
+        releaser: LeaseReleaser | None = LeaseReleaser(client, asyncio.get_running_loop())
+    except RuntimeError:
+        releaser = None
     return Worker(
         client,
         task_queue=task_queue,
         workflows=list(WORKFLOWS),
-        activities=activities_for(config, providers, store),
+        activities=activities_for(config, providers, store, releaser),
         activity_executor=executor or concurrent.futures.ThreadPoolExecutor(max_workers=16),
         workflow_runner=sandbox_runner(),
         sticky_queue_schedule_to_start_timeout=STICKY_QUEUE_TIMEOUT,

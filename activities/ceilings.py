@@ -1,9 +1,10 @@
-"""Activity ``request_model_lease``: ask a registered model's ``ModelCeiling`` workflow for a lease.
+"""Activity ``request_model_lease``: get a lease from a registered model's ``ModelCeiling`` workflow.
 
-The activity signals-with-start the model's ceiling workflow (``contracts.ceilings``), so the first
-call to a model starts it on this task queue and later calls find it running. It returns at once; the
-grant arrives at the calling ``ModelJob`` as a signal. Models without a registration — ``replay:*``
-and providers a worker was given directly — have no ceiling, and no lease is asked for.
+The activity sends update ``acquire`` with update-with-start (``contracts.ceilings``), so the first
+call to a model starts its ceiling workflow on this task queue and later calls find it running, and
+returns once the lease is granted — heartbeating while it waits for a slot. Models without a
+registration — ``replay:*`` and providers a worker was given directly — have no ceiling, and no
+lease is asked for.
 """
 
 from __future__ import annotations
@@ -11,6 +12,9 @@ from __future__ import annotations
 import asyncio
 
 from temporalio import activity
+from temporalio.client import Client, WithStartWorkflowOperation
+from temporalio.common import WorkflowIDConflictPolicy
+from temporalio.exceptions import ApplicationError
 
 from activities.logs import run_logger
 from activities.store_access import SharedStore
@@ -19,6 +23,8 @@ from contracts.ceilings import (
     LEASE_MARGIN_SECONDS,
     CeilingState,
     LeaseCall,
+    LeaseGrant,
+    LeaseRelease,
     LeaseRequest,
     LeaseTerms,
     ceiling_workflow_id,
@@ -27,6 +33,9 @@ from contracts.errors import NotFound
 from contracts.models import ModelRecord, is_replay_model
 
 CEILING_WORKFLOW = "ModelCeiling"
+RELEASE_TIMEOUT_SECONDS = 10.0
+HEARTBEAT_EVERY_SECONDS = 5.0
+"""How often a request still waiting for a slot heartbeats."""
 
 
 class CeilingActivities:
@@ -37,11 +46,13 @@ class CeilingActivities:
 
     @activity.defn(name="request_model_lease")
     async def request_model_lease(self, call: LeaseCall) -> LeaseTerms:
-        """Queue a lease request for one call to ``call.model_id``; returns the model's terms.
+        """Get lease ``call.lease_id`` for one call to ``call.model_id``; returns the model's terms once
+        it is granted.
 
-        Returns ``limited=False`` (nothing queued) for a model with no registration. Raises what the
-        store or Temporal raise (retried by the workflow's retry policy; signal-with-start and the
-        ceiling's ``acquire`` are idempotent by lease id).
+        Returns ``limited=False`` (nothing asked) for a model with no registration. Raises
+        ``ApplicationError`` ``lease_withdrawn`` when the request was withdrawn before a grant, and
+        what the store or Temporal raise (retried by the job's retry policy: update-with-start and
+        ``acquire`` are idempotent by lease id, so a retry finds the lease it already has).
         """
         if is_replay_model(call.model_id):
             return LeaseTerms(limited=False)
@@ -53,16 +64,33 @@ class CeilingActivities:
             holder_workflow_id=call.holder_workflow_id,
             lease_seconds=record.timeout_s + CALL_TIMEOUT_MARGIN_SECONDS + LEASE_MARGIN_SECONDS,
         )
-        await activity.client().start_workflow(
+        task_queue = activity.info().task_queue
+        start = WithStartWorkflowOperation(
             CEILING_WORKFLOW,
             CeilingState(model_id=record.id, ceiling=record.ceiling),
-            id=ceiling_workflow_id(activity.info().task_queue, record.id),
-            task_queue=activity.info().task_queue,
-            start_signal="acquire",
-            start_signal_args=[request],
+            id=ceiling_workflow_id(task_queue, record.id),
+            task_queue=task_queue,
+            id_conflict_policy=WorkflowIDConflictPolicy.USE_EXISTING,
         )
+        update = asyncio.ensure_future(
+            activity.client().execute_update_with_start_workflow(
+                "acquire", request, start_workflow_operation=start, result_type=LeaseGrant
+            )
+        )
+        while True:
+            done, _ = await asyncio.wait({update}, timeout=HEARTBEAT_EVERY_SECONDS)
+            if done:
+                break
+            activity.heartbeat({"model": record.id, "lease": call.lease_id, "waiting": True})
+        grant = update.result()
+        if not grant.granted:
+            raise ApplicationError(
+                f"lease {call.lease_id} was withdrawn before a slot came free",
+                type="lease_withdrawn",
+                non_retryable=True,
+            )
         run_logger(call.holder_workflow_id, activity="request_model_lease").info(
-            "model_lease_requested", model=record.id, lease=call.lease_id, ceiling=record.ceiling
+            "model_lease_granted", model=record.id, lease=call.lease_id, ceiling=record.ceiling
         )
         return LeaseTerms(limited=True, ceiling=record.ceiling, call_timeout_s=record.timeout_s)
 
@@ -71,3 +99,32 @@ class CeilingActivities:
             return self._store.get().get_model(model_id)
         except NotFound:
             return None
+
+
+class LeaseReleaser:
+    """Gives a lease back from a sync activity's thread, through the worker's client and event loop.
+
+    ``call_model`` releases its lease as it ends, so the job needs no extra step on success; when
+    this fails (or the activity never ends), the job releases the lease itself (``release`` is
+    idempotent).
+    """
+
+    def __init__(self, client: Client, loop: asyncio.AbstractEventLoop) -> None:
+        self._client = client
+        self._loop = loop
+
+    def release(self, task_queue: str, model_id: str, lease_id: str) -> bool:
+        """Signal ``release`` for ``lease_id``; True once delivered, False on any failure (logged)."""
+        handle = self._client.get_workflow_handle(ceiling_workflow_id(task_queue, model_id))
+        future = asyncio.run_coroutine_threadsafe(
+            handle.signal("release", LeaseRelease(lease_id=lease_id)), self._loop
+        )
+        try:
+            future.result(timeout=RELEASE_TIMEOUT_SECONDS)
+        except Exception as error:  # the job releases it instead
+            future.cancel()
+            run_logger(lease_id, activity="call_model").warning(
+                "model_lease_release_failed", lease=lease_id, error=type(error).__name__
+            )
+            return False
+        return True

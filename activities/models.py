@@ -24,6 +24,7 @@ from pydantic import ValidationError
 from temporalio import activity
 from temporalio.exceptions import ApplicationError
 
+from activities.ceilings import LeaseReleaser
 from activities.config import ActivityConfig
 from activities.context import (
     RequestTooLarge,
@@ -138,6 +139,7 @@ class ModelActivities:
         providers: dict[str, ModelProvider] | None = None,
         store: SharedStore | None = None,
         registered: RegisteredProviders | None = None,
+        releaser: LeaseReleaser | None = None,
     ) -> None:
         self._config = config
         self._replay = ReplayProvider(config.recordings_dir)
@@ -145,15 +147,30 @@ class ModelActivities:
         self._providers.update(providers or {})
         self._store = store or SharedStore(config.database_url)
         self._registered = registered or RegisteredProviders()
+        self._releaser = releaser
 
     @activity.defn(name="call_model")
     def call_model(self, request: ModelCallRequest) -> ModelCallResult:
         """Call ``request.model_id`` once and return its validated output with the call's usage.
 
+        With ``request.lease_id`` the call holds that ceiling lease; it is given back as the call ends
+        and ``lease_released`` says whether that worked (the job releases it otherwise).
+
         Raises ``ApplicationError`` typed by ``ErrorType``: ``model_not_configured``,
         ``catalog_changed``, ``request_too_large`` before any call; the provider's class, or an output
         error (``model_output_schema``, ``model_output_invalid``, ``result_too_large``) after it.
         """
+        released = False
+        try:
+            result = self._call(request)
+        finally:
+            if request.lease_id is not None and self._releaser is not None:
+                released = self._releaser.release(
+                    activity.info().task_queue, request.model_id, request.lease_id
+                )
+        return result.model_copy(update={"lease_released": released})
+
+    def _call(self, request: ModelCallRequest) -> ModelCallResult:
         model_name, provider, deadline_s = self._provider(request.model_id)
         try:
             catalog = load_catalog(self._config.catalog_path)

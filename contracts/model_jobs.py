@@ -75,6 +75,7 @@ class ModelCallRequest(BaseModel):
     run_id: str = ""
     attempt: int = 1
     pack: ContextPack | None = None
+    lease_id: str | None = None
 
 
 class CallUsage(BaseModel):
@@ -100,6 +101,7 @@ class ModelCallResult(BaseModel):
     model_id: str
     output: SpecialistOutput
     usage: CallUsage = CallUsage()
+    lease_released: bool = False
 
 
 class ModelAttempt(BaseModel):

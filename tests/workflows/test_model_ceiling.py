@@ -23,7 +23,7 @@ from temporalio.service import RPCError
 
 from activities.config import DEFAULT_RECORDINGS_DIR
 from catalog.loader import load_catalog
-from contracts.ceilings import CeilingState, LeaseRequest, ceiling_workflow_id
+from contracts.ceilings import CeilingState, LeaseRelease, LeaseRequest, ceiling_workflow_id
 from contracts.enums import FallbackMode
 from contracts.model_jobs import JobContext, ModelJobInput, ModelJobResult
 from contracts.models import ModelRegistration
@@ -168,56 +168,64 @@ async def test_a_lease_whose_holder_never_gives_it_back_is_reclaimed_at_its_dead
     temporal_client: Client, task_queue: str, tmp_path: Path
 ) -> None:
     async with bench(temporal_client, task_queue, tmp_path, model=None) as b, b.worker():
-        ceiling_id = ceiling_workflow_id(task_queue, MODEL)
-        # Any running workflow can hold a lease; this one never releases it.
-        holder = await temporal_client.start_workflow(
-            ModelCeilingWorkflow.run, CeilingState(model_id="holder:x", ceiling=1),
-            id=f"holder-{uuid.uuid4().hex}", task_queue=task_queue,
-        )  # fmt: skip
         ceiling = await temporal_client.start_workflow(
             ModelCeilingWorkflow.run,
             CeilingState(model_id=MODEL, ceiling=1),
-            id=ceiling_id,
+            id=ceiling_workflow_id(task_queue, MODEL),
             task_queue=task_queue,
         )
-        await ceiling.signal(
+        # A holder that was terminated outright never releases; its one-second lease runs out.
+        stuck = await ceiling.execute_update(
             ModelCeilingWorkflow.acquire,
-            LeaseRequest(lease_id="stuck", holder_workflow_id=holder.id, lease_seconds=1),
+            LeaseRequest(lease_id="stuck", holder_workflow_id="gone", lease_seconds=1),
         )
-        await ceiling.signal(
+        assert stuck.granted
+        # The next request waits for the only slot and gets it when the deadline reclaims it.
+        following = await ceiling.execute_update(
             ModelCeilingWorkflow.acquire,
-            LeaseRequest(lease_id="next", holder_workflow_id=holder.id, lease_seconds=60),
+            LeaseRequest(lease_id="next", holder_workflow_id="holder", lease_seconds=60),
         )
-
-        async def reclaimed() -> bool:
-            state = await ceiling.query(ModelCeilingWorkflow.state)
-            return state.reclaimed_total == 1 and [lease.lease_id for lease in state.held] == ["next"]
-
-        assert await until(reclaimed, timeout=10)
-        for handle in (holder, ceiling):
-            await handle.terminate("test finished")
+        state = await ceiling.query(ModelCeilingWorkflow.state)
+        await ceiling.terminate("test finished")
+    assert following.granted
+    assert state.reclaimed_total == 1 and [lease.lease_id for lease in state.held] == ["next"]
 
 
 @within(30)
-async def test_a_grant_to_a_holder_that_no_longer_exists_frees_the_slot_at_once(
+async def test_a_request_withdrawn_before_a_slot_frees_is_answered_not_granted(
     temporal_client: Client, task_queue: str, tmp_path: Path
 ) -> None:
     async with bench(temporal_client, task_queue, tmp_path, model=None) as b, b.worker():
         ceiling = await temporal_client.start_workflow(
-            ModelCeilingWorkflow.run, CeilingState(model_id=MODEL, ceiling=1),
-            id=ceiling_workflow_id(task_queue, MODEL), task_queue=task_queue,
-        )  # fmt: skip
-        await ceiling.signal(
-            ModelCeilingWorkflow.acquire,
-            LeaseRequest(lease_id="ghost", holder_workflow_id="no-such-workflow", lease_seconds=600),
+            ModelCeilingWorkflow.run,
+            CeilingState(model_id=MODEL, ceiling=1),
+            id=ceiling_workflow_id(task_queue, MODEL),
+            task_queue=task_queue,
+        )
+        held = await ceiling.execute_update(
+            ModelCeilingWorkflow.acquire, LeaseRequest(lease_id="a", holder_workflow_id="h", lease_seconds=60)
+        )
+        waiting = asyncio.ensure_future(
+            ceiling.execute_update(
+                ModelCeilingWorkflow.acquire,
+                LeaseRequest(lease_id="b", holder_workflow_id="h", lease_seconds=60),
+            )
         )
 
-        async def freed() -> bool:
-            state = await ceiling.query(ModelCeilingWorkflow.state)
-            return state.granted_total == 1 and state.held == [] and state.waiting == []
+        async def queued() -> bool:
+            return len((await ceiling.query(ModelCeilingWorkflow.state)).waiting) == 1
 
-        assert await until(freed, timeout=10)
+        assert await until(queued, timeout=10)
+        await ceiling.signal(ModelCeilingWorkflow.release, LeaseRelease(lease_id="b"))
+        withdrawn = await waiting
+        # Asking again for a lease already held answers at once: a retried request finds its lease.
+        again = await ceiling.execute_update(
+            ModelCeilingWorkflow.acquire, LeaseRequest(lease_id="a", holder_workflow_id="h", lease_seconds=60)
+        )
+        state = await ceiling.query(ModelCeilingWorkflow.state)
         await ceiling.terminate("test finished")
+    assert held.granted and again.granted and not withdrawn.granted
+    assert ([lease.lease_id for lease in state.held], state.waiting, state.granted_total) == (["a"], [], 1)
 
 
 @within(60)
