@@ -12,10 +12,13 @@ from __future__ import annotations
 
 import hashlib
 import json
+from pathlib import Path
 
+from catalog.loader import load_catalog
 from catalog.schema import Profile
 from contracts.context_packs import ContextPack, EvidenceEntry, RepositoryContext
 from contracts.enums import TaskType
+from contracts.errors import OperatorError
 from contracts.model_jobs import JobContext
 from contracts.output import MAX_REQUEST_BYTES, JobKind, SpecialistOutput
 
@@ -28,6 +31,27 @@ _OUTPUT_RULES = (
 
 class RequestTooLarge(ValueError):
     """The request exceeds :data:`contracts.output.MAX_REQUEST_BYTES`."""
+
+
+class ContractProfileUnavailable(ValueError):
+    """The worker's catalog is not the contract's, or lacks the job's profile."""
+
+
+def contract_profile(catalog_path: Path | None, catalog_sha256: str, profile_id: str) -> Profile:
+    """The profile ``profile_id`` from the worker's catalog, which must be the contract's
+    (``catalog_sha256``). Raises :class:`ContractProfileUnavailable` naming what differs."""
+    try:
+        catalog = load_catalog(catalog_path)
+    except OperatorError as error:
+        raise ContractProfileUnavailable(error.message) from None
+    if catalog.sha256 != catalog_sha256:
+        raise ContractProfileUnavailable(
+            f"the worker's catalog ({catalog.sha256[:12]}) is not the contract's ({catalog_sha256[:12]})"
+        )
+    profile = catalog.profiles.get(profile_id)
+    if profile is None:
+        raise ContractProfileUnavailable(f"profile {profile_id!r} is not in the catalog")
+    return profile
 
 
 def build_instructions(profile: Profile, kind: JobKind) -> str:

@@ -19,11 +19,16 @@ from temporalio import activity
 from temporalio.exceptions import ApplicationError
 
 from activities.config import ActivityConfig
-from activities.context import build_instructions, build_pack, render_pack
+from activities.context import (
+    ContractProfileUnavailable,
+    build_instructions,
+    build_pack,
+    contract_profile,
+    render_pack,
+)
 from activities.logs import run_logger
 from activities.store_access import SharedStore
 from catalog.hashing import canonical_sha256
-from catalog.loader import load_catalog
 from contracts.context_packs import MAX_TRACKED_PATHS, ContextPackResult, EvidenceEntry, RepositoryContext
 from contracts.errors import ErrorType, OperatorError
 from contracts.model_jobs import ContextPackRequest
@@ -53,18 +58,9 @@ class ContextPackActivities:
         item); a git or store failure is retryable.
         """
         try:
-            catalog = load_catalog(self._config.catalog_path)
-        except OperatorError as error:
-            raise _fail(ErrorType.CATALOG_CHANGED, error.message) from None
-        if catalog.sha256 != request.catalog_sha256:
-            raise _fail(
-                ErrorType.CATALOG_CHANGED,
-                f"the worker's catalog ({catalog.sha256[:12]}) is not the contract's "
-                f"({request.catalog_sha256[:12]})",
-            )
-        profile = catalog.profiles.get(request.profile_id)
-        if profile is None:
-            raise _fail(ErrorType.CATALOG_CHANGED, f"profile {request.profile_id!r} is not in the catalog")
+            profile = contract_profile(self._config.catalog_path, request.catalog_sha256, request.profile_id)
+        except ContractProfileUnavailable as error:
+            raise _fail(ErrorType.CATALOG_CHANGED, str(error)) from None
         tree = self._repository_tree(request)
         repository = None
         if tree is not None and request.repo_alias is not None and request.base_commit is not None:

@@ -27,10 +27,12 @@ from temporalio.exceptions import ApplicationError
 from activities.ceilings import LeaseReleaser
 from activities.config import ActivityConfig
 from activities.context import (
+    ContractProfileUnavailable,
     RequestTooLarge,
     build_context,
     build_instructions,
     check_request_size,
+    contract_profile,
     render_pack,
 )
 from activities.logs import run_logger
@@ -45,8 +47,7 @@ from activities.providers.base import (
 from activities.providers.registered import RegisteredProviders
 from activities.providers.replay import ReplayProvider
 from activities.store_access import SharedStore
-from catalog.loader import load_catalog
-from contracts.errors import ErrorType, NotFound, OperatorError, is_retryable
+from contracts.errors import ErrorType, NotFound, is_retryable
 from contracts.model_jobs import (
     CallUsage,
     ModelCallRequest,
@@ -173,18 +174,9 @@ class ModelActivities:
     def _call(self, request: ModelCallRequest) -> ModelCallResult:
         model_name, provider, deadline_s = self._provider(request.model_id)
         try:
-            catalog = load_catalog(self._config.catalog_path)
-        except OperatorError as error:
-            raise _fail(ErrorType.CATALOG_CHANGED, error.message) from None
-        if catalog.sha256 != request.catalog_sha256:
-            raise _fail(
-                ErrorType.CATALOG_CHANGED,
-                f"the worker's catalog ({catalog.sha256[:12]}) is not the contract's "
-                f"({request.catalog_sha256[:12]})",
-            )
-        profile = catalog.profiles.get(request.profile_id)
-        if profile is None:
-            raise _fail(ErrorType.CATALOG_CHANGED, f"profile {request.profile_id!r} is not in the catalog")
+            profile = contract_profile(self._config.catalog_path, request.catalog_sha256, request.profile_id)
+        except ContractProfileUnavailable as error:
+            raise _fail(ErrorType.CATALOG_CHANGED, str(error)) from None
         instructions = build_instructions(profile, request.kind)
         # Jobs of runs started before context packs carry none: they get the plain context.
         context = (

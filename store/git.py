@@ -9,7 +9,7 @@ from __future__ import annotations
 import os
 import subprocess
 from pathlib import Path
-from typing import Final
+from typing import Any, Final
 
 from contracts.errors import InvalidInput, ServiceUnavailable
 
@@ -101,12 +101,22 @@ def branch_commit(tree: Path, branch: str) -> str:
 
 
 def _git(tree: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    result: subprocess.CompletedProcess[str] = _run_git(tree, args, text=True)
+    return result
+
+
+def _git_bytes(tree: Path, *args: str) -> subprocess.CompletedProcess[bytes]:
+    result: subprocess.CompletedProcess[bytes] = _run_git(tree, args, text=False)
+    return result
+
+
+def _run_git(tree: Path, args: tuple[str, ...], *, text: bool) -> subprocess.CompletedProcess[Any]:
     argv = ["git", "-C", str(tree), *args]
     try:
         return subprocess.run(
             argv,
             capture_output=True,
-            text=True,
+            text=text,
             timeout=GIT_TIMEOUT_SECONDS,
             env=_git_environment(),
             stdin=subprocess.DEVNULL,

@@ -281,15 +281,7 @@ class ModelJobWorkflow:
         each model's activity and one attempt per model is reported."""
         chain = job.model.chain
         for index, model_id in enumerate(chain):
-            request = ModelCallRequest(
-                job_id=job.job_id,
-                kind=job.kind,
-                profile_id=job.profile_id,
-                catalog_sha256=job.catalog_sha256,
-                context=job.context,
-                model_id=model_id,
-                run_id=job.run_id,
-            )
+            request = self._request(job, model_id, 1)
             try:
                 result = await workflow.execute_activity(
                     CALL_MODEL_ACTIVITY,

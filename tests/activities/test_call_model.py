@@ -13,7 +13,7 @@ import pytest
 from temporalio.exceptions import ApplicationError
 from temporalio.testing import ActivityEnvironment
 
-from activities.config import DEFAULT_RECORDINGS_DIR, ActivityConfig
+from activities.config import ActivityConfig
 from activities.context import RequestTooLarge, check_request_size
 from activities.models import ModelActivities, _with_heartbeats, parse_output
 from activities.providers.base import CompletionRequest, JobIdentity, ProviderError
@@ -21,22 +21,14 @@ from catalog.loader import load_catalog
 from contracts.errors import ErrorType
 from contracts.model_jobs import JobContext, ModelCallRequest, ModelCallResult
 from contracts.output import MAX_REQUEST_BYTES, MAX_RESULT_BYTES, JobKind
-from tests.workflows.harness import SLOW_QUERY, example
+from tests.workflows.harness import SLOW_QUERY, example, recorded_response
 
 ITEM = example(SLOW_QUERY)
 EVIDENCE = list(ITEM.evidence_refs)
 
 
-def _recorded(kind: str, profile: str) -> dict[str, Any]:
-    data = json.loads((DEFAULT_RECORDINGS_DIR / "demo.json").read_text(encoding="utf-8"))
-    for entry in data["recordings"]:
-        if (entry["kind"], entry["profile"], entry["title"]) == (kind, profile, ITEM.title):
-            return dict(entry["response"])
-    raise AssertionError(f"no recording for {profile} {kind}")
-
-
-ANALYSIS = _recorded("analysis", "database-optimizer")
-REVIEW = _recorded("review", "backend-architect")
+ANALYSIS = recorded_response("analysis", "database-optimizer", ITEM.title)
+REVIEW = recorded_response("review", "backend-architect", ITEM.title)
 
 
 def _request(

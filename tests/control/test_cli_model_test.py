@@ -10,12 +10,10 @@ from __future__ import annotations
 import json
 import uuid
 from collections.abc import Iterator
-from typing import Any
 
 import pytest
 from temporalio.client import Client
 
-from activities.config import DEFAULT_RECORDINGS_DIR
 from contracts.errors import ServiceUnavailable
 from contracts.ids import new_check_id
 from contracts.model_jobs import ModelCheckRequest
@@ -31,6 +29,7 @@ from tests.activities.providers.wire_server import (
     running,
 )
 from tests.control.cli_harness import SLOW_QUERY, Cli, running_worker
+from tests.workflows.harness import recorded_response
 
 KEY_ENV = "CHECK_TEST_MODEL_API_KEY"
 KEY = "sk-check-0123456789abcdef"
@@ -175,21 +174,13 @@ async def test_a_check_no_worker_answers_is_reported_and_terminated(temporal_cli
     assert description.status is not None and description.status.name == "TERMINATED"
 
 
-def _recorded(kind: str, profile: str) -> dict[str, Any]:
-    title = json.loads(SLOW_QUERY.read_text(encoding="utf-8"))["title"]
-    data = json.loads((DEFAULT_RECORDINGS_DIR / "demo.json").read_text(encoding="utf-8"))
-    for entry in data["recordings"]:
-        if (entry["kind"], entry["profile"], entry["title"]) == (kind, profile, title):
-            return dict(entry["response"])
-    raise AssertionError(f"no recording for {profile} {kind}")
-
-
 def test_a_read_only_run_uses_an_openai_compatible_endpoint_chosen_with_models_select(
     cli: Cli, server: WireServer
 ) -> None:
     """`models add` + `models select` is all it takes: no code names the endpoint."""
-    analysis = json.dumps(_recorded("analysis", "database-optimizer"))
-    review = json.dumps(_recorded("review", "backend-architect"))
+    title = json.loads(SLOW_QUERY.read_text(encoding="utf-8"))["title"]
+    analysis = json.dumps(recorded_response("analysis", "database-optimizer", title))
+    review = json.dumps(recorded_response("review", "backend-architect", title))
     server.script(
         Scripted(200, openai_completion(analysis, prompt_tokens=900, completion_tokens=300)),
         Scripted(200, openai_completion(review, prompt_tokens=1000, completion_tokens=200)),

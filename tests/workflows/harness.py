@@ -15,6 +15,7 @@ import contextlib
 import dataclasses
 import datetime as dt
 import functools
+import json
 import os
 import secrets
 import sys
@@ -84,6 +85,16 @@ def within(seconds: float) -> Callable[[AsyncTest[P, T]], AsyncTest[P, T]]:
         return bounded
 
     return decorate
+
+
+def recorded_response(kind: str, profile: str, title: str) -> dict[str, Any]:
+    """The ``replay:demo`` recording of a ``kind`` job (``analysis``/``review``) by ``profile`` on
+    the work item titled ``title``: a valid ``SpecialistOutput`` as JSON data."""
+    data = json.loads((DEFAULT_RECORDINGS_DIR / "demo.json").read_text(encoding="utf-8"))
+    for entry in data["recordings"]:
+        if (entry["kind"], entry["profile"], entry["title"]) == (kind, profile, title):
+            return dict(entry["response"])
+    raise AssertionError(f"no replay:demo recording for {profile} {kind} on {title!r}")
 
 
 def example(name: str) -> WorkItem:

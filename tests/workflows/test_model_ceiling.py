@@ -21,7 +21,6 @@ import pytest
 from temporalio.client import Client, WorkflowHandle
 from temporalio.service import RPCError
 
-from activities.config import DEFAULT_RECORDINGS_DIR
 from catalog.loader import load_catalog
 from contracts.ceilings import CeilingState, LeaseRelease, LeaseRequest, ceiling_workflow_id
 from contracts.enums import FallbackMode
@@ -32,7 +31,16 @@ from contracts.runs import ModelSnapshot
 from infra.devserver import DevServer
 from store.database import open_store
 from tests.activities.providers.wire_server import Scripted, WireServer, openai_completion, running
-from tests.workflows.harness import ACTOR, SLOW_QUERY, bench, example, until, within, worker_process
+from tests.workflows.harness import (
+    ACTOR,
+    SLOW_QUERY,
+    bench,
+    example,
+    recorded_response,
+    until,
+    within,
+    worker_process,
+)
 from workflows.model_ceiling import ModelCeilingWorkflow
 from workflows.model_job import ModelJobWorkflow
 
@@ -41,19 +49,7 @@ KEY_ENV = "CEILING_TEST_API_KEY"
 ITEM = example(SLOW_QUERY)
 
 
-def _analysis() -> str:
-    data = json.loads((DEFAULT_RECORDINGS_DIR / "demo.json").read_text(encoding="utf-8"))
-    for entry in data["recordings"]:
-        if (entry["kind"], entry["profile"], entry["title"]) == (
-            "analysis",
-            "database-optimizer",
-            ITEM.title,
-        ):
-            return json.dumps(entry["response"])
-    raise AssertionError("no recording")
-
-
-ANSWER = _analysis()
+ANSWER = json.dumps(recorded_response("analysis", "database-optimizer", ITEM.title))
 
 
 @pytest.fixture(scope="module")

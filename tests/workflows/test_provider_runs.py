@@ -19,7 +19,6 @@ from typing import Any
 import pytest
 from temporalio.client import Client
 
-from activities.config import DEFAULT_RECORDINGS_DIR
 from contracts.enums import FallbackMode, Tier
 from contracts.errors import ErrorType
 from contracts.models import ModelRegistration, ModelSelection
@@ -33,7 +32,16 @@ from tests.activities.providers.wire_server import (
     openai_error,
     running,
 )
-from tests.workflows.harness import ACTOR, SLOW_QUERY, Bench, bench, events, example, within
+from tests.workflows.harness import (
+    ACTOR,
+    SLOW_QUERY,
+    Bench,
+    bench,
+    events,
+    example,
+    recorded_response,
+    within,
+)
 
 PRIMARY_KEY = "primary-key-0123456789"
 BACKUP_KEY = "backup-key-9876543210"
@@ -41,16 +49,8 @@ ITEM = example(SLOW_QUERY)
 RESULT_TOKENS = (120, 45)  # what a successful scripted answer reports (input, output)
 
 
-def _recorded(kind: str, profile: str) -> dict[str, Any]:
-    data = json.loads((DEFAULT_RECORDINGS_DIR / "demo.json").read_text(encoding="utf-8"))
-    for entry in data["recordings"]:
-        if (entry["kind"], entry["profile"], entry["title"]) == (kind, profile, ITEM.title):
-            return dict(entry["response"])
-    raise AssertionError(f"no recording for {profile} {kind}")
-
-
-ANALYSIS = _recorded("analysis", "database-optimizer")
-REVIEW = _recorded("review", "backend-architect")
+ANALYSIS = recorded_response("analysis", "database-optimizer", ITEM.title)
+REVIEW = recorded_response("review", "backend-architect", ITEM.title)
 
 
 @dataclass(frozen=True)
