@@ -43,6 +43,7 @@ WORKFLOWS: Sequence[type] = (
 # A worker killed without a graceful stop strands its sticky queue; the server waits this long before
 # handing the workflow task to another worker (TOOLCHAIN.md: 10 s by default, about 1 s at this value).
 STICKY_QUEUE_TIMEOUT = timedelta(seconds=1)
+ACTIVITY_THREADS = 16
 
 
 def sandbox_runner() -> SandboxedWorkflowRunner:
@@ -102,7 +103,10 @@ def build_worker(
         task_queue=task_queue,
         workflows=list(WORKFLOWS),
         activities=activities_for(config, providers, store, releaser),
-        activity_executor=executor or concurrent.futures.ThreadPoolExecutor(max_workers=16),
+        activity_executor=executor or concurrent.futures.ThreadPoolExecutor(max_workers=ACTIVITY_THREADS),
+        # No more activities than threads: a sync activity queued behind busy threads would miss its
+        # heartbeat timeout and be run twice.
+        max_concurrent_activities=ACTIVITY_THREADS,
         workflow_runner=sandbox_runner(),
         sticky_queue_schedule_to_start_timeout=STICKY_QUEUE_TIMEOUT,
         graceful_shutdown_timeout=timedelta(seconds=5),

@@ -1,10 +1,10 @@
-"""Activity ``request_model_lease``: get a lease from a registered model's ``ModelCeiling`` workflow.
+"""Activity ``request_model_lease``: ask a registered model's ``ModelCeiling`` workflow for a lease.
 
-The activity sends update ``acquire`` with update-with-start (``contracts.ceilings``), so the first
-call to a model starts its ceiling workflow on this task queue and later calls find it running, and
-returns once the lease is granted — heartbeating while it waits for a slot. Models without a
-registration — ``replay:*`` and providers a worker was given directly — have no ceiling, and no
-lease is asked for.
+The activity signals-with-start the model's ceiling workflow (``contracts.ceilings``), so the first
+call to a model starts it on this task queue and later calls find it running. It returns at once — a
+request waiting for a slot holds no worker resources — and the grant arrives at the calling
+``ModelJob`` as a signal. Models without a registration — ``replay:*`` and providers a worker was
+given directly — have no ceiling, and no lease is asked for.
 """
 
 from __future__ import annotations
@@ -12,9 +12,7 @@ from __future__ import annotations
 import asyncio
 
 from temporalio import activity
-from temporalio.client import Client, WithStartWorkflowOperation
-from temporalio.common import WorkflowIDConflictPolicy
-from temporalio.exceptions import ApplicationError
+from temporalio.client import Client
 
 from activities.logs import run_logger
 from activities.store_access import SharedStore
@@ -23,7 +21,6 @@ from contracts.ceilings import (
     LEASE_MARGIN_SECONDS,
     CeilingState,
     LeaseCall,
-    LeaseGrant,
     LeaseRelease,
     LeaseRequest,
     LeaseTerms,
@@ -34,8 +31,6 @@ from contracts.models import ModelRecord, is_replay_model
 
 CEILING_WORKFLOW = "ModelCeiling"
 RELEASE_TIMEOUT_SECONDS = 10.0
-HEARTBEAT_EVERY_SECONDS = 5.0
-"""How often a request still waiting for a slot heartbeats."""
 
 
 class CeilingActivities:
@@ -46,13 +41,11 @@ class CeilingActivities:
 
     @activity.defn(name="request_model_lease")
     async def request_model_lease(self, call: LeaseCall) -> LeaseTerms:
-        """Get lease ``call.lease_id`` for one call to ``call.model_id``; returns the model's terms once
-        it is granted.
+        """Queue a lease request for one call to ``call.model_id``; returns the model's terms.
 
-        Returns ``limited=False`` (nothing asked) for a model with no registration. Raises
-        ``ApplicationError`` ``lease_withdrawn`` when the request was withdrawn before a grant, and
-        what the store or Temporal raise (retried by the job's retry policy: update-with-start and
-        ``acquire`` are idempotent by lease id, so a retry finds the lease it already has).
+        Returns ``limited=False`` (nothing queued) for a model with no registration. Raises what the
+        store or Temporal raise (retried by the workflow's retry policy; signal-with-start and the
+        ceiling's ``acquire`` are idempotent by lease id).
         """
         if is_replay_model(call.model_id):
             return LeaseTerms(limited=False)
@@ -64,33 +57,16 @@ class CeilingActivities:
             holder_workflow_id=call.holder_workflow_id,
             lease_seconds=record.timeout_s + CALL_TIMEOUT_MARGIN_SECONDS + LEASE_MARGIN_SECONDS,
         )
-        task_queue = activity.info().task_queue
-        start = WithStartWorkflowOperation(
+        await activity.client().start_workflow(
             CEILING_WORKFLOW,
             CeilingState(model_id=record.id, ceiling=record.ceiling),
-            id=ceiling_workflow_id(task_queue, record.id),
-            task_queue=task_queue,
-            id_conflict_policy=WorkflowIDConflictPolicy.USE_EXISTING,
+            id=ceiling_workflow_id(activity.info().task_queue, record.id),
+            task_queue=activity.info().task_queue,
+            start_signal="acquire",
+            start_signal_args=[request],
         )
-        update = asyncio.ensure_future(
-            activity.client().execute_update_with_start_workflow(
-                "acquire", request, start_workflow_operation=start, result_type=LeaseGrant
-            )
-        )
-        while True:
-            done, _ = await asyncio.wait({update}, timeout=HEARTBEAT_EVERY_SECONDS)
-            if done:
-                break
-            activity.heartbeat({"model": record.id, "lease": call.lease_id, "waiting": True})
-        grant = update.result()
-        if not grant.granted:
-            raise ApplicationError(
-                f"lease {call.lease_id} was withdrawn before a slot came free",
-                type="lease_withdrawn",
-                non_retryable=True,
-            )
         run_logger(call.holder_workflow_id, activity="request_model_lease").info(
-            "model_lease_granted", model=record.id, lease=call.lease_id, ceiling=record.ceiling
+            "model_lease_requested", model=record.id, lease=call.lease_id, ceiling=record.ceiling
         )
         return LeaseTerms(limited=True, ceiling=record.ceiling, call_timeout_s=record.timeout_s)
 

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import re
 from pathlib import Path
 
 from catalog.loader import load_catalog
@@ -220,6 +221,13 @@ def build_pack(
     )
 
 
+def _fence(content: str) -> str:
+    """A code fence longer than any run of backticks in ``content``, so file text cannot close it
+    and pose as a section of the pack."""
+    longest = max((len(run) for run in re.findall(r"`+", content)), default=0)
+    return "`" * max(4, longest + 1)
+
+
 def render_pack(pack: ContextPack) -> str:
     """The user-side text of a pack: objective, task, questions, evidence (file contents fenced and
     labelled), repository paths, findings under review (labelled as model output), exclusions, the
@@ -231,7 +239,8 @@ def render_pack(pack: ContextPack) -> str:
         parts.append("(none given)")
     for entry in pack.evidence:
         if entry.content is not None:
-            parts.append(f"### {entry.ref} ({entry.size_bytes} bytes)\n````\n{entry.content}\n````")
+            fence = _fence(entry.content)
+            parts.append(f"### {entry.ref} ({entry.size_bytes} bytes)\n{fence}\n{entry.content}\n{fence}")
         else:
             parts.append(f"### {entry.ref}\n({entry.note or 'reference only'})")
     if pack.repository is not None:

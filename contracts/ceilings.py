@@ -3,10 +3,12 @@
 A registered model's ``ceiling`` bounds its calls in flight across every worker process together
 (DESIGN.md "Model selection"). Each call holds a *lease* from the model's ``ModelCeiling`` workflow
 (id :func:`ceiling_workflow_id`, one per model and task queue: workers of one deployment share a task
-queue, so they share the ceiling): the calling ``ModelJob``'s ``request_model_lease`` activity asks for
-one with update ``acquire`` (update-with-start), which returns once the lease is granted; the call is
-made and the lease given back (signal ``release``) by the ``call_model`` activity itself as it ends,
-or by the job when that activity could not (it failed or its worker died). A lease not given back by
+queue, so they share the ceiling): the calling ``ModelJob`` asks for one (signal ``acquire``, sent by
+the ``request_model_lease`` activity with signal-with-start) and waits for signal ``lease_granted``;
+the ``call_model`` activity makes the call and gives the lease back (signal ``release``) as it ends,
+and the job does it when that activity could not (it failed or its worker died). Signals, not
+updates: a ceiling may have any number of requests waiting, and the server bounds updates in flight
+(10) and per run (2,000). A lease not given back by
 its deadline — its holder was terminated — is reclaimed by a durable timer, so no slot is lost for
 longer than that.
 """
@@ -28,7 +30,7 @@ def ceiling_workflow_id(task_queue: str, model_id: str) -> str:
 
 
 class LeaseRequest(BaseModel):
-    """Update ``acquire``: ``holder_workflow_id`` asks for lease ``lease_id`` for at most
+    """Signal ``acquire``: ``holder_workflow_id`` asks for lease ``lease_id`` for at most
     ``lease_seconds`` once granted (the holder's call timeout plus a margin)."""
 
     model_config = ConfigDict(frozen=True)
@@ -46,14 +48,12 @@ class LeaseRelease(BaseModel):
     lease_id: str
 
 
-class LeaseGrant(BaseModel):
-    """Result of update ``acquire``: ``granted`` — the lease is the holder's until released — or
-    not, when the request was withdrawn (``release``) before a slot came free."""
+class LeaseGranted(BaseModel):
+    """Signal ``lease_granted`` to the holder: lease ``lease_id`` is its until it releases it."""
 
     model_config = ConfigDict(frozen=True)
 
     lease_id: str
-    granted: bool
 
 
 class Lease(BaseModel):
@@ -100,9 +100,9 @@ class LeaseCall(BaseModel):
 
 
 class LeaseTerms(BaseModel):
-    """Result of ``request_model_lease``, returned once the lease is granted: ``limited`` false means
-    the model has no ceiling (a built-in or worker-local provider) and no lease was asked for; else
-    the ceiling and the model's call timeout in seconds."""
+    """Result of ``request_model_lease``: ``limited`` false means the model has no ceiling (a built-in
+    or worker-local provider) and no lease was asked for; else the ceiling and the model's call
+    timeout in seconds (the grant follows as a signal)."""
 
     model_config = ConfigDict(frozen=True)
 

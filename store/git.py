@@ -110,8 +110,21 @@ def _git_bytes(tree: Path, *args: str) -> subprocess.CompletedProcess[bytes]:
     return result
 
 
+# A repository's own configuration must not make these read-only calls run anything or reach out:
+# no transport at all (a partial clone's lazy fetch would run the configured upload-pack), no hooks,
+# no fsmonitor.
+_PINNED_CONFIG: Final = (
+    "-c",
+    "protocol.allow=never",
+    "-c",
+    "core.hooksPath=/dev/null",
+    "-c",
+    "core.fsmonitor=false",
+)
+
+
 def _run_git(tree: Path, args: tuple[str, ...], *, text: bool) -> subprocess.CompletedProcess[Any]:
-    argv = ["git", "-C", str(tree), *args]
+    argv = ["git", *_PINNED_CONFIG, "-C", str(tree), *args]
     try:
         return subprocess.run(
             argv,
@@ -134,7 +147,16 @@ def _git_environment() -> dict[str, str]:
     environment = {
         name: value for name, value in os.environ.items() if name not in _REPOSITORY_LOCATING_VARIABLES
     }
-    environment.update({"GIT_TERMINAL_PROMPT": "0", "GIT_OPTIONAL_LOCKS": "0", "LC_ALL": "C"})
+    environment.update(
+        {
+            "GIT_TERMINAL_PROMPT": "0",
+            "GIT_OPTIONAL_LOCKS": "0",
+            "LC_ALL": "C",
+            # A commit id must mean the same content everywhere: no replace refs, no lazy fetching.
+            "GIT_NO_REPLACE_OBJECTS": "1",
+            "GIT_NO_LAZY_FETCH": "1",
+        }
+    )
     return environment
 
 
@@ -215,7 +237,9 @@ def read_blob(tree: Path, commit: str, path: str) -> bytes:
 def tracked_paths(tree: Path, commit: str) -> list[str]:
     """Every path tracked at ``commit``, sorted as git lists them. Raises :class:`InvalidInput` for a
     bad commit, :class:`ServiceUnavailable` when git fails."""
-    result = _git(tree, "ls-tree", "-r", "-z", "--name-only", _check_commit(commit))
+    result = _git_bytes(tree, "ls-tree", "-r", "-z", "--name-only", _check_commit(commit))
     if result.returncode != 0:
-        raise ServiceUnavailable("git_failed", f"git ls-tree failed: {_first_line(result.stderr)}")
-    return [path for path in result.stdout.split("\0") if path]
+        error = result.stderr.decode("utf-8", "replace")
+        raise ServiceUnavailable("git_failed", f"git ls-tree failed: {_first_line(error)}")
+    # Git paths are bytes; one that is not UTF-8 is shown with its bytes escaped, never dropped.
+    return [path.decode("utf-8", "backslashreplace") for path in result.stdout.split(b"\0") if path]

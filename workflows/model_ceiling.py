@@ -7,25 +7,28 @@ failed call from its activity timeout and gives the lease back. Only a holder th
 outright cannot release; its lease is reclaimed by a durable timer at its deadline (the call's
 activity timeout plus a margin, so a call still running is never reclaimed).
 
-Protocol (``contracts.ceilings``): update ``acquire`` (:class:`LeaseRequest`, idempotent by lease id)
-queues a request and returns once it is granted — first come, first served while fewer than
-``ceiling`` leases are held — or withdrawn; signal ``release`` (:class:`LeaseRelease`) gives a lease
-back or withdraws a waiting request. Query ``state`` answers the table (:class:`CeilingState`).
+Protocol (``contracts.ceilings``): signal ``acquire`` (:class:`LeaseRequest`, idempotent by lease id)
+queues a request; requests are granted first come, first served while fewer than ``ceiling`` leases
+are held, each by signal ``lease_granted`` to the holder's workflow; signal ``release``
+(:class:`LeaseRelease`) gives a lease back or withdraws a waiting request. A grant whose holder no
+longer exists is taken back at once. Query ``state`` answers the table (:class:`CeilingState`).
 
 The workflow never finishes on its own: it continues as new, carrying its table, when its history
-grows long and no request is waiting (a waiting request is an update in flight).
+grows long.
 """
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 from datetime import timedelta
 
 from temporalio import workflow
 
 with workflow.unsafe.imports_passed_through():
-    from contracts.ceilings import CeilingState, Lease, LeaseGrant, LeaseRelease, LeaseRequest
+    from contracts.ceilings import CeilingState, Lease, LeaseGranted, LeaseRelease, LeaseRequest
 
+LEASE_GRANTED_SIGNAL = "lease_granted"
 MAX_HISTORY_EVENTS = 2000
 """Continue as new past this many events: keeps replay of the table cheap."""
 
@@ -45,16 +48,13 @@ class ModelCeilingWorkflow:
         self._max_held = state.max_held
         self._changed = True
 
-    @workflow.update(name="acquire")
-    async def acquire(self, request: LeaseRequest) -> LeaseGrant:
-        """Queue ``request`` (unless its lease is already held or waiting: a retried request) and
-        return once it is granted, or withdrawn by ``release`` first."""
-        lease_id = request.lease_id
-        if lease_id not in self._held and lease_id not in self._waiting:
-            self._waiting[lease_id] = request
-            self._changed = True
-        await workflow.wait_condition(lambda: lease_id in self._held or lease_id not in self._waiting)
-        return LeaseGrant(lease_id=lease_id, granted=lease_id in self._held)
+    @workflow.signal(name="acquire")
+    def acquire(self, request: LeaseRequest) -> None:
+        """Queue ``request`` unless its lease is already held or waiting (a retried request)."""
+        if request.lease_id in self._held or request.lease_id in self._waiting:
+            return
+        self._waiting[request.lease_id] = request
+        self._changed = True
 
     @workflow.signal(name="release")
     def release(self, release: LeaseRelease) -> None:
@@ -81,8 +81,8 @@ class ModelCeilingWorkflow:
         while True:
             self._changed = False
             self._reclaim_expired()
-            self._grant()
-            if self._should_continue_as_new() and not self._waiting:
+            await self._grant()
+            if self._should_continue_as_new():
                 await workflow.wait_condition(workflow.all_handlers_finished)
                 workflow.continue_as_new(self.state())
             await self._wait_for_change()
@@ -95,18 +95,35 @@ class ModelCeilingWorkflow:
                 self._reclaimed_total += 1
                 workflow.logger.warning("lease %s on %s reclaimed at its deadline", lease_id, self._model_id)
 
-    def _grant(self) -> None:
-        """Grant waiting requests in arrival order while slots are free (their updates then return)."""
+    async def _grant(self) -> None:
+        """Grant waiting requests in arrival order while slots are free; signal the holders together."""
+        granted: list[Lease] = []
         while self._waiting and len(self._held) < self._ceiling:
             lease_id = next(iter(self._waiting))
             request = self._waiting.pop(lease_id)
-            self._held[lease_id] = Lease(
+            lease = Lease(
                 lease_id=lease_id,
                 holder_workflow_id=request.holder_workflow_id,
                 expires_at=workflow.now() + timedelta(seconds=request.lease_seconds),
             )
-            self._granted_total += 1
-            self._max_held = max(self._max_held, len(self._held))
+            self._held[lease_id] = lease
+            granted.append(lease)
+        if not granted:
+            return
+        self._granted_total += len(granted)
+        self._max_held = max(self._max_held, len(self._held))
+        results = await asyncio.gather(*(self._notify(lease) for lease in granted), return_exceptions=True)
+        for lease, result in zip(granted, results, strict=True):
+            if isinstance(result, BaseException):
+                # The holder is gone (finished or terminated): nobody will use or release the slot.
+                workflow.logger.info("holder of lease %s is gone; slot freed", lease.lease_id)
+                self._held.pop(lease.lease_id, None)
+                self._changed = True
+
+    async def _notify(self, lease: Lease) -> None:
+        """Signal the holder; raises when the server finds no such running workflow."""
+        handle = workflow.get_external_workflow_handle(lease.holder_workflow_id)
+        await handle.signal(LEASE_GRANTED_SIGNAL, LeaseGranted(lease_id=lease.lease_id))
 
     async def _wait_for_change(self) -> None:
         """Sleep until a signal changes the table or the earliest lease deadline passes."""

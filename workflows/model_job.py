@@ -10,11 +10,12 @@ event in this workflow's history and its own :class:`ModelAttempt` (with latency
 the result, or, on failure, in the error's details, for the parent run to audit.
 
 Each call to a registered model holds a lease from that model's ``ModelCeiling`` workflow for the
-call's duration (``workflows/model_ceiling.py``): activity ``request_model_lease`` returns once the
-lease is granted, ``call_model`` gives it back as it ends, and the job gives it back itself (signal
-``release``) when the call could not — it failed, its worker died, or the job was cancelled while
-waiting or calling. The context pack is built while the first lease is asked for. The leased call's
-activity timeout is the model's own timeout plus a margin.
+call's duration (``workflows/model_ceiling.py``): the job asks for it (activity
+``request_model_lease``) and waits for the ``lease_granted`` signal; ``call_model`` gives it back as
+it ends, and the job gives it back itself (signal ``release``) when the call could not — it failed,
+its worker died, or the job was cancelled while waiting or calling. The context pack is built while
+the first lease is asked for. The leased call's activity timeout is the model's own timeout plus a
+margin.
 
 Runs started before attempts were driven here (no ``PATCH_ATTEMPTS_IN_WORKFLOW`` marker) let
 Temporal retry the activity instead, hold no leases and report one attempt per model.
@@ -33,6 +34,7 @@ with workflow.unsafe.imports_passed_through():
     from contracts.ceilings import (
         CALL_TIMEOUT_MARGIN_SECONDS,
         LeaseCall,
+        LeaseGranted,
         LeaseRelease,
         LeaseTerms,
         ceiling_workflow_id,
@@ -56,9 +58,7 @@ BUILD_CONTEXT_PACK_ACTIVITY = "build_context_pack"
 MODEL_CALL_TIMEOUT = timedelta(minutes=10)
 MODEL_CALL_HEARTBEAT = timedelta(seconds=15)
 """``call_model`` heartbeats every 5 s; a worker that dies mid-call is noticed after this."""
-_LEASE_WAIT_TIMEOUT = timedelta(hours=2)
-"""How long one lease request may wait for a slot (it heartbeats while it waits); then it is retried."""
-_LEASE_WAIT_HEARTBEAT = timedelta(seconds=30)
+_LEASE_REQUEST_TIMEOUT = timedelta(seconds=10)
 _CONTEXT_PACK_TIMEOUT = timedelta(seconds=60)
 _CONTEXT_PACK_RETRY = RetryPolicy(maximum_attempts=3, initial_interval=timedelta(seconds=1))
 _LEASE_REQUEST_RETRY = RetryPolicy(maximum_attempts=5, initial_interval=timedelta(milliseconds=200))
@@ -98,7 +98,13 @@ class ModelJobWorkflow:
     def __init__(self, job: ModelJobInput) -> None:
         self._attempts: list[ModelAttempt] = []
         self._pack: ContextPackResult | None = None
+        self._granted: set[str] = set()
         self._pack_task: asyncio.Future[ContextPackResult] | None = None
+
+    @workflow.signal(name="lease_granted")
+    def lease_granted(self, grant: LeaseGranted) -> None:
+        """A model's ceiling granted one of this job's lease requests."""
+        self._granted.add(grant.lease_id)
 
     @workflow.run
     async def run(self, job: ModelJobInput) -> ModelJobResult:
@@ -200,13 +206,13 @@ class ModelJobWorkflow:
                         model_id=model_id, lease_id=lease_id, holder_workflow_id=workflow.info().workflow_id
                     ),
                     result_type=LeaseTerms,
-                    start_to_close_timeout=_LEASE_WAIT_TIMEOUT,
-                    heartbeat_timeout=_LEASE_WAIT_HEARTBEAT,
+                    start_to_close_timeout=_LEASE_REQUEST_TIMEOUT,
                     retry_policy=_LEASE_REQUEST_RETRY,
                 )
                 requested = terms.limited
                 if terms.limited and terms.call_timeout_s is not None:
                     timeout = timedelta(seconds=terms.call_timeout_s + CALL_TIMEOUT_MARGIN_SECONDS)
+                    await workflow.wait_condition(lambda: lease_id in self._granted)
             if self._pack is None:
                 assert self._pack_task is not None
                 self._pack = await self._pack_task
@@ -238,6 +244,7 @@ class ModelJobWorkflow:
             )
         except Exception as error:  # the server reports a missing workflow as a failed signal
             workflow.logger.info("lease %s: nothing to release (%s)", lease_id, error)
+        self._granted.discard(lease_id)
 
     def _request(
         self, job: ModelJobInput, model_id: str, attempt: int, lease_id: str | None = None

@@ -22,7 +22,7 @@ from temporalio.client import Client, WorkflowHandle
 from temporalio.service import RPCError
 
 from catalog.loader import load_catalog
-from contracts.ceilings import CeilingState, LeaseRelease, LeaseRequest, ceiling_workflow_id
+from contracts.ceilings import CeilingState, LeaseRequest, ceiling_workflow_id
 from contracts.enums import FallbackMode
 from contracts.model_jobs import JobContext, ModelJobInput, ModelJobResult
 from contracts.models import ModelRegistration
@@ -164,64 +164,56 @@ async def test_a_lease_whose_holder_never_gives_it_back_is_reclaimed_at_its_dead
     temporal_client: Client, task_queue: str, tmp_path: Path
 ) -> None:
     async with bench(temporal_client, task_queue, tmp_path, model=None) as b, b.worker():
+        ceiling_id = ceiling_workflow_id(task_queue, MODEL)
+        # Any running workflow can hold a lease; this one never releases it.
+        holder = await temporal_client.start_workflow(
+            ModelCeilingWorkflow.run, CeilingState(model_id="holder:x", ceiling=1),
+            id=f"holder-{uuid.uuid4().hex}", task_queue=task_queue,
+        )  # fmt: skip
         ceiling = await temporal_client.start_workflow(
             ModelCeilingWorkflow.run,
             CeilingState(model_id=MODEL, ceiling=1),
-            id=ceiling_workflow_id(task_queue, MODEL),
+            id=ceiling_id,
             task_queue=task_queue,
         )
-        # A holder that was terminated outright never releases; its one-second lease runs out.
-        stuck = await ceiling.execute_update(
+        await ceiling.signal(
             ModelCeilingWorkflow.acquire,
-            LeaseRequest(lease_id="stuck", holder_workflow_id="gone", lease_seconds=1),
+            LeaseRequest(lease_id="stuck", holder_workflow_id=holder.id, lease_seconds=1),
         )
-        assert stuck.granted
-        # The next request waits for the only slot and gets it when the deadline reclaims it.
-        following = await ceiling.execute_update(
+        await ceiling.signal(
             ModelCeilingWorkflow.acquire,
-            LeaseRequest(lease_id="next", holder_workflow_id="holder", lease_seconds=60),
+            LeaseRequest(lease_id="next", holder_workflow_id=holder.id, lease_seconds=60),
         )
-        state = await ceiling.query(ModelCeilingWorkflow.state)
-        await ceiling.terminate("test finished")
-    assert following.granted
-    assert state.reclaimed_total == 1 and [lease.lease_id for lease in state.held] == ["next"]
+
+        async def reclaimed() -> bool:
+            state = await ceiling.query(ModelCeilingWorkflow.state)
+            return state.reclaimed_total == 1 and [lease.lease_id for lease in state.held] == ["next"]
+
+        assert await until(reclaimed, timeout=10)
+        for handle in (holder, ceiling):
+            await handle.terminate("test finished")
 
 
 @within(30)
-async def test_a_request_withdrawn_before_a_slot_frees_is_answered_not_granted(
+async def test_a_grant_to_a_holder_that_no_longer_exists_frees_the_slot_at_once(
     temporal_client: Client, task_queue: str, tmp_path: Path
 ) -> None:
     async with bench(temporal_client, task_queue, tmp_path, model=None) as b, b.worker():
         ceiling = await temporal_client.start_workflow(
-            ModelCeilingWorkflow.run,
-            CeilingState(model_id=MODEL, ceiling=1),
-            id=ceiling_workflow_id(task_queue, MODEL),
-            task_queue=task_queue,
-        )
-        held = await ceiling.execute_update(
-            ModelCeilingWorkflow.acquire, LeaseRequest(lease_id="a", holder_workflow_id="h", lease_seconds=60)
-        )
-        waiting = asyncio.ensure_future(
-            ceiling.execute_update(
-                ModelCeilingWorkflow.acquire,
-                LeaseRequest(lease_id="b", holder_workflow_id="h", lease_seconds=60),
-            )
+            ModelCeilingWorkflow.run, CeilingState(model_id=MODEL, ceiling=1),
+            id=ceiling_workflow_id(task_queue, MODEL), task_queue=task_queue,
+        )  # fmt: skip
+        await ceiling.signal(
+            ModelCeilingWorkflow.acquire,
+            LeaseRequest(lease_id="ghost", holder_workflow_id="no-such-workflow", lease_seconds=600),
         )
 
-        async def queued() -> bool:
-            return len((await ceiling.query(ModelCeilingWorkflow.state)).waiting) == 1
+        async def freed() -> bool:
+            state = await ceiling.query(ModelCeilingWorkflow.state)
+            return state.granted_total == 1 and state.held == [] and state.waiting == []
 
-        assert await until(queued, timeout=10)
-        await ceiling.signal(ModelCeilingWorkflow.release, LeaseRelease(lease_id="b"))
-        withdrawn = await waiting
-        # Asking again for a lease already held answers at once: a retried request finds its lease.
-        again = await ceiling.execute_update(
-            ModelCeilingWorkflow.acquire, LeaseRequest(lease_id="a", holder_workflow_id="h", lease_seconds=60)
-        )
-        state = await ceiling.query(ModelCeilingWorkflow.state)
+        assert await until(freed, timeout=10)
         await ceiling.terminate("test finished")
-    assert held.granted and again.granted and not withdrawn.granted
-    assert ([lease.lease_id for lease in state.held], state.waiting, state.granted_total) == (["a"], [], 1)
 
 
 @within(60)
@@ -255,3 +247,18 @@ async def test_a_job_cancelled_while_waiting_for_a_lease_withdraws_its_request(
         state = await _ceiling(temporal_client, task_queue)
     assert (state.held, state.waiting, state.granted_total) == ([], [], 1)
     assert len(server.received) == 1
+
+
+@within(90)
+async def test_many_more_requests_than_the_ceiling_all_wait_their_turn(
+    temporal_client: Client, task_queue: str, tmp_path: Path, server: WireServer
+) -> None:
+    # 15 waiting at once: more than the server allows updates in flight (10), so waiting must not be one.
+    server.default = Scripted(200, openai_completion(ANSWER), delay_s=0.1)
+    async with bench(temporal_client, task_queue, tmp_path, model=None) as b, b.worker():
+        _register(b.database_url, server, ceiling=1)
+        handles = await _start_burst(temporal_client, task_queue, 16)
+        results = await asyncio.gather(*(handle.result() for handle in handles))
+        state = await _ceiling(temporal_client, task_queue)
+    assert len(results) == 16 and server.max_in_flight == 1
+    assert (state.held, state.waiting, state.granted_total, state.max_held) == ([], [], 16, 1)

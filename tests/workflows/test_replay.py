@@ -127,14 +127,16 @@ def test_the_ceiling_history_grants_and_takes_back_one_lease_per_call() -> None:
     events = json.loads((HISTORIES / "accepted_under_ceiling.ceiling.json").read_text(encoding="utf-8"))[
         "events"
     ]
-    updates = [e for e in events if e["eventType"] == "EVENT_TYPE_WORKFLOW_EXECUTION_UPDATE_COMPLETED"]
     signals = [
         event["workflowExecutionSignaledEventAttributes"]["signalName"]
         for event in events
         if event["eventType"] == "EVENT_TYPE_WORKFLOW_EXECUTION_SIGNALED"
     ]
-    assert len(updates) == 2, "one acquire per call (analysis, review)"
-    assert signals == ["release", "release"]
+    grants = [
+        e for e in events if e["eventType"] == "EVENT_TYPE_SIGNAL_EXTERNAL_WORKFLOW_EXECUTION_INITIATED"
+    ]
+    assert signals == ["acquire", "release", "acquire", "release"]
+    assert len(grants) == 2
 
 
 def test_the_retry_history_shows_both_attempts_as_activities_with_a_timer_between() -> None:
