@@ -216,14 +216,25 @@ class ModelJobWorkflow:
             if self._pack is None:
                 assert self._pack_task is not None
                 self._pack = await self._pack_task
-            result = await workflow.execute_activity(
-                CALL_MODEL_ACTIVITY,
-                self._request(job, model_id, attempt, lease_id if requested else None),
-                result_type=ModelCallResult,
-                start_to_close_timeout=timeout,
-                heartbeat_timeout=MODEL_CALL_HEARTBEAT,
-                retry_policy=RetryPolicy(maximum_attempts=1),
-            )
+            call_deadline = workflow.now() + timeout
+            try:
+                result = await workflow.execute_activity(
+                    CALL_MODEL_ACTIVITY,
+                    self._request(job, model_id, attempt, lease_id if requested else None),
+                    result_type=ModelCallResult,
+                    start_to_close_timeout=timeout,
+                    heartbeat_timeout=MODEL_CALL_HEARTBEAT,
+                    retry_policy=RetryPolicy(maximum_attempts=1),
+                )
+            except ActivityError as error:
+                if requested and isinstance(error.cause, TimeoutError):
+                    # The call was lost (its worker died or stalled), not ended: it may still be
+                    # running. Its slot stays taken until the call's own deadline has passed, so the
+                    # retry never runs beside it above the ceiling.
+                    left = (call_deadline - workflow.now()).total_seconds()
+                    if left > 0:
+                        await workflow.sleep(left)
+                raise
             released = result.lease_released
             return result
         finally:
