@@ -85,6 +85,11 @@ class OpenAICompatibleProvider(ProviderFailures):
         self._setup_error = ""
         try:
             self._client = openai.OpenAI(base_url=base_url, api_key=api_key, timeout=timeout_s, max_retries=0)
+            if base_url is not None:
+                # The SDK reads OPENAI_ORG_ID / OPENAI_PROJECT_ID from the worker's environment and
+                # sends them as headers; they belong to OpenAI's own API, not to an operator's endpoint.
+                self._client.organization = None
+                self._client.project = None
         except openai.OpenAIError as error:
             self._setup_error = redact(str(error), api_key)
         resolved = self._client.api_key if self._client is not None else None

@@ -489,3 +489,15 @@ def test_a_key_echoed_in_the_error_type_or_code_is_redacted(
     error = _failure(provider)
     assert error.error_type == ErrorType.MODEL_AUTHENTICATION
     assert KEY not in error.message and "[redacted]" in error.message
+
+
+def test_the_workers_openai_organization_and_project_are_not_sent_to_an_operator_endpoint(
+    server: WireServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("OPENAI_ORG_ID", "org-worker-secret")
+    monkeypatch.setenv("OPENAI_PROJECT_ID", "proj-worker-secret")
+    provider = OpenAICompatibleProvider(server.base_url, KEY, 5.0)
+    server.script(Scripted(200, openai_completion(json.dumps(valid_output()))))
+    provider.complete(completion_request("model-a"))
+    (request,) = server.received
+    assert "openai-organization" not in request.headers and "openai-project" not in request.headers
