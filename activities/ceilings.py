@@ -72,7 +72,7 @@ class CeilingActivities:
 
     def _registration(self, model_id: str) -> ModelRecord | None:
         try:
-            return self._store.get().get_model(model_id)
+            return self._store.registered_model(model_id)
         except NotFound:
             return None
 

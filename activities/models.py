@@ -307,7 +307,7 @@ class ModelActivities:
                 f"provider {provider_name!r} is not configured on this worker (model {model_id})",
             )
         try:
-            record = self._store.get().get_model(model_id)
+            record = self._store.registered_model(model_id)
         except NotFound as error:
             raise _fail(ErrorType.MODEL_NOT_CONFIGURED, error.message) from None
         try:

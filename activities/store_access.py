@@ -7,6 +7,7 @@ import threading
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
+    from contracts.models import ModelRecord
     from store.store import Store
 
 
@@ -17,6 +18,7 @@ class SharedStore:
         self._url = url
         self._store: Store | None = None
         self._lock = threading.Lock()
+        self._models: dict[str, ModelRecord] = {}
 
     def get(self) -> Store:
         """The open store. Raises what :func:`store.database.open_store` raises."""
@@ -28,6 +30,16 @@ class SharedStore:
 
                 self._store = open_store(self._url, create=True)
             return self._store
+
+    def registered_model(self, model_id: str) -> ModelRecord:
+        """The registration of ``model_id``, read from the store once per worker: registrations are
+        never changed or removed, so every call and lease request after the first reuses it. Raises
+        ``unknown_model`` (not found, never cached: the model may be registered later)."""
+        record = self._models.get(model_id)
+        if record is None:
+            record = self.get().get_model(model_id)
+            self._models[model_id] = record
+        return record
 
     def warm(self) -> None:
         """Open the store now (from a background thread) so the first activity finds it ready.

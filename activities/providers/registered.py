@@ -63,7 +63,10 @@ def api_key_for(record: ModelRecord, environ: Mapping[str, str]) -> str | None:
 def build_provider(record: ModelRecord, environ: Mapping[str, str]) -> ModelProvider:
     """A new provider for ``record``. Raises :class:`ProviderError` ``model_not_configured`` for a
     missing key variable or a provider this worker cannot call."""
-    key = api_key_for(record, environ)
+    return _provider_with_key(record, api_key_for(record, environ))
+
+
+def _provider_with_key(record: ModelRecord, key: str | None) -> ModelProvider:
     # The SDKs are imported on first use: they cost about a second of worker start-up, which a
     # worker serving only replay models never needs to spend.
     if record.provider == "openai":
@@ -89,7 +92,8 @@ class RegisteredProviders:
 
     def __init__(self, environ: Mapping[str, str] | None = None) -> None:
         self._environ = environ
-        self._providers: dict[tuple[str, str | None, str | None, int, str | None], ModelProvider] = {}
+        # By model id and the key in use: a registration never changes, a key may be rotated.
+        self._providers: dict[tuple[str, str | None], ModelProvider] = {}
         self._lock = threading.Lock()
 
     def for_model(self, record: ModelRecord) -> ModelProvider:
@@ -101,10 +105,10 @@ class RegisteredProviders:
             key_seen = environ.get(default) if default is not None else None
         else:
             key_seen = key
-        cache_key = (record.id, record.base_url, record.api_key_env, record.timeout_s, key_seen)
+        cache_key = (record.id, key_seen)
         with self._lock:
             provider = self._providers.get(cache_key)
             if provider is None:
-                provider = build_provider(record, environ)
+                provider = _provider_with_key(record, key)
                 self._providers[cache_key] = provider
             return provider

@@ -45,13 +45,18 @@ def repository(tmp_path: Path) -> tuple[Path, str]:
     return tree, base
 
 
-@pytest.fixture
-def activities(tmp_path: Path, repository: tuple[Path, str]) -> ContextPackActivities:
+def _activities_on(tmp_path: Path, tree: Path) -> ContextPackActivities:
+    """The pack activity on a fresh store in which ``tree`` is allow-listed as :data:`ALIAS`."""
     url = f"sqlite:///{tmp_path / 'specialists.db'}"
     with open_store(url, create=True) as store:
         store.register_actor("alice", "Alice", None)
-        store.add_repository(ALIAS, repository[0], "main", "alice")
+        store.add_repository(ALIAS, tree, "main", "alice")
     return ContextPackActivities(ActivityConfig(database_url=url), SharedStore(url))
+
+
+@pytest.fixture
+def activities(tmp_path: Path, repository: tuple[Path, str]) -> ContextPackActivities:
+    return _activities_on(tmp_path, repository[0])
 
 
 def _request(
@@ -182,11 +187,7 @@ def test_the_path_list_is_bounded_and_says_how_many_it_left_out(tmp_path: Path) 
     git(tree, "add", ".")
     git(tree, "commit", "--quiet", "--no-gpg-sign", "-m", "many")
     base = git(tree, "rev-parse", "HEAD")
-    url = f"sqlite:///{tmp_path / 'specialists.db'}"
-    with open_store(url, create=True) as store:
-        store.register_actor("alice", "Alice", None)
-        store.add_repository(ALIAS, tree, "main", "alice")
-    activities = ContextPackActivities(ActivityConfig(database_url=url), SharedStore(url))
+    activities = _activities_on(tmp_path, tree)
     pack = _build(activities, _request([], base=base)).pack
     assert pack.repository is not None
     assert len(pack.repository.tracked_paths) == MAX_TRACKED_PATHS
@@ -203,11 +204,7 @@ def test_evidence_that_cannot_fit_fails_the_job_naming_the_sizes_and_nothing_is_
     git(tree, "add", ".")
     git(tree, "commit", "--quiet", "--no-gpg-sign", "-m", "big")
     base = git(tree, "rev-parse", "HEAD")
-    url = f"sqlite:///{tmp_path / 'specialists.db'}"
-    with open_store(url, create=True) as store:
-        store.register_actor("alice", "Alice", None)
-        store.add_repository(ALIAS, tree, "main", "alice")
-    activities = ContextPackActivities(ActivityConfig(database_url=url), SharedStore(url))
+    activities = _activities_on(tmp_path, tree)
     with pytest.raises(ApplicationError) as raised:
         _build(activities, _request(["file:big.log"], base=base))
     error = raised.value
@@ -236,11 +233,7 @@ def test_a_repository_configured_to_fetch_missing_objects_runs_nothing_and_the_f
         ("remote.origin.uploadpack", f"touch {marker}; git-upload-pack"),
     ):
         git(tree, "config", key, value)
-    url = f"sqlite:///{tmp_path / 'specialists.db'}"
-    with open_store(url, create=True) as store:
-        store.register_actor("alice", "Alice", None)
-        store.add_repository(ALIAS, tree, "main", "alice")
-    activities = ContextPackActivities(ActivityConfig(database_url=url), SharedStore(url))
+    activities = _activities_on(tmp_path, tree)
     (entry,) = _build(activities, _request(["file:gone.txt"], base=base)).pack.evidence
     assert not marker.exists()
     assert entry.content is None
@@ -252,11 +245,7 @@ def test_a_path_that_is_not_utf8_is_listed_escaped_and_the_pack_still_builds(tmp
     git(tree, "add", ".")
     git(tree, "commit", "--quiet", "--no-gpg-sign", "-m", "latin")
     base = git(tree, "rev-parse", "HEAD")
-    url = f"sqlite:///{tmp_path / 'specialists.db'}"
-    with open_store(url, create=True) as store:
-        store.register_actor("alice", "Alice", None)
-        store.add_repository(ALIAS, tree, "main", "alice")
-    activities = ContextPackActivities(ActivityConfig(database_url=url), SharedStore(url))
+    activities = _activities_on(tmp_path, tree)
     pack = _build(activities, _request([], base=base)).pack
     assert pack.repository is not None
     assert len(pack.repository.tracked_paths) == pack.repository.tracked_total == 2
