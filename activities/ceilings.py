@@ -1,15 +1,20 @@
 """Activity ``request_model_lease``: ask a registered model's ``ModelCeiling`` workflow for a lease.
 
-The activity signals-with-start the model's ceiling workflow (``contracts.ceilings``), so the first
-call to a model starts it on this task queue and later calls find it running. It returns at once — a
-request waiting for a slot holds no worker resources — and the grant arrives at the calling
-``ModelJob`` as a signal. Models without a registration — ``replay:*`` and providers a worker was
-given directly — have no ceiling, and no lease is asked for.
+The activity sends the model's ceiling workflow (``contracts.ceilings``) update ``try_acquire``,
+answered in one workflow task: a free slot is granted in the answer, and the job calls at once.
+Otherwise the request waits in the ceiling and the grant arrives at the calling ``ModelJob`` as a
+signal; the activity never waits for a slot (a request waiting for one holds no worker resources).
+Where there is no answer — the first call to a model, whose ceiling is not running yet, or an update
+the server refused — it signals-with-start ``acquire`` instead, which starts the ceiling on this
+task queue. Models without a registration — ``replay:*`` and providers a worker was given directly
+— have no ceiling, and no lease is asked for. Models without a registration — ``replay:*`` and
+providers a worker was given directly — have no ceiling, and no lease is asked for.
 """
 
 from __future__ import annotations
 
 import asyncio
+from datetime import timedelta
 
 from temporalio import activity
 from temporalio.client import Client
@@ -23,6 +28,7 @@ from contracts.ceilings import (
     LeaseCall,
     LeaseRelease,
     LeaseRequest,
+    LeaseStatus,
     LeaseTerms,
     ceiling_workflow_id,
 )
@@ -31,6 +37,7 @@ from contracts.models import ModelRecord, is_replay_model
 
 CEILING_WORKFLOW = "ModelCeiling"
 RELEASE_TIMEOUT_SECONDS = 10.0
+_TRY_ACQUIRE_TIMEOUT = timedelta(seconds=5)
 
 
 class CeilingActivities:
@@ -43,9 +50,10 @@ class CeilingActivities:
     async def request_model_lease(self, call: LeaseCall) -> LeaseTerms:
         """Queue a lease request for one call to ``call.model_id``; returns the model's terms.
 
-        Returns ``limited=False`` (nothing queued) for a model with no registration. Raises what the
-        store or Temporal raise (retried by the workflow's retry policy; signal-with-start and the
-        ceiling's ``acquire`` are idempotent by lease id).
+        Returns ``limited=False`` (nothing queued) for a model with no registration, else
+        ``granted`` true when the slot was free at once. Raises what the store or Temporal raise
+        (retried by the workflow's retry policy; ``try_acquire`` and ``acquire`` are idempotent by
+        lease id).
         """
         if is_replay_model(call.model_id):
             return LeaseTerms(limited=False)
@@ -57,18 +65,47 @@ class CeilingActivities:
             holder_workflow_id=call.holder_workflow_id,
             lease_seconds=record.timeout_s + CALL_TIMEOUT_MARGIN_SECONDS + LEASE_MARGIN_SECONDS,
         )
-        await activity.client().start_workflow(
-            CEILING_WORKFLOW,
-            CeilingState(model_id=record.id, ceiling=record.ceiling),
-            id=ceiling_workflow_id(activity.info().task_queue, record.id),
-            task_queue=activity.info().task_queue,
-            start_signal="acquire",
-            start_signal_args=[request],
-        )
+        ceiling_id = ceiling_workflow_id(activity.info().task_queue, record.id)
+        status = await self._try_acquire(ceiling_id, request)
+        if status is None:
+            # No answer: the ceiling is not running yet, or refused or lost the update. The signal
+            # queues the request (or, if the update did grant it, has the grant signalled again).
+            await activity.client().start_workflow(
+                CEILING_WORKFLOW,
+                CeilingState(model_id=record.id, ceiling=record.ceiling),
+                id=ceiling_id,
+                task_queue=activity.info().task_queue,
+                start_signal="acquire",
+                start_signal_args=[request],
+            )
+        granted = status is not None and status.status == "held"
         run_logger(call.holder_workflow_id, activity="request_model_lease").info(
-            "model_lease_requested", model=record.id, lease=call.lease_id, ceiling=record.ceiling
+            "model_lease_requested",
+            model=record.id,
+            lease=call.lease_id,
+            ceiling=record.ceiling,
+            granted=granted,
         )
-        return LeaseTerms(limited=True, ceiling=record.ceiling, call_timeout_s=record.timeout_s)
+        return LeaseTerms(
+            limited=True, ceiling=record.ceiling, call_timeout_s=record.timeout_s, granted=granted
+        )
+
+    @staticmethod
+    async def _try_acquire(ceiling_id: str, request: LeaseRequest) -> LeaseStatus | None:
+        """The ceiling's answer to update ``try_acquire``, or None when there is none: the workflow
+        does not exist, the server refused the update (its bound on updates in flight) or the answer
+        did not come within the timeout."""
+        handle = activity.client().get_workflow_handle(ceiling_id)
+        try:
+            status: LeaseStatus = await handle.execute_update(
+                "try_acquire", request, result_type=LeaseStatus, rpc_timeout=_TRY_ACQUIRE_TIMEOUT
+            )
+        except Exception as error:  # falls back on the acquire signal
+            run_logger(request.holder_workflow_id, activity="request_model_lease").info(
+                "model_lease_try_acquire_unanswered", lease=request.lease_id, error=type(error).__name__
+            )
+            return None
+        return status
 
     def _registration(self, model_id: str) -> ModelRecord | None:
         try:

@@ -21,7 +21,7 @@ from contracts.context_packs import ContextPack, EvidenceEntry, RepositoryContex
 from contracts.enums import TaskType
 from contracts.errors import OperatorError
 from contracts.model_jobs import JobContext
-from contracts.output import MAX_REQUEST_BYTES, JobKind, SpecialistOutput
+from contracts.output import MAX_REQUEST_BYTES, JobKind, output_schema_text
 
 _OUTPUT_RULES = (
     "Answer with one JSON object and nothing else, matching this JSON Schema. 'role' is your profile id; "
@@ -63,7 +63,7 @@ def build_instructions(profile: Profile, kind: JobKind) -> str:
         else "You are the independent reviewer. Check the findings under review against the task and "
         "the evidence; return a verdict: agree, disagree or insufficient_evidence."
     )
-    schema = json.dumps(SpecialistOutput.model_json_schema(), sort_keys=True)
+    schema = output_schema_text()
     return "\n\n".join(
         [
             f"Profile: {profile.name} ({profile.id}).",
@@ -188,7 +188,7 @@ def output_contract(kind: JobKind) -> str:
 
 def output_schema_sha256() -> str:
     """The sha256 of the output contract's JSON Schema as sent to models (sorted keys)."""
-    return sha256_text(json.dumps(SpecialistOutput.model_json_schema(), sort_keys=True))
+    return sha256_text(output_schema_text())
 
 
 def build_pack(

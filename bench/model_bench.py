@@ -9,10 +9,12 @@ which passes output validation.
 Full path. An ``openai:`` model is registered in the store (base URL: the wire server; key variable
 ``MODEL_BENCH_API_KEY``, set in this process; ceiling ``--ceiling``). An in-process worker from
 ``worker.build_worker`` runs ``ModelJob`` workflows started directly, as the ceiling tests start them.
-A job runs whatever ``workflows/model_job.py`` does; at the time of writing: ``build_context_pack``
-(the pack) → ``request_model_lease`` (store lookup, signal-with-start of the model's ``ModelCeiling``)
-→ wait for the ``lease_granted`` signal → ``call_model`` (catalog, rendering, store lookup, the HTTP
-call through the openai SDK on a helper thread, output validation) → ``release`` signal.
+A job runs whatever ``workflows/model_job.py`` does; at the time of writing, in its first workflow
+task, two local activities side by side: ``build_context_pack`` (the pack) and
+``request_model_lease`` (store lookup, update ``try_acquire`` on the model's ``ModelCeiling``, which
+grants a free slot in its answer; a request that must wait is granted by signal ``lease_granted``)
+→ ``call_model`` (catalog, rendering, store lookup, the HTTP call through the openai SDK on a helper
+thread, output validation, ``release`` signal).
 
 Baseline. ``BenchBaselineModelCall`` (``bench/baseline_workflow.py``) runs one plain activity
 (``bench/baseline_call.py``) that makes the same HTTP POST through the openai SDK and returns the
@@ -425,13 +427,10 @@ SEGMENT_LABELS = {
 }
 """Names of the segments; the segment from ``started`` to the first activity is ``first_workflow_task``."""
 
-# (label, from, to): points inside the segments, not part of their sum.
+# (label, from, to): points inside the segments, not part of their sum; over the jobs that have
+# them (a job whose lease was granted in the ceiling's answer receives no grant signal).
 FULL_DETAILS = [
-    ("lease_granted_signal_after_lease_started", "lease_started", "signal_lease_granted"),
     ("call_scheduled_after_lease_granted_signal", "signal_lease_granted", "call_scheduled"),
-    ("release_initiated_after_call_completed", "call_completed", "release_initiated"),
-    ("release_signaled_after_initiated", "release_initiated", "release_signaled"),
-    ("closed_after_release_signaled", "release_signaled", "closed"),
 ]
 
 
@@ -447,6 +446,8 @@ def _milestones(
     marks: dict[str, float] = {}
     counts: dict[str, int] = defaultdict(int)
     counts["history_events"] = len(events)
+    counts["local_activities"] = 0
+    counts["lease_granted_signals"] = 0
     task_scheduled: dict[int, float] = {}
     task_started: dict[int, float] = {}
 
@@ -481,12 +482,14 @@ def _milestones(
         elif kind == E.EVENT_TYPE_ACTIVITY_TASK_COMPLETED:
             ref = event.activity_task_completed_event_attributes.scheduled_event_id
             mark(f"{scheduled[ref]}_completed", at)
+        elif kind == E.EVENT_TYPE_MARKER_RECORDED:
+            if event.marker_recorded_event_attributes.marker_name == "core_local_activity":
+                counts["local_activities"] += 1
         elif kind == E.EVENT_TYPE_WORKFLOW_EXECUTION_SIGNALED:
-            mark(f"signal_{event.workflow_execution_signaled_event_attributes.signal_name}", at)
-        elif kind == E.EVENT_TYPE_SIGNAL_EXTERNAL_WORKFLOW_EXECUTION_INITIATED:
-            mark("release_initiated", at)
-        elif kind == E.EVENT_TYPE_EXTERNAL_WORKFLOW_EXECUTION_SIGNALED:
-            mark("release_signaled", at)
+            name = event.workflow_execution_signaled_event_attributes.signal_name
+            mark(f"signal_{name}", at)
+            if name == "lease_granted":
+                counts["lease_granted_signals"] += 1
         elif kind == E.EVENT_TYPE_WORKFLOW_EXECUTION_COMPLETED:
             mark("closed", at)
     return marks, counts
@@ -547,8 +550,9 @@ async def _breakdown(
 
 async def _ceiling_history(client: Client, workflow_id: str) -> dict[str, Any]:
     """The ``ModelCeiling`` workflow's work over all its runs (continue-as-new followed back): workflow
-    tasks, their median schedule-to-completion, and per lease the time from its ``acquire`` signal to
-    the ``lease_granted`` signal being sent."""
+    tasks, their median schedule-to-completion, the ``try_acquire`` updates and ``acquire`` signals
+    it received, and per lease that waited the time from its request to the ``lease_granted`` signal
+    being sent."""
     from temporalio.api.enums.v1 import EventType as E
 
     runs, run_id = 0, None
@@ -566,6 +570,7 @@ async def _ceiling_history(client: Client, workflow_id: str) -> dict[str, Any]:
     task_s: list[float] = []
     acquired: dict[str, float] = {}
     grant_s: list[float] = []
+    received = {"try_acquire_updates": 0, "acquire_signals": 0, "release_signals": 0}
     for event in events:
         at, kind = _event_s(event), event.event_type
         if kind == E.EVENT_TYPE_WORKFLOW_TASK_SCHEDULED:
@@ -580,7 +585,15 @@ async def _ceiling_history(client: Client, workflow_id: str) -> dict[str, Any]:
         elif kind == E.EVENT_TYPE_WORKFLOW_EXECUTION_SIGNALED:
             attributes = event.workflow_execution_signaled_event_attributes
             if attributes.signal_name == "acquire":
+                received["acquire_signals"] += 1
                 acquired[_payload_field(attributes.input, "lease_id")] = at
+            elif attributes.signal_name == "release":
+                received["release_signals"] += 1
+        elif kind == E.EVENT_TYPE_WORKFLOW_EXECUTION_UPDATE_ACCEPTED:
+            request = event.workflow_execution_update_accepted_event_attributes.accepted_request
+            if request.input.name == "try_acquire":
+                received["try_acquire_updates"] += 1
+                acquired[_payload_field(request.input.args, "lease_id")] = at
         elif kind == E.EVENT_TYPE_SIGNAL_EXTERNAL_WORKFLOW_EXECUTION_INITIATED:
             attributes = event.signal_external_workflow_execution_initiated_event_attributes
             lease_id = _payload_field(attributes.input, "lease_id")
@@ -591,6 +604,8 @@ async def _ceiling_history(client: Client, workflow_id: str) -> dict[str, Any]:
         "history_events": len(events),
         "workflow_tasks": len(task_s),
         "workflow_task_ms_median": _ms(statistics.median(task_s)) if task_s else None,
+        **received,
+        "leases_granted_by_signal": len(grant_s),
         "acquire_to_grant_sent_ms_median": _ms(statistics.median(grant_s)) if grant_s else None,
         "acquire_to_grant_sent_ms_p95": _ms(_percentile(grant_s, 0.95)) if grant_s else None,
     }
@@ -650,7 +665,7 @@ async def _bench(
     from contracts.models import DEFAULT_MODEL_TIMEOUT_S
     from store.database import default_database_url
     from tests.activities.providers.wire_server import running
-    from worker import build_worker
+    from worker import build_worker, compile_workflow_modules
 
     os.environ[KEY_ENV] = f"sk-model-bench-{uuid.uuid4().hex}"
     answer = _answer()
@@ -687,6 +702,7 @@ async def _bench(
                     response_format=jobs.captured.response_format,
                     timeout_s=float(DEFAULT_MODEL_TIMEOUT_S),
                 )
+                compile_workflow_modules([BaselineCallWorkflow])  # as build_worker does for its own
                 baseline_worker = Worker(
                     **{
                         **config,

@@ -85,10 +85,20 @@ def noop_activity(step: str) -> str:
 
 @workflow.defn(name="BenchBaselineChild")
 class BaselineChildWorkflow:
-    """Runs ``activities`` no-op activities one after another."""
+    """Runs ``local`` no-op local activities side by side, then ``activities`` no-op activities one
+    after another (input: ``[activities, local]``)."""
 
     @workflow.run
-    async def run(self, activities: int) -> str:
+    async def run(self, shape: list[int]) -> str:
+        activities, local = shape
+        await asyncio.gather(
+            *(
+                workflow.execute_local_activity(
+                    noop_activity, f"local-{index}", start_to_close_timeout=_SHORT, retry_policy=_RETRY
+                )
+                for index in range(local)
+            )
+        )
         for index in range(activities):
             await workflow.execute_activity(
                 noop_activity, f"child-{index}", start_to_close_timeout=_SHORT, retry_policy=_RETRY
@@ -98,7 +108,8 @@ class BaselineChildWorkflow:
 
 @workflow.defn(name="BenchBaselineRun")
 class BaselineRunWorkflow:
-    """Walks a plan: ``activity``, ``child:N`` (a child running N activities), ``decision`` (wait for the
+    """Walks a plan: ``activity``, ``child:N+L`` (a child running L local activities and N activities),
+    ``decision`` (wait for the
     ``decide`` update, whose handler runs one activity)."""
 
     @workflow.init
@@ -114,9 +125,10 @@ class BaselineRunWorkflow:
                     noop_activity, f"step-{index}", start_to_close_timeout=_SHORT, retry_policy=_RETRY
                 )
             elif step.startswith("child:"):
+                activities, _, local = step.partition(":")[2].partition("+")
                 await workflow.execute_child_workflow(
                     BaselineChildWorkflow.run,
-                    int(step.partition(":")[2]),
+                    [int(activities), int(local or 0)],
                     id=f"{workflow.info().workflow_id}-c{index}",
                     task_queue=workflow.info().task_queue,
                 )
@@ -426,7 +438,7 @@ async def _events(client: Client, workflow_id: str) -> list[Any]:
 
 
 async def _plan_from_history(client: Client, workflow_id: str) -> list[str]:
-    """The run's shape: ``activity`` per activity, ``child:N`` per child (N = its activities),
+    """The run's shape: ``activity`` per activity, ``child:N+L`` per child (N activities, L local ones),
     ``decision`` for an activity scheduled by an update handler (the ``decide`` authorisation)."""
     from temporalio.api.enums.v1 import EventType
 
@@ -446,7 +458,13 @@ async def _plan_from_history(client: Client, workflow_id: str) -> list[str]:
             activities = sum(
                 1 for e in child_events if e.event_type == EventType.EVENT_TYPE_ACTIVITY_TASK_SCHEDULED
             )
-            plan.append(f"child:{activities}")
+            local = sum(
+                1
+                for e in child_events
+                if e.event_type == EventType.EVENT_TYPE_MARKER_RECORDED
+                and e.marker_recorded_event_attributes.marker_name == "core_local_activity"
+            )
+            plan.append(f"child:{activities}+{local}")
     return plan
 
 
@@ -817,7 +835,7 @@ async def _bench(args: argparse.Namespace, server: DevServer, state: Path) -> di
 
     from activities.config import ActivityConfig
     from store.database import default_database_url
-    from worker import build_worker
+    from worker import build_worker, compile_workflow_modules
 
     database_url = default_database_url(state)
     token_file = state / "action-token"
@@ -845,6 +863,7 @@ async def _bench(args: argparse.Namespace, server: DevServer, state: Path) -> di
             "activities": [noop_activity],
             "activity_executor": baseline_executor,
         }
+        compile_workflow_modules([BaselineRunWorkflow, BaselineChildWorkflow])  # as build_worker does
         baseline_worker = Worker(**baseline_config)
         project = ProjectDriver(client, args.poll_interval, token)
         tiers = {"recommend": args.runs, "read_only": args.read_only_runs}

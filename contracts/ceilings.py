@@ -3,20 +3,21 @@
 A registered model's ``ceiling`` bounds its calls in flight across every worker process together
 (DESIGN.md "Model selection"). Each call holds a *lease* from the model's ``ModelCeiling`` workflow
 (id :func:`ceiling_workflow_id`, one per model and task queue: workers of one deployment share a task
-queue, so they share the ceiling): the calling ``ModelJob`` asks for one (signal ``acquire``, sent by
-the ``request_model_lease`` activity with signal-with-start) and waits for signal ``lease_granted``;
-the ``call_model`` activity makes the call and gives the lease back (signal ``release``) as it ends,
-and the job does it when that activity could not (it failed or its worker died). Signals, not
-updates: a ceiling may have any number of requests waiting, and the server bounds updates in flight
-(10) and per run (2,000). A lease not given back by
-its deadline — its holder was terminated — is reclaimed by a durable timer, so no slot is lost for
-longer than that.
+queue, so they share the ceiling): the calling ``ModelJob``'s ``request_model_lease`` activity asks
+for one with update ``try_acquire``, which answers at once whether a slot was free; a request that
+must wait is granted later by signal ``lease_granted``. Waiting is never done inside an update: the
+server bounds updates in flight per workflow (10) and per run (2,000), while any number of requests
+may wait. Where the update is refused or the ceiling does not exist yet, the activity sends signal
+``acquire`` with signal-with-start instead. The ``call_model`` activity makes the call and gives the
+lease back (signal ``release``) as it ends, and the job does it when that activity could not (it
+failed or its worker died). A lease not given back by its deadline — its holder was terminated — is
+reclaimed by a durable timer, so no slot is lost for longer than that.
 """
 
 from __future__ import annotations
 
 import datetime as dt
-from typing import Annotated
+from typing import Annotated, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -101,11 +102,23 @@ class LeaseCall(BaseModel):
 
 class LeaseTerms(BaseModel):
     """Result of ``request_model_lease``: ``limited`` false means the model has no ceiling (a built-in
-    or worker-local provider) and no lease was asked for; else the ceiling and the model's call
-    timeout in seconds (the grant follows as a signal)."""
+    or worker-local provider) and no lease was asked for; else the ceiling, the model's call timeout
+    in seconds and whether the lease is already ``granted``."""
 
     model_config = ConfigDict(frozen=True)
 
     limited: bool
     ceiling: int | None = None
     call_timeout_s: int | None = None
+    granted: bool = False
+    """True when the ceiling granted the lease in its answer (no ``lease_granted`` signal follows)."""
+
+
+class LeaseStatus(BaseModel):
+    """Answer of update ``try_acquire``: lease ``lease_id`` is ``held`` (granted now, no signal
+    follows) or ``waiting`` (queued; signal ``lease_granted`` follows when granted)."""
+
+    model_config = ConfigDict(frozen=True)
+
+    lease_id: str
+    status: Literal["held", "waiting"]

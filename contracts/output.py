@@ -6,8 +6,10 @@ evidence id it cites must be one the job was given, and the serialised result is
 
 from __future__ import annotations
 
+import functools
+import json
 from enum import StrEnum
-from typing import Annotated, Final
+from typing import Annotated, Any, Final
 
 from pydantic import BaseModel, ConfigDict, Field, StringConstraints, model_validator
 
@@ -104,6 +106,19 @@ class SpecialistOutput(BaseModel):
 
 class OutputContractViolation(ValueError):
     """A model result broke the output contract; the message says which rule."""
+
+
+@functools.cache
+def output_schema_text() -> str:
+    """The JSON Schema of :class:`SpecialistOutput` as canonical JSON text (sorted keys), computed
+    once per process: pydantic builds it afresh on every ``model_json_schema()`` call."""
+    return json.dumps(SpecialistOutput.model_json_schema(), sort_keys=True)
+
+
+def output_json_schema() -> dict[str, Any]:
+    """The JSON Schema of :class:`SpecialistOutput`, a fresh copy the caller may change."""
+    schema: dict[str, Any] = json.loads(output_schema_text())
+    return schema
 
 
 def check_output_for_job(

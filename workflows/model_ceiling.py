@@ -7,11 +7,15 @@ failed call from its activity timeout and gives the lease back. Only a holder th
 outright cannot release; its lease is reclaimed by a durable timer at its deadline (the call's
 activity timeout plus a margin, so a call still running is never reclaimed).
 
-Protocol (``contracts.ceilings``): signal ``acquire`` (:class:`LeaseRequest`, idempotent by lease id)
-queues a request; requests are granted first come, first served while fewer than ``ceiling`` leases
-are held, each by signal ``lease_granted`` to the holder's workflow; signal ``release``
-(:class:`LeaseRelease`) gives a lease back or withdraws a waiting request. A grant whose holder no
-longer exists is taken back at once. Query ``state`` answers the table (:class:`CeilingState`).
+Protocol (``contracts.ceilings``): update ``try_acquire`` (:class:`LeaseRequest` →
+:class:`LeaseStatus`, idempotent by lease id) queues a request and answers at once whether it is
+already ``held``; signal ``acquire`` (:class:`LeaseRequest`) queues one without an answer (it starts
+the workflow, and is the fallback when the update is refused). Requests are granted first come,
+first served while fewer than ``ceiling`` leases are held; a request still waiting is told of its
+grant by signal ``lease_granted`` to the holder's workflow. Signal ``release``
+(:class:`LeaseRelease`) gives a lease back or withdraws a waiting request. A signalled grant whose
+holder no longer exists is taken back at once. Query ``state`` answers the table
+(:class:`CeilingState`).
 
 The workflow never finishes on its own: it continues as new, carrying its table, when its history
 grows long.
@@ -26,9 +30,19 @@ from datetime import timedelta
 from temporalio import workflow
 
 with workflow.unsafe.imports_passed_through():
-    from contracts.ceilings import CeilingState, Lease, LeaseGranted, LeaseRelease, LeaseRequest
+    from contracts.ceilings import (
+        CeilingState,
+        Lease,
+        LeaseGranted,
+        LeaseRelease,
+        LeaseRequest,
+        LeaseStatus,
+    )
 
 LEASE_GRANTED_SIGNAL = "lease_granted"
+PATCH_RENOTIFY_HELD = "ceiling-renotify-held-on-acquire"
+"""An ``acquire`` for a lease already held signals its holder again (``try_acquire`` grants
+without a signal)."""
 MAX_HISTORY_EVENTS = 2000
 """Continue as new past this many events: keeps replay of the table cheap."""
 
@@ -47,20 +61,51 @@ class ModelCeilingWorkflow:
         self._reclaimed_total = state.reclaimed_total
         self._max_held = state.max_held
         self._changed = True
+        self._unnotified: list[Lease] = []
 
     @workflow.signal(name="acquire")
     def acquire(self, request: LeaseRequest) -> None:
-        """Queue ``request`` unless its lease is already held or waiting (a retried request)."""
-        if request.lease_id in self._held or request.lease_id in self._waiting:
+        """Queue ``request`` unless its lease is already waiting (a retried request). A lease already
+        held is signalled to its holder again: it may have been granted by ``try_acquire`` whose
+        answer never reached the requester."""
+        if request.lease_id in self._held:
+            if workflow.patched(PATCH_RENOTIFY_HELD):
+                self._unnotified.append(self._held[request.lease_id])
+                self._changed = True
+            return
+        if request.lease_id in self._waiting:
             return
         self._waiting[request.lease_id] = request
         self._changed = True
+
+    @workflow.update(name="try_acquire")
+    def try_acquire(self, request: LeaseRequest) -> LeaseStatus:
+        """Queue ``request`` (idempotent by lease id), grant free slots in arrival order and answer
+        whether this lease is now ``held`` or ``waiting``.
+
+        Answered in the workflow task that delivers it, so a free slot costs the requester one round
+        trip and no grant signal: a lease granted here is not signalled (the answer is the grant).
+        One still waiting is signalled when granted, as after ``acquire``. The handler never waits,
+        so an update is in flight for one workflow task only (the server bounds updates in flight
+        per workflow to 10: a requester it refuses falls back on ``acquire``).
+        """
+        if request.lease_id not in self._held and request.lease_id not in self._waiting:
+            self._waiting[request.lease_id] = request
+            # Wakes the run loop even when nobody is to be signalled: a lease granted here needs
+            # its reclaim timer.
+            self._changed = True
+        self._reclaim_expired()
+        self._assign_free_slots()
+        self._unnotified = [lease for lease in self._unnotified if lease.lease_id != request.lease_id]
+        status = "held" if request.lease_id in self._held else "waiting"
+        return LeaseStatus(lease_id=request.lease_id, status=status)
 
     @workflow.signal(name="release")
     def release(self, release: LeaseRelease) -> None:
         """Give back a held lease or withdraw a waiting request; an unknown lease id is ignored (it
         was already reclaimed)."""
-        if self._held.pop(release.lease_id, None) is not None or self._waiting.pop(release.lease_id, None):
+        held = self._held.pop(release.lease_id, None)
+        if held is not None or self._waiting.pop(release.lease_id, None) is not None:
             self._changed = True
 
     @workflow.query(name="state")
@@ -81,9 +126,12 @@ class ModelCeilingWorkflow:
         while True:
             self._changed = False
             self._reclaim_expired()
-            await self._grant()
+            self._assign_free_slots()
+            await self._notify_granted()
             if self._should_continue_as_new():
                 await workflow.wait_condition(workflow.all_handlers_finished)
+                while self._unnotified:  # granted by an update meanwhile: its holder hears of it here
+                    await self._notify_granted()
                 workflow.continue_as_new(self.state())
             await self._wait_for_change()
 
@@ -95,9 +143,9 @@ class ModelCeilingWorkflow:
                 self._reclaimed_total += 1
                 workflow.logger.warning("lease %s on %s reclaimed at its deadline", lease_id, self._model_id)
 
-    async def _grant(self) -> None:
-        """Grant waiting requests in arrival order while slots are free; signal the holders together."""
-        granted: list[Lease] = []
+    def _assign_free_slots(self) -> None:
+        """Grant waiting requests in arrival order while slots are free; the holders are signalled
+        by :meth:`_notify_granted` (a workflow task later when this runs in an update handler)."""
         while self._waiting and len(self._held) < self._ceiling:
             lease_id = next(iter(self._waiting))
             request = self._waiting.pop(lease_id)
@@ -107,11 +155,15 @@ class ModelCeilingWorkflow:
                 expires_at=workflow.now() + timedelta(seconds=request.lease_seconds),
             )
             self._held[lease_id] = lease
-            granted.append(lease)
+            self._unnotified.append(lease)
+            self._granted_total += 1
+            self._max_held = max(self._max_held, len(self._held))
+
+    async def _notify_granted(self) -> None:
+        """Signal the holders of every lease granted since the last call, together."""
+        granted, self._unnotified = self._unnotified, []
         if not granted:
             return
-        self._granted_total += len(granted)
-        self._max_held = max(self._max_held, len(self._held))
         results = await asyncio.gather(*(self._notify(lease) for lease in granted), return_exceptions=True)
         for lease, result in zip(granted, results, strict=True):
             if isinstance(result, BaseException):

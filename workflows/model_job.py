@@ -14,8 +14,10 @@ call's duration (``workflows/model_ceiling.py``): the job asks for it (activity
 ``request_model_lease``) and waits for the ``lease_granted`` signal; ``call_model`` gives it back as
 it ends, and the job gives it back itself (signal ``release``) when the call could not — it failed,
 its worker died, or the job was cancelled while waiting or calling. The context pack is built while
-the first lease is asked for. The leased call's activity timeout is the model's own timeout plus a
-margin.
+the first lease is asked for; both are local activities (``PATCH_LOCAL_PREPARE``), run inside the
+job's first workflow task and recorded in its history as markers, and the lease request says whether
+the slot was free at once — so an uncontended job schedules its call in its first workflow task. The
+leased call's activity timeout is the model's own timeout plus a margin.
 
 Runs started before attempts were driven here (no ``PATCH_ATTEMPTS_IN_WORKFLOW`` marker) let
 Temporal retry the activity instead, hold no leases and report one attempt per model.
@@ -25,6 +27,7 @@ from __future__ import annotations
 
 import asyncio
 from datetime import timedelta
+from typing import TypeVar
 
 from temporalio import workflow
 from temporalio.common import RetryPolicy
@@ -52,6 +55,8 @@ with workflow.unsafe.imports_passed_through():
     )
     from contracts.models import is_replay_model
 
+_Prepared = TypeVar("_Prepared", ContextPackResult, LeaseTerms)
+
 CALL_MODEL_ACTIVITY = "call_model"
 REQUEST_LEASE_ACTIVITY = "request_model_lease"
 BUILD_CONTEXT_PACK_ACTIVITY = "build_context_pack"
@@ -67,6 +72,8 @@ RETRY_BACKOFF = timedelta(seconds=1)
 
 # workflow.patched() ids: each marks a change to logic that recorded histories already exercise.
 PATCH_ATTEMPTS_IN_WORKFLOW = "model-attempts-in-workflow"
+PATCH_LOCAL_PREPARE = "model-job-local-prepare"
+"""The context pack and lease requests run as local activities (in the job's workflow task)."""
 
 
 def _usage(error: ActivityError) -> CallUsage:
@@ -100,6 +107,7 @@ class ModelJobWorkflow:
         self._pack: ContextPackResult | None = None
         self._granted: set[str] = set()
         self._pack_task: asyncio.Future[ContextPackResult] | None = None
+        self._local_prepare = False
 
     @workflow.signal(name="lease_granted")
     def lease_granted(self, grant: LeaseGranted) -> None:
@@ -110,6 +118,7 @@ class ModelJobWorkflow:
     async def run(self, job: ModelJobInput) -> ModelJobResult:
         if not workflow.patched(PATCH_ATTEMPTS_IN_WORKFLOW):
             return await self._run_with_activity_retries(job)
+        self._local_prepare = workflow.patched(PATCH_LOCAL_PREPARE)
         # The pack is built while the first lease is asked for: the two overlap.
         self._pack_task = asyncio.ensure_future(self._build_pack(job))
         chain = job.model.chain
@@ -159,7 +168,7 @@ class ModelJobWorkflow:
         """The job's context pack, built once by an activity (so it is in this job's history).
         Raises the job's failure (no attempts) when the pack cannot be built, e.g. too large."""
         try:
-            return await workflow.execute_activity(
+            return await self._prepare(
                 BUILD_CONTEXT_PACK_ACTIVITY,
                 ContextPackRequest(
                     job_id=job.job_id,
@@ -171,9 +180,9 @@ class ModelJobWorkflow:
                     repo_alias=job.repo_alias,
                     base_commit=job.base_commit,
                 ),
-                result_type=ContextPackResult,
-                start_to_close_timeout=_CONTEXT_PACK_TIMEOUT,
-                retry_policy=_CONTEXT_PACK_RETRY,
+                ContextPackResult,
+                _CONTEXT_PACK_TIMEOUT,
+                _CONTEXT_PACK_RETRY,
             )
         except ActivityError as error:
             error_type, message = _error_type(error)
@@ -200,18 +209,20 @@ class ModelJobWorkflow:
         released = False
         try:
             if requested:
-                terms = await workflow.execute_activity(
+                terms = await self._prepare(
                     REQUEST_LEASE_ACTIVITY,
                     LeaseCall(
                         model_id=model_id, lease_id=lease_id, holder_workflow_id=workflow.info().workflow_id
                     ),
-                    result_type=LeaseTerms,
-                    start_to_close_timeout=_LEASE_REQUEST_TIMEOUT,
-                    retry_policy=_LEASE_REQUEST_RETRY,
+                    LeaseTerms,
+                    _LEASE_REQUEST_TIMEOUT,
+                    _LEASE_REQUEST_RETRY,
                 )
                 requested = terms.limited
                 if terms.limited and terms.call_timeout_s is not None:
                     timeout = timedelta(seconds=terms.call_timeout_s + CALL_TIMEOUT_MARGIN_SECONDS)
+                    if terms.granted:  # the grant signal still arrives; it finds the lease known
+                        self._granted.add(lease_id)
                     await workflow.wait_condition(lambda: lease_id in self._granted)
             if self._pack is None:
                 assert self._pack_task is not None
@@ -240,6 +251,36 @@ class ModelJobWorkflow:
         finally:
             if requested and not released:
                 await self._release(model_id, lease_id)
+
+    async def _prepare(
+        self,
+        activity: str,
+        argument: ContextPackRequest | LeaseCall,
+        result_type: type[_Prepared],
+        timeout: timedelta,
+        retry: RetryPolicy,
+    ) -> _Prepared:
+        """Run a preparation activity (pack, lease request): a local activity — inside this job's
+        workflow task, so the call can be scheduled in the same task — once ``PATCH_LOCAL_PREPARE``
+        is recorded, else a normal one. Raises ``ActivityError`` after the retries."""
+        result: _Prepared
+        if self._local_prepare:
+            result = await workflow.execute_local_activity(
+                activity,
+                argument,
+                result_type=result_type,
+                start_to_close_timeout=timeout,
+                retry_policy=retry,
+            )
+        else:
+            result = await workflow.execute_activity(
+                activity,
+                argument,
+                result_type=result_type,
+                start_to_close_timeout=timeout,
+                retry_policy=retry,
+            )
+        return result
 
     async def _release(self, model_id: str, lease_id: str) -> None:
         """Give the lease back (or withdraw the request), waiting until the signal is delivered: the

@@ -76,7 +76,7 @@ from typing import Any, ClassVar, Final, NamedTuple, Protocol
 
 from activities.providers.base import ProviderError
 from contracts.errors import ErrorType
-from contracts.output import SpecialistOutput
+from contracts.output import output_json_schema
 
 OUTPUT_NAME: Final = "specialist_output"
 OUTPUT_DESCRIPTION: Final = "The job's structured result (the output contract)."
@@ -85,7 +85,7 @@ MAX_DETAIL_CHARS: Final = 300
 
 def output_schema() -> dict[str, Any]:
     """The JSON Schema of :class:`SpecialistOutput`, as sent to providers for structured output."""
-    return SpecialistOutput.model_json_schema()
+    return output_json_schema()
 
 
 @dataclass(frozen=True)

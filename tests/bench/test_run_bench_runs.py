@@ -51,9 +51,9 @@ def test_run_bench_prints_its_measurements_as_json(tmp_path: Path) -> None:
     assert plans["recommend"] and set(plans["recommend"]) == {"activity"}
     assert plans["read_only"].count("decision") == 1
     assert [step for step in plans["read_only"] if step.startswith("child:")] == [
-        "child:2",
-        "child:2",
-    ]  # context pack + call
+        "child:1+1",
+        "child:1+1",
+    ]  # the call, and the context pack as a local activity (a replay model takes no lease)
 
     for tier in ("recommend", "read_only"):
         row = report["throughput"][tier]

@@ -39,3 +39,12 @@ def test_ordered_selection_keeps_fallback_order() -> None:
 def test_inconsistent_selections_are_refused(kwargs: dict[str, object], message: str) -> None:
     with pytest.raises(ValidationError, match=message):
         ModelSelection.model_validate(kwargs)
+
+
+def test_the_output_schema_is_computed_once_and_every_caller_gets_its_own_copy() -> None:
+    from contracts.output import SpecialistOutput, output_json_schema, output_schema_text
+
+    first = output_json_schema()
+    first["title"] = "changed by a caller"
+    assert output_json_schema()["title"] == SpecialistOutput.model_json_schema()["title"]
+    assert output_schema_text() is output_schema_text()

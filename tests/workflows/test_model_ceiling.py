@@ -22,7 +22,7 @@ from temporalio.client import Client, WorkflowHandle
 from temporalio.service import RPCError
 
 from catalog.loader import load_catalog
-from contracts.ceilings import CeilingState, LeaseRequest, ceiling_workflow_id
+from contracts.ceilings import CeilingState, LeaseRelease, LeaseRequest, ceiling_workflow_id
 from contracts.enums import FallbackMode
 from contracts.model_jobs import JobContext, ModelJobInput, ModelJobResult
 from contracts.models import ModelRegistration
@@ -111,6 +111,26 @@ async def _ceiling(client: Client, task_queue: str) -> CeilingState:
     return await handle.query(ModelCeilingWorkflow.state)
 
 
+async def _start_ceiling(client: Client, task_queue: str) -> WorkflowHandle[Any, None]:
+    """A fresh ``ModelCeiling`` for :data:`MODEL` with ceiling 1."""
+    return await client.start_workflow(
+        ModelCeilingWorkflow.run,
+        CeilingState(model_id=MODEL, ceiling=1),
+        id=ceiling_workflow_id(task_queue, MODEL),
+        task_queue=task_queue,
+    )
+
+
+async def _holder(client: Client, task_queue: str) -> WorkflowHandle[Any, None]:
+    """Some running workflow to hold leases (any workflow can; this one never releases them)."""
+    return await client.start_workflow(
+        ModelCeilingWorkflow.run,
+        CeilingState(model_id="holder:x", ceiling=1),
+        id=f"holder-{uuid.uuid4().hex}",
+        task_queue=task_queue,
+    )
+
+
 @within(90)
 async def test_a_burst_of_30_jobs_never_exceeds_the_ceiling_of_5_and_leaves_no_lease_behind(
     temporal_client: Client, task_queue: str, tmp_path: Path, server: WireServer
@@ -164,18 +184,8 @@ async def test_a_lease_whose_holder_never_gives_it_back_is_reclaimed_at_its_dead
     temporal_client: Client, task_queue: str, tmp_path: Path
 ) -> None:
     async with bench(temporal_client, task_queue, tmp_path, model=None) as b, b.worker():
-        ceiling_id = ceiling_workflow_id(task_queue, MODEL)
-        # Any running workflow can hold a lease; this one never releases it.
-        holder = await temporal_client.start_workflow(
-            ModelCeilingWorkflow.run, CeilingState(model_id="holder:x", ceiling=1),
-            id=f"holder-{uuid.uuid4().hex}", task_queue=task_queue,
-        )  # fmt: skip
-        ceiling = await temporal_client.start_workflow(
-            ModelCeilingWorkflow.run,
-            CeilingState(model_id=MODEL, ceiling=1),
-            id=ceiling_id,
-            task_queue=task_queue,
-        )
+        holder = await _holder(temporal_client, task_queue)
+        ceiling = await _start_ceiling(temporal_client, task_queue)
         await ceiling.signal(
             ModelCeilingWorkflow.acquire,
             LeaseRequest(lease_id="stuck", holder_workflow_id=holder.id, lease_seconds=1),
@@ -199,10 +209,7 @@ async def test_a_grant_to_a_holder_that_no_longer_exists_frees_the_slot_at_once(
     temporal_client: Client, task_queue: str, tmp_path: Path
 ) -> None:
     async with bench(temporal_client, task_queue, tmp_path, model=None) as b, b.worker():
-        ceiling = await temporal_client.start_workflow(
-            ModelCeilingWorkflow.run, CeilingState(model_id=MODEL, ceiling=1),
-            id=ceiling_workflow_id(task_queue, MODEL), task_queue=task_queue,
-        )  # fmt: skip
+        ceiling = await _start_ceiling(temporal_client, task_queue)
         await ceiling.signal(
             ModelCeilingWorkflow.acquire,
             LeaseRequest(lease_id="ghost", holder_workflow_id="no-such-workflow", lease_seconds=600),
@@ -262,3 +269,121 @@ async def test_many_more_requests_than_the_ceiling_all_wait_their_turn(
         state = await _ceiling(temporal_client, task_queue)
     assert len(results) == 16 and server.max_in_flight == 1
     assert (state.held, state.waiting, state.granted_total, state.max_held) == ([], [], 16, 1)
+
+
+async def _signals_to(client: Client, workflow_id: str) -> list[tuple[str, str]]:
+    """(signal name, lease id) of every signal a workflow received."""
+    found = []
+    async for event in client.get_workflow_handle(workflow_id).fetch_history_events():
+        if event.HasField("workflow_execution_signaled_event_attributes"):
+            attributes = event.workflow_execution_signaled_event_attributes
+            payload = json.loads(attributes.input.payloads[0].data)
+            found.append((attributes.signal_name, payload["lease_id"]))
+    return found
+
+
+@within(30)
+async def test_try_acquire_grants_a_free_slot_in_its_answer_without_a_grant_signal(
+    temporal_client: Client, task_queue: str, tmp_path: Path
+) -> None:
+    async with bench(temporal_client, task_queue, tmp_path, model=None) as b, b.worker():
+        holder = await _holder(temporal_client, task_queue)
+        ceiling = await _start_ceiling(temporal_client, task_queue)
+
+        def request(lease_id: str) -> LeaseRequest:
+            return LeaseRequest(lease_id=lease_id, holder_workflow_id=holder.id, lease_seconds=600)
+
+        first = await ceiling.execute_update(ModelCeilingWorkflow.try_acquire, request("first"))
+        second = await ceiling.execute_update(ModelCeilingWorkflow.try_acquire, request("second"))
+        retried = await ceiling.execute_update(ModelCeilingWorkflow.try_acquire, request("first"))
+        assert (first.status, second.status, retried.status) == ("held", "waiting", "held")
+        state = await ceiling.query(ModelCeilingWorkflow.state)
+        assert [lease.lease_id for lease in state.held] == ["first"]
+        assert [waiting.lease_id for waiting in state.waiting] == ["second"]
+
+        await ceiling.signal(ModelCeilingWorkflow.release, LeaseRelease(lease_id="first"))
+
+        async def second_signalled() -> bool:
+            return await _signals_to(temporal_client, holder.id) == [("lease_granted", "second")]
+
+        # The lease granted in an answer is never signalled; the one that waited is, once granted.
+        assert await until(second_signalled, timeout=10)
+        for handle in (holder, ceiling):
+            await handle.terminate("test finished")
+
+
+@within(30)
+async def test_a_lease_granted_in_an_answer_and_never_given_back_is_reclaimed_at_its_deadline(
+    temporal_client: Client, task_queue: str, tmp_path: Path
+) -> None:
+    async with bench(temporal_client, task_queue, tmp_path, model=None) as b, b.worker():
+        ceiling = await _start_ceiling(temporal_client, task_queue)
+        await ceiling.query(ModelCeilingWorkflow.state)  # its loop now waits with nothing held
+        request = LeaseRequest(lease_id="abandoned", holder_workflow_id="gone", lease_seconds=1)
+        assert (await ceiling.execute_update(ModelCeilingWorkflow.try_acquire, request)).status == "held"
+
+        async def reclaimed() -> bool:
+            state = await ceiling.query(ModelCeilingWorkflow.state)
+            return state.reclaimed_total == 1 and state.held == []
+
+        assert await until(reclaimed, timeout=10)
+        await ceiling.terminate("test finished")
+
+
+@within(30)
+async def test_an_acquire_signal_for_a_lease_already_held_signals_the_grant_again(
+    temporal_client: Client, task_queue: str, tmp_path: Path
+) -> None:
+    # try_acquire may grant a lease whose answer is lost; the requester's fallback signal must not
+    # leave it waiting for a grant that was already given.
+    async with bench(temporal_client, task_queue, tmp_path, model=None) as b, b.worker():
+        holder = await _holder(temporal_client, task_queue)
+        ceiling = await _start_ceiling(temporal_client, task_queue)
+        request = LeaseRequest(lease_id="lost-answer", holder_workflow_id=holder.id, lease_seconds=600)
+        assert (await ceiling.execute_update(ModelCeilingWorkflow.try_acquire, request)).status == "held"
+        await ceiling.signal(ModelCeilingWorkflow.acquire, request)
+
+        async def signalled() -> bool:
+            return await _signals_to(temporal_client, holder.id) == [("lease_granted", "lost-answer")]
+
+        assert await until(signalled, timeout=10)
+        state = await ceiling.query(ModelCeilingWorkflow.state)
+        assert ([lease.lease_id for lease in state.held], state.granted_total) == (["lost-answer"], 1)
+        for handle in (holder, ceiling):
+            await handle.terminate("test finished")
+
+
+@within(60)
+async def test_an_uncontended_job_schedules_its_call_in_its_first_workflow_task(
+    temporal_client: Client, task_queue: str, tmp_path: Path, server: WireServer
+) -> None:
+    server.default = Scripted(200, openai_completion(ANSWER))
+    async with bench(temporal_client, task_queue, tmp_path, model=None) as b, b.worker():
+        _register(b.database_url, server, ceiling=5)
+        # The first job starts the model's ceiling (signal-with-start; its grant comes by signal).
+        (first,) = await _start_burst(temporal_client, task_queue, 1)
+        await first.result()
+        (second,) = await _start_burst(temporal_client, task_queue, 1)
+        await second.result()
+        events = [event async for event in second.fetch_history_events()]
+        state = await _ceiling(temporal_client, task_queue)
+    kinds = [event.WhichOneof("attributes") for event in events]
+    # Pack and lease are local activities (markers) in the first task, which schedules the call; no
+    # grant signal arrives: the ceiling's answer was the grant.
+    assert kinds.count("workflow_task_completed_event_attributes") == 2
+    assert "workflow_execution_signaled_event_attributes" not in kinds
+    call = kinds.index("activity_task_scheduled_event_attributes")
+    assert kinds.index("workflow_task_completed_event_attributes") < call
+    markers = [
+        event.marker_recorded_event_attributes.marker_name
+        for event in events[:call]
+        if event.HasField("marker_recorded_event_attributes")
+    ]
+    assert markers.count("core_local_activity") == 2
+    scheduled = [
+        event.activity_task_scheduled_event_attributes.activity_type.name
+        for event in events
+        if event.HasField("activity_task_scheduled_event_attributes")
+    ]
+    assert scheduled == ["call_model"]
+    assert (state.held, state.waiting, state.granted_total) == ([], [], 2)

@@ -9,7 +9,9 @@ recordings stay and replay too, each proving a change sits behind its patch mark
 - ``v1/``: before a protected create was authorised (runs created enqueued or automatic started
   without the authorisation step);
 - ``v2/``: before a ``ModelJob`` drove each model attempt itself (Temporal retried the activity) and
-  before runs recorded a ``model_attempt`` audit event per call.
+  before runs recorded a ``model_attempt`` audit event per call;
+- ``v3/``: before a ``ModelJob`` built its pack and asked for leases with local activities, and
+  before the ``ModelCeiling`` answered lease requests by update (its own ``workflow-ids.json``).
 """
 
 from __future__ import annotations
@@ -25,7 +27,8 @@ from temporalio.worker import Replayer
 
 from tests.workflows.harness import within
 from worker import WORKFLOWS, sandbox_runner
-from workflows.model_job import PATCH_ATTEMPTS_IN_WORKFLOW
+from workflows.model_ceiling import PATCH_RENOTIFY_HELD
+from workflows.model_job import PATCH_ATTEMPTS_IN_WORKFLOW, PATCH_LOCAL_PREPARE
 from workflows.specialist_run import PATCH_AUDIT_MODEL_ATTEMPTS, PATCH_AUTHORIZE_CREATE
 
 HISTORIES = Path(__file__).resolve().parent.parent / "histories"
@@ -33,7 +36,8 @@ WORKFLOW_IDS = "workflow-ids.json"  # not a history: which id each current recor
 CURRENT = sorted(path for path in HISTORIES.glob("*.json") if path.name != WORKFLOW_IDS)
 V1 = sorted((HISTORIES / "v1").glob("*.json"))
 V2 = sorted((HISTORIES / "v2").glob("*.json"))
-ALL = [*CURRENT, *V1, *V2]
+V3 = sorted(path for path in (HISTORIES / "v3").glob("*.json") if path.name != WORKFLOW_IDS)
+ALL = [*CURRENT, *V1, *V2, *V3]
 
 V1_PATHS = {
     "recommended",
@@ -52,7 +56,8 @@ V2_PATHS = V1_PATHS | {
     "approval_expired",
     "failed_create_unauthorised",
 }
-CURRENT_PATHS = V2_PATHS | {"accepted_after_retry", "accepted_under_ceiling"}
+V3_PATHS = V2_PATHS | {"accepted_after_retry", "accepted_under_ceiling"}
+CURRENT_PATHS = V3_PATHS
 # Paths whose run is created enqueued or automatic: the create is a protected action.
 PROTECTED_CREATE_PATHS = {
     "rejected",
@@ -100,6 +105,7 @@ def test_a_history_is_recorded_for_every_run_path() -> None:
     assert _names(CURRENT) == CURRENT_PATHS
     assert _names(V1) == V1_PATHS
     assert _names(V2) == V2_PATHS
+    assert _names(V3) == V3_PATHS
 
 
 def _expected_run_patches(name: str, *, audits_attempts: bool) -> list[str]:
@@ -111,32 +117,48 @@ def _expected_run_patches(name: str, *, audits_attempts: bool) -> list[str]:
 
 def test_current_histories_carry_every_patch_and_older_ones_predate_theirs() -> None:
     for path in CURRENT:
-        if path.stem.endswith(".ceiling"):  # the ModelCeiling workflow: nothing patched
+        if path.stem.endswith(".ceiling"):  # the ModelCeiling workflow: no acquire for a held lease
             assert _patches(path) == [], path.name
         elif "." in path.stem:  # a ModelJob child
-            assert _patches(path) == [PATCH_ATTEMPTS_IN_WORKFLOW], path.name
+            assert _patches(path) == [PATCH_ATTEMPTS_IN_WORKFLOW, PATCH_LOCAL_PREPARE], path.name
         else:
+            assert _patches(path) == _expected_run_patches(path.stem, audits_attempts=True), path.name
+    for path in V3:
+        if "." in path.stem and not path.stem.endswith(".ceiling"):
+            assert _patches(path) == [PATCH_ATTEMPTS_IN_WORKFLOW], path.name
+        elif "." not in path.stem:
             assert _patches(path) == _expected_run_patches(path.stem, audits_attempts=True), path.name
     for path in V2:
         expected = [] if "." in path.stem else _expected_run_patches(path.stem, audits_attempts=False)
         assert _patches(path) == expected, path.name
     assert all(_patches(path) == [] for path in V1)
+    assert PATCH_RENOTIFY_HELD not in {patch for path in ALL for patch in _patches(path)}
 
 
-def test_the_ceiling_history_grants_and_takes_back_one_lease_per_call() -> None:
-    events = json.loads((HISTORIES / "accepted_under_ceiling.ceiling.json").read_text(encoding="utf-8"))[
-        "events"
-    ]
-    signals = [
-        event["workflowExecutionSignaledEventAttributes"]["signalName"]
-        for event in events
-        if event["eventType"] == "EVENT_TYPE_WORKFLOW_EXECUTION_SIGNALED"
-    ]
+def _ceiling_messages(path: Path) -> tuple[list[str], int]:
+    """The signals and updates a ceiling history received, in order, and its grant signals sent."""
+    events = json.loads(path.read_text(encoding="utf-8"))["events"]
+    received = []
+    for event in events:
+        if event["eventType"] == "EVENT_TYPE_WORKFLOW_EXECUTION_SIGNALED":
+            received.append(event["workflowExecutionSignaledEventAttributes"]["signalName"])
+        elif event["eventType"] == "EVENT_TYPE_WORKFLOW_EXECUTION_UPDATE_ACCEPTED":
+            accepted = event["workflowExecutionUpdateAcceptedEventAttributes"]["acceptedRequest"]
+            received.append("update:" + accepted["input"]["name"])
     grants = [
         e for e in events if e["eventType"] == "EVENT_TYPE_SIGNAL_EXTERNAL_WORKFLOW_EXECUTION_INITIATED"
     ]
-    assert signals == ["acquire", "release", "acquire", "release"]
-    assert len(grants) == 2
+    return received, len(grants)
+
+
+def test_the_ceiling_history_grants_and_takes_back_one_lease_per_call() -> None:
+    # The first call starts the ceiling (acquire by signal-with-start; granted by signal); the second
+    # finds it running and is granted in the answer to try_acquire, with no signal.
+    received, grants = _ceiling_messages(HISTORIES / "accepted_under_ceiling.ceiling.json")
+    assert received == ["acquire", "release", "update:try_acquire", "release"]
+    assert grants == 1
+    received, grants = _ceiling_messages(HISTORIES / "v3" / "accepted_under_ceiling.ceiling.json")
+    assert (received, grants) == (["acquire", "release", "acquire", "release"], 2)
 
 
 def test_the_retry_history_shows_both_attempts_as_activities_with_a_timer_between() -> None:
@@ -156,11 +178,10 @@ def test_the_retry_history_shows_both_attempts_as_activities_with_a_timer_betwee
 @pytest.mark.parametrize("path", ALL, ids=[_id(path) for path in ALL])
 @within(30)
 async def test_recorded_history_replays_without_nondeterminism(path: Path) -> None:
-    # Current recordings name the id they ran under (a ModelJob names its leases with its own id);
-    # older ones replay under an id derived from the file name.
-    ids = (
-        json.loads((HISTORIES / WORKFLOW_IDS).read_text(encoding="utf-8")) if path.parent == HISTORIES else {}
-    )
+    # Recordings since leases name the id they ran under (a ModelJob names its leases with its own
+    # id); older ones replay under an id derived from the file name.
+    ids_file = path.parent / WORKFLOW_IDS
+    ids = json.loads(ids_file.read_text(encoding="utf-8")) if ids_file.exists() else {}
     workflow_id = ids.get(path.stem, path.stem.replace(".", "-"))
     history = WorkflowHistory.from_json(workflow_id, path.read_text(encoding="utf-8"))
     replayer = Replayer(
