@@ -27,6 +27,7 @@ from activities.authorization import AuthorizationActivities
 from activities.ceilings import CeilingActivities, LeaseReleaser
 from activities.config import ActivityConfig
 from activities.context_packs import ContextPackActivities
+from activities.execution import ExecutionActivities
 from activities.models import ModelActivities
 from activities.projection import ProjectionActivities
 from activities.providers.base import ModelProvider
@@ -92,6 +93,7 @@ def activities_for(
     projection = ProjectionActivities(config, store)
     ceilings = CeilingActivities(store)
     packs = ContextPackActivities(config, store)
+    execution = ExecutionActivities(config, store)
     return [
         routing.capture_contract,
         models.call_model,
@@ -100,6 +102,7 @@ def activities_for(
         projection.project_run,
         ceilings.request_model_lease,
         packs.build_context_pack,
+        execution.execute_worktree_attempt,
     ]
 
 
@@ -157,6 +160,7 @@ async def run_worker(stop: asyncio.Event | None = None) -> None:
         edit_budget_seconds=budgets.edit_seconds,
         approval_window_seconds=budgets.approval_window_seconds,
         action_token=token,
+        state_dir=settings.state_dir,
     )
     if token is None:
         print(

@@ -14,10 +14,11 @@ providers a worker was given directly — have no ceiling, and no lease is asked
 from __future__ import annotations
 
 import asyncio
-from datetime import timedelta
+from typing import Any
 
 from temporalio import activity
 from temporalio.client import Client
+from temporalio.exceptions import ApplicationError
 
 from activities.logs import run_logger
 from activities.store_access import SharedStore
@@ -37,7 +38,15 @@ from contracts.models import ModelRecord, is_replay_model
 
 CEILING_WORKFLOW = "ModelCeiling"
 RELEASE_TIMEOUT_SECONDS = 10.0
-_TRY_ACQUIRE_TIMEOUT = timedelta(seconds=5)
+TRY_ACQUIRE_WAIT_SECONDS = 3.0
+"""How long a lease request waits for the ceiling's answer before it falls back on the signal (the
+activity's own timeout is 10 s)."""
+
+
+def _consume(future: asyncio.Future[Any]) -> None:
+    """Retrieve an abandoned call's outcome, so asyncio does not report it as never retrieved."""
+    if not future.cancelled():
+        future.exception()
 
 
 class CeilingActivities:
@@ -67,6 +76,12 @@ class CeilingActivities:
         )
         ceiling_id = ceiling_workflow_id(activity.info().task_queue, record.id)
         status = await self._try_acquire(ceiling_id, request)
+        if status is not None and status.status == "released":
+            raise ApplicationError(
+                f"lease {call.lease_id} was already given back or reclaimed; it cannot be taken again",
+                type="lease_released",
+                non_retryable=True,
+            )
         if status is None:
             # No answer: the ceiling is not running yet, or refused or lost the update. The signal
             # queues the request (or, if the update did grant it, has the grant signalled again).
@@ -92,14 +107,34 @@ class CeilingActivities:
 
     @staticmethod
     async def _try_acquire(ceiling_id: str, request: LeaseRequest) -> LeaseStatus | None:
-        """The ceiling's answer to update ``try_acquire``, or None when there is none: the workflow
-        does not exist, the server refused the update (its bound on updates in flight) or the answer
-        did not come within the timeout."""
+        """The ceiling's answer to update ``try_acquire``, or None when there is none within
+        ``TRY_ACQUIRE_WAIT_SECONDS``: the workflow does not exist, the server refused the update (its
+        bound on updates in flight, which the client retries) or its workflow task is slow.
+
+        The update id is derived from the lease id, so a retried request is the same update to the
+        server, never a second one. Raises only when the activity itself is cancelled.
+        """
         handle = activity.client().get_workflow_handle(ceiling_id)
-        try:
-            status: LeaseStatus = await handle.execute_update(
-                "try_acquire", request, result_type=LeaseStatus, rpc_timeout=_TRY_ACQUIRE_TIMEOUT
+        update = asyncio.ensure_future(
+            handle.execute_update(
+                "try_acquire", request, id=f"try_acquire/{request.lease_id}", result_type=LeaseStatus
             )
+        )
+        # Waited on, not wrapped in a timeout: the client turns a cancellation inside the call into
+        # its own error, which would hide this activity's own cancellation.
+        done, _ = await asyncio.wait({update}, timeout=TRY_ACQUIRE_WAIT_SECONDS)
+        if activity.is_cancelled():
+            update.cancel()
+            raise asyncio.CancelledError()
+        if not done:
+            update.cancel()
+            update.add_done_callback(_consume)
+            run_logger(request.holder_workflow_id, activity="request_model_lease").info(
+                "model_lease_try_acquire_unanswered", lease=request.lease_id, error="no answer in time"
+            )
+            return None
+        try:
+            status: LeaseStatus = update.result()
         except Exception as error:  # falls back on the acquire signal
             run_logger(request.holder_workflow_id, activity="request_model_lease").info(
                 "model_lease_try_acquire_unanswered", lease=request.lease_id, error=type(error).__name__

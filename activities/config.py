@@ -22,6 +22,8 @@ class ActivityConfig:
     ``recordings_dir``: where the ``replay`` provider finds ``<name>.json`` for model id
     ``replay:<name>``. ``action_token``: the deployment's action token, which the authorisation
     activity uses to check proofs (``None``: every protected action is refused); never logged.
+    ``state_dir``: the deployment's state directory, where worktree attempts are made
+    (``<state_dir>/worktrees/<run>/attempt-<n>``; ``None``: this worker cannot execute worktree runs).
     """
 
     database_url: str
@@ -31,3 +33,4 @@ class ActivityConfig:
     approval_window_seconds: int = DEFAULT_APPROVAL_WINDOW_SECONDS
     recordings_dir: Path = DEFAULT_RECORDINGS_DIR
     action_token: bytes | None = field(default=None, repr=False)
+    state_dir: Path | None = None

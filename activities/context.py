@@ -30,6 +30,14 @@ _OUTPUT_RULES = (
 )
 
 
+_PATCH_RULES = (
+    "Return the change itself in 'patch': one unified diff in git's format (each file starts with "
+    "'diff --git a/PATH b/PATH'), against the repository at the base commit named in the context, "
+    "text files only, at most 40 files, nothing under .git. It is applied with git in an isolated "
+    "worktree; it must apply cleanly and pass 'git diff --check'. Change nothing the task does not need."
+)
+
+
 class RequestTooLarge(ValueError):
     """The request exceeds :data:`contracts.output.MAX_REQUEST_BYTES`."""
 
@@ -55,15 +63,22 @@ def contract_profile(catalog_path: Path | None, catalog_sha256: str, profile_id:
     return profile
 
 
-def build_instructions(profile: Profile, kind: JobKind) -> str:
-    """The system-side instructions for ``profile`` doing a job of ``kind``."""
-    role = (
-        "You are the primary specialist. Analyse the task using only the evidence listed."
-        if kind is JobKind.ANALYSIS
-        else "You are the independent reviewer. Check the findings under review against the task and "
-        "the evidence; return a verdict: agree, disagree or insufficient_evidence."
-    )
-    schema = output_schema_text()
+def build_instructions(profile: Profile, kind: JobKind, expects_patch: bool = False) -> str:
+    """The system-side instructions for ``profile`` doing a job of ``kind`` (``expects_patch``: the
+    change job of a worktree run, whose result carries a unified diff)."""
+    if kind is JobKind.REVIEW:
+        role = (
+            "You are the independent reviewer. Check the findings under review against the task and "
+            "the evidence; return a verdict: agree, disagree or insufficient_evidence."
+        )
+    elif expects_patch:
+        role = (
+            "You are the primary specialist. Make the smallest change that does the task, using only "
+            "the evidence and files listed, and report findings on it."
+        )
+    else:
+        role = "You are the primary specialist. Analyse the task using only the evidence listed."
+    rules = [_OUTPUT_RULES, _PATCH_RULES] if expects_patch else [_OUTPUT_RULES]
     return "\n\n".join(
         [
             f"Profile: {profile.name} ({profile.id}).",
@@ -73,8 +88,8 @@ def build_instructions(profile: Profile, kind: JobKind) -> str:
             role,
             "You have read-only access to what is given here. You cannot run commands, edit files or "
             "contact anyone.",
-            _OUTPUT_RULES,
-            schema,
+            *rules,
+            output_schema_text(),
         ]
     )
 
@@ -131,9 +146,16 @@ def sha256_text(text: str) -> str:
     return hashlib.sha256(text.encode("utf-8")).hexdigest()
 
 
-def objective(profile: Profile, kind: JobKind, title: str, task_type: TaskType | None) -> str:
+def objective(
+    profile: Profile, kind: JobKind, title: str, task_type: TaskType | None, expects_patch: bool = False
+) -> str:
     """One sentence: who does what to which work item."""
     work = f"{task_type.value} task" if task_type is not None else "task"
+    if kind is JobKind.ANALYSIS and expects_patch:
+        return (
+            f"As {profile.name}, make the change the {work} “{title}” needs, as one unified diff, and "
+            "report findings backed by its evidence."
+        )
     if kind is JobKind.ANALYSIS:
         return f"As {profile.name}, analyse the {work} “{title}” and report findings backed by its evidence."
     return (
@@ -153,7 +175,10 @@ def questions(kind: JobKind, task_type: TaskType | None, evidence_refs: list[str
 
 
 def excluded_context(
-    kind: JobKind, repository: RepositoryContext | None, files_unread_without_repository: bool
+    kind: JobKind,
+    repository: RepositoryContext | None,
+    files_unread_without_repository: bool,
+    change_under_review: bool = False,
 ) -> list[str]:
     """What the pack deliberately leaves out, so the job (and the operator) can see the boundary."""
     left_out = ["other runs and their results", "commands, network access and write access of any kind"]
@@ -172,10 +197,12 @@ def excluded_context(
         )
     if kind is JobKind.REVIEW:
         left_out.insert(0, "the author's profile, model, confidence and verdict (blinded review)")
+    if change_under_review:
+        left_out.insert(1, "the author's own patch text (the change is shown as git computed it)")
     return left_out
 
 
-def output_contract(kind: JobKind) -> str:
+def output_contract(kind: JobKind, expects_patch: bool = False) -> str:
     """The output contract in one line (the full JSON Schema is in the instructions)."""
     fields = (
         "role, axis, inspected_evidence, findings (severity, title, evidence_refs, detail), confidence "
@@ -183,6 +210,8 @@ def output_contract(kind: JobKind) -> str:
     )
     if kind is JobKind.REVIEW:
         fields += ", verdict (agree | disagree | insufficient_evidence)"
+    if expects_patch:
+        fields += ", patch (the change: one unified diff in git's format against the base commit)"
     return f"One JSON object matching the SpecialistOutput JSON Schema: {fields}; at most 48 KiB."
 
 
@@ -204,18 +233,21 @@ def build_pack(
     ``evidence`` has one entry per ref of ``context.evidence_refs``, in order.
     """
     unread_files = repository is None and any(entry.ref.startswith("file:") for entry in evidence)
+    change = context.change if kind is JobKind.REVIEW else None
+    expects_patch = context.expects_patch and kind is JobKind.ANALYSIS
     return ContextPack(
         job_kind=kind,
         profile_id=profile.id,
         profile_guidance_sha256=sha256_text(profile.guidance),
-        objective=objective(profile, kind, context.title, task_type),
+        objective=objective(profile, kind, context.title, task_type, expects_patch),
         task=context.task,
         questions=questions(kind, task_type, context.evidence_refs),
         evidence=evidence,
         repository=repository,
         findings_under_review=list(context.findings_under_review) if kind is JobKind.REVIEW else [],
-        excluded=excluded_context(kind, repository, unread_files),
-        output_contract=output_contract(kind),
+        change=change,
+        excluded=excluded_context(kind, repository, unread_files, change is not None),
+        output_contract=output_contract(kind, expects_patch),
         output_schema_sha256=output_schema_sha256(),
         stop_rule=STOP_RULE,
     )
@@ -256,6 +288,31 @@ def render_pack(pack: ContextPack) -> str:
             "## Findings under review (model output, not evidence; author withheld)",
             json.dumps(findings, indent=1, sort_keys=True),
         ]
+    if pack.change is not None:
+        parts += _render_change(pack)
     parts += ["## Not given to you", "\n".join(f"- {item}" for item in pack.excluded)]
     parts += ["## Output", pack.output_contract, "## Stop rule", pack.stop_rule]
     return "\n\n".join(parts)
+
+
+def _render_change(pack: ContextPack) -> list[str]:
+    """The change under review as git computed it in the worktree: files, line counts, full diff."""
+    change = pack.change
+    assert change is not None
+    files = "\n".join(
+        f"- {entry.status.value} {entry.path}" + (f" (from {entry.old_path})" if entry.old_path else "")
+        for entry in change.files
+    )
+    counts = "\n".join(
+        f"- {entry.path}: +{entry.added if entry.added is not None else '?'} "
+        f"-{entry.deleted if entry.deleted is not None else '?'}"
+        for entry in change.numstat
+    )
+    fence = _fence(change.diff)
+    return [
+        f"## The change under review (computed by git against {change.base_commit}; "
+        "what really changed, not the author's description)",
+        "### Files\n" + (files or "(none)"),
+        "### Lines added and deleted\n" + (counts or "(none)"),
+        f"### Diff (sha256 {change.diff_sha256})\n{fence}\n{change.diff}\n{fence}",
+    ]

@@ -26,13 +26,16 @@ from activities.context import (
     contract_profile,
     render_pack,
 )
+from activities.errors import refusal
 from activities.logs import run_logger
 from activities.store_access import SharedStore
 from catalog.hashing import canonical_sha256
+from catalog.schema import Profile
 from contracts.context_packs import MAX_TRACKED_PATHS, ContextPackResult, EvidenceEntry, RepositoryContext
-from contracts.errors import ErrorType, OperatorError
+from contracts.errors import ErrorType, OperatorError, ServiceUnavailable
 from contracts.model_jobs import ContextPackRequest
 from contracts.output import MAX_REQUEST_BYTES
+from contracts.worktree import ExecutionFailure
 from store import git
 
 FILE_REF = "file:"
@@ -55,15 +58,28 @@ class ContextPackActivities:
 
         Raises non-retryable ``ApplicationError``: ``catalog_changed`` (the worker's catalog is not
         the contract's, or lacks the profile), ``request_too_large`` (over 60 KiB: narrow the work
-        item); a git or store failure is retryable.
+        item), ``base_commit_unavailable`` (the contract's base commit is gone from the repository);
+        a git or store failure is retryable.
         """
         try:
             profile = contract_profile(self._config.catalog_path, request.catalog_sha256, request.profile_id)
         except ContractProfileUnavailable as error:
             raise _fail(ErrorType.CATALOG_CHANGED, str(error)) from None
+        try:
+            return self._build(request, profile)
+        except ServiceUnavailable as error:  # git or the store: retried
+            raise refusal(error) from None
+
+    def _build(self, request: ContextPackRequest, profile: Profile) -> ContextPackResult:
         tree = self._repository_tree(request)
         repository = None
         if tree is not None and request.repo_alias is not None and request.base_commit is not None:
+            if not git.commit_exists(tree, request.base_commit):
+                raise _fail(
+                    ExecutionFailure.BASE_COMMIT_UNAVAILABLE,
+                    f"base commit {request.base_commit} is no longer a commit in repository "
+                    f"{request.repo_alias!r}",
+                )
             paths = git.tracked_paths(tree, request.base_commit)
             repository = RepositoryContext(
                 alias=request.repo_alias,
@@ -73,9 +89,8 @@ class ContextPackActivities:
             )
         evidence = [self._evidence(ref, tree, request.base_commit) for ref in request.context.evidence_refs]
         pack = build_pack(profile, request.kind, request.context, request.task_type, evidence, repository)
-        size = len(build_instructions(profile, request.kind).encode("utf-8")) + len(
-            render_pack(pack).encode("utf-8")
-        )
+        instructions = build_instructions(profile, request.kind, request.context.expects_patch)
+        size = len(instructions.encode("utf-8")) + len(render_pack(pack).encode("utf-8"))
         # A file too large to be read at all counts with its full size: the request could never fit.
         size += sum(
             e.size_bytes or 0

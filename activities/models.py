@@ -121,6 +121,7 @@ def parse_output(raw: str, request: ModelCallRequest) -> SpecialistOutput:
             kind=request.kind,
             profile_id=request.profile_id,
             evidence_ids=request.context.evidence_refs,
+            expects_patch=request.context.expects_patch and request.kind is JobKind.ANALYSIS,
         )
     except OutputContractViolation as error:
         raise _fail(ErrorType.MODEL_OUTPUT_INVALID, str(error)) from None
@@ -177,7 +178,7 @@ class ModelActivities:
             profile = contract_profile(self._config.catalog_path, request.catalog_sha256, request.profile_id)
         except ContractProfileUnavailable as error:
             raise _fail(ErrorType.CATALOG_CHANGED, str(error)) from None
-        instructions = build_instructions(profile, request.kind)
+        instructions = build_instructions(profile, request.kind, request.context.expects_patch)
         # Jobs of runs started before context packs carry none: they get the plain context.
         context = (
             render_pack(request.pack)
@@ -195,7 +196,10 @@ class ModelActivities:
             instructions=instructions,
             context=context,
             identity=JobIdentity(
-                profile_id=request.profile_id, kind=request.kind, title=request.context.title
+                profile_id=request.profile_id,
+                kind=request.kind,
+                title=request.context.title,
+                expects_patch=request.context.expects_patch and request.kind is JobKind.ANALYSIS,
             ),
         )
         log = run_logger(

@@ -250,17 +250,18 @@ def _sha256(data: bytes) -> str:
 
 
 def create_attempt_worktree(
-    repository: Path, base_commit: str, state_dir: Path, run_id: str
+    repository: Path, base_commit: str, state_dir: Path, run_id: str, attempt: int | None = None
 ) -> WorktreeAttempt:
     """Create the next attempt's worktree of ``repository`` at ``base_commit``; return the attempt.
 
     Inputs: ``repository`` the top level of an (allow-listed) git working tree; ``base_commit`` the
     contract's frozen full commit id; ``state_dir`` the deployment's state directory; ``run_id`` the
-    run (``[A-Za-z0-9_-]``, as ``SOR-…``).
+    run (``[A-Za-z0-9_-]``, as ``SOR-…``); ``attempt`` the attempt number to use (the claimed
+    execution attempt), or ``None`` for one more than any ``attempt-*`` entry already there.
 
-    The worktree is ``<state_dir>/worktrees/<run_id>/attempt-<n>`` with ``n`` one more than any
-    ``attempt-*`` entry already there, so a retry never reuses or overwrites an earlier attempt (its
-    directory is claimed with an exclusive ``mkdir``; if it exists anyway the call is refused). It is
+    The worktree is ``<state_dir>/worktrees/<run_id>/attempt-<n>``, so a retry never reuses or
+    overwrites an earlier attempt (its directory is claimed with an exclusive ``mkdir``; if it exists
+    anyway the call is refused). It is
     made with ``git worktree add --detach --no-checkout --lock`` at the commit itself — not a branch, so
     it works when the branch moved after the contract, and creates no ref — and then filled with ``git
     read-tree --reset -u`` run *inside* the new worktree once its own view of the configuration has
@@ -279,6 +280,8 @@ def create_attempt_worktree(
         raise InvalidInput("invalid_run_id", f"{run_id!r} is not a run id")
     if _COMMIT_PATTERN.fullmatch(base_commit) is None:
         raise InvalidInput("invalid_commit", f"{base_commit!r} is not a full commit id")
+    if attempt is not None and attempt < 1:
+        raise InvalidInput("invalid_attempt", f"attempt {attempt} is not a positive number")
     source = _Git(_repository_root(repository))
     probe = source.run("cat-file", "-e", f"{base_commit}^{{commit}}")
     if probe.returncode != 0:
@@ -290,7 +293,8 @@ def create_attempt_worktree(
 
     run_dir = state_dir.resolve() / "worktrees" / run_id
     run_dir.mkdir(parents=True, exist_ok=True)
-    attempt = _next_attempt_number(run_dir)
+    if attempt is None:
+        attempt = _next_attempt_number(run_dir)
     worktree = run_dir / f"attempt-{attempt}"
     evidence_dir = run_dir / f"attempt-{attempt}.evidence"
     try:

@@ -81,6 +81,8 @@ class CeilingState(BaseModel):
     granted_total: int = 0
     reclaimed_total: int = 0
     max_held: int = 0
+    released: list[str] = []
+    """Lease ids given back or reclaimed lately (the last 1,000), so a late request cannot retake one."""
 
 
 CALL_TIMEOUT_MARGIN_SECONDS = 30
@@ -115,10 +117,11 @@ class LeaseTerms(BaseModel):
 
 
 class LeaseStatus(BaseModel):
-    """Answer of update ``try_acquire``: lease ``lease_id`` is ``held`` (granted now, no signal
-    follows) or ``waiting`` (queued; signal ``lease_granted`` follows when granted)."""
+    """Answer of update ``try_acquire``: lease ``lease_id`` is ``held`` (granted in this answer),
+    ``waiting`` (queued; signal ``lease_granted`` follows when granted) or ``released`` (it was
+    already given back or reclaimed; nothing was queued)."""
 
     model_config = ConfigDict(frozen=True)
 
     lease_id: str
-    status: Literal["held", "waiting"]
+    status: Literal["held", "waiting", "released"]

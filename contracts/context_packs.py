@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from pydantic import BaseModel, ConfigDict
 
+from contracts.execution import ChangeUnderReview
 from contracts.output import Finding, JobKind
 
 MAX_TRACKED_PATHS = 200
@@ -44,7 +45,8 @@ class RepositoryContext(BaseModel):
 
 class ContextPack(BaseModel):
     """What one model job sees (see the module docstring). ``findings_under_review`` is set for a
-    review job only: the primary's findings, labelled as model output and without their author."""
+    review job only: the primary's findings, labelled as model output and without their author;
+    ``change`` for the review of a worktree run: the change as git computed it."""
 
     model_config = ConfigDict(frozen=True)
 
@@ -57,6 +59,7 @@ class ContextPack(BaseModel):
     evidence: list[EvidenceEntry]
     repository: RepositoryContext | None = None
     findings_under_review: list[Finding] = []
+    change: ChangeUnderReview | None = None
     excluded: list[str]
     output_contract: str
     output_schema_sha256: str

@@ -89,6 +89,12 @@ class ErrorType:
     PROJECTION_FAILED = "projection_failed"
     RUNTIME_BUDGET_EXHAUSTED = "runtime_budget_exhausted"
     APPROVAL_WINDOW_EXPIRED = "approval_window_expired"
+    # Worktree execution fails closed with one of ``contracts.worktree.EXECUTION_FAILURE_TYPES``
+    # (head_moved, new_commit, new_ref, diff_check_failed, too_many_files, path_outside_worktree,
+    # patch_does_not_apply, patch_invalid, base_commit_unavailable); these are its other failures.
+    REPOSITORY_UNAVAILABLE = "repository_unavailable"
+    CHANGE_TOO_LARGE_FOR_REVIEW = "change_too_large_for_review"
+    EXECUTION_FAILED = "execution_failed"
 
 
 FALLBACK_ERROR_TYPES = frozenset(

@@ -11,13 +11,18 @@ from pydantic import BaseModel, ConfigDict
 
 from contracts.context_packs import ContextPack
 from contracts.enums import TaskType
+from contracts.execution import ChangeUnderReview
 from contracts.output import Finding, JobKind, SpecialistOutput
 from contracts.proofs import ActionProof
 from contracts.runs import ModelSnapshot
 
 
 class JobContext(BaseModel):
-    """What the model sees: the task, evidence ids and, for a review, the findings under review."""
+    """What the model sees: the task, evidence ids and, for a review, the findings under review.
+
+    A worktree run's change job has ``expects_patch`` (its result must carry the change as a unified
+    diff); the review of that change gets ``change``: what git says changed in the worktree, never
+    the author's own patch text."""
 
     model_config = ConfigDict(frozen=True)
 
@@ -25,6 +30,8 @@ class JobContext(BaseModel):
     task: str
     evidence_refs: list[str]
     findings_under_review: list[Finding] = []
+    expects_patch: bool = False
+    change: ChangeUnderReview | None = None
 
 
 class ModelJobInput(BaseModel):

@@ -77,7 +77,8 @@ class SpecialistOutput(BaseModel):
     """A model job's structured result.
 
     ``role`` is the profile id that did the job and ``axis`` what it examined; ``verdict`` is required
-    for a review job and forbidden for an analysis job (checked by :func:`check_output_for_job`).
+    for a review job and forbidden for an analysis job; ``patch`` is required for a worktree run's
+    change job and forbidden for any other (checked by :func:`check_output_for_job`).
     """
 
     model_config = ConfigDict(extra="forbid", frozen=True)
@@ -92,6 +93,10 @@ class SpecialistOutput(BaseModel):
     closure: ClosureStatus
     recommended_next_action: ShortLine
     verdict: ReviewVerdict | None = None
+    patch: Annotated[str, StringConstraints(min_length=1, max_length=MAX_RESULT_BYTES)] | None = None
+    """A worktree run's change job only: the change as one unified diff in git's format
+    (``diff --git a/PATH b/PATH``) against the base commit. Untrusted: it is checked and applied by
+    git in an isolated worktree, and what git then reports — never this text — is the evidence."""
 
     @model_validator(mode="after")
     def _band_matches_confidence(self) -> SpecialistOutput:
@@ -122,9 +127,15 @@ def output_json_schema() -> dict[str, Any]:
 
 
 def check_output_for_job(
-    output: SpecialistOutput, *, kind: JobKind, profile_id: str, evidence_ids: list[str]
+    output: SpecialistOutput,
+    *,
+    kind: JobKind,
+    profile_id: str,
+    evidence_ids: list[str],
+    expects_patch: bool = False,
 ) -> None:
-    """Check the rules that depend on the job: role, verdict presence, cited evidence ids.
+    """Check the rules that depend on the job: role, verdict presence, patch presence (``expects_patch``:
+    the job is a worktree run's change job), cited evidence ids.
 
     Raises :class:`OutputContractViolation` naming the first broken rule.
     """
@@ -134,6 +145,10 @@ def check_output_for_job(
         raise OutputContractViolation("a review result must carry a verdict")
     if kind is JobKind.ANALYSIS and output.verdict is not None:
         raise OutputContractViolation("an analysis result must not carry a verdict")
+    if expects_patch and output.patch is None:
+        raise OutputContractViolation("a worktree change result must carry its change in 'patch'")
+    if not expects_patch and output.patch is not None:
+        raise OutputContractViolation("only a worktree run's change job may return a patch")
     known = set(evidence_ids)
     cited = set(output.inspected_evidence)
     for finding in output.findings:

@@ -14,6 +14,7 @@ from pydantic import BaseModel, ConfigDict, Field, StringConstraints, model_vali
 
 from contracts.context_packs import ContextPack
 from contracts.enums import FallbackMode, RiskLevel, TaskType, Tier
+from contracts.execution import ExecutionRecord
 from contracts.output import JobKind, SpecialistOutput
 from contracts.proofs import ActionProof
 from contracts.routing import RouteDecision, RouteOverride
@@ -310,6 +311,16 @@ class ApproveRequest(BaseModel):
     proof: ActionProof | None = None
 
 
+class ExecuteRequest(BaseModel):
+    """Update ``execute``: carry out an approved worktree run's contract (protected; its proof is bound
+    to the contract digest that was approved). Accepted once per run."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    actor: str
+    proof: ActionProof | None = None
+
+
 class Approval(BaseModel):
     """A recorded approval: who approved which contract digest, when."""
 
@@ -380,6 +391,7 @@ class RunView(BaseModel):
     created_at: dt.datetime
     audit: list[AuditEvent]
     context_packs: list[ContextPackRecord] = []
+    execution: ExecutionRecord | None = None
 
 
 class AuthorizeRequest(BaseModel):

@@ -12,6 +12,7 @@ These models cross the Temporal boundary (activity in/out), so new fields get de
 
 from __future__ import annotations
 
+import datetime as dt
 from enum import StrEnum
 from pathlib import Path
 from typing import Annotated, Final
@@ -186,3 +187,21 @@ class ChangeEvidence(BaseModel):
         if (self.diff is None) == (self.diff_path is None):
             raise ValueError("exactly one of diff (inline) and diff_path (by reference) must be set")
         return self
+
+
+class WorktreeClaim(BaseModel):
+    """A worker's durable claim of one execution attempt of a run (``store.worktree_claims``).
+
+    At most one claim exists per (``run_id``, ``execution_attempt``), so two workers never run the same
+    execution attempt. ``worker`` identifies the claiming worker; ``worktree_attempt`` is the number of
+    the attempt directory (``attempt-<n>``, see :class:`WorktreeAttempt`) it runs the attempt in;
+    ``claimed_at`` is when the claim was recorded (UTC).
+    """
+
+    model_config = ConfigDict(frozen=True)
+
+    run_id: Annotated[str, StringConstraints(pattern=r"^[A-Za-z0-9_-]{1,64}$")]
+    execution_attempt: int = Field(ge=1)
+    worker: str = Field(min_length=1, max_length=200)
+    worktree_attempt: int = Field(ge=1)
+    claimed_at: dt.datetime

@@ -41,6 +41,7 @@ from contracts.runs import (
     DecisionOutcome,
     DecisionRequest,
     EnqueueRequest,
+    ExecuteRequest,
     RunInput,
     RunStatus,
     RunView,
@@ -250,6 +251,15 @@ async def approve_run(
     request = ApproveRequest(actor=actor, contract_sha256=contract_sha256, proof=proof)
     await _update(client, run_id, "approve", request)
     return await wait_for_view(client, run_id, lambda v: v.status is not RunStatus.AWAITING_APPROVAL)
+
+
+async def execute_run(
+    client: Client, run_id: str, actor: str, proof: ActionProof | None = None
+) -> ActionResult:
+    """Update ``execute``: carry out an approved worktree run (accepted once). Raises the refusal
+    (``not_approved``, ``already_executing``, ``execution_not_available``, an authorisation code) as
+    an operator error."""
+    return await _update(client, run_id, "execute", ExecuteRequest(actor=actor, proof=proof))
 
 
 async def cancel_run(

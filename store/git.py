@@ -192,6 +192,12 @@ def _check_commit(commit: str) -> str:
     return commit
 
 
+def commit_exists(tree: Path, commit: str) -> bool:
+    """Whether ``commit`` is a commit in ``tree``'s object store. Raises :class:`InvalidInput` for a
+    malformed commit id, :class:`ServiceUnavailable` when git cannot be run."""
+    return _git(tree, "cat-file", "-e", f"{_check_commit(commit)}^{{commit}}").returncode == 0
+
+
 def blob_size(tree: Path, commit: str, path: str) -> int | None:
     """The size in bytes of the file ``path`` at ``commit``, or ``None`` when it is not a file there.
 

@@ -1,5 +1,5 @@
-"""The SQLAlchemy schema of the store: operator configuration, run projection, spent proof nonces
-(DESIGN.md "Storage").
+"""The SQLAlchemy schema of the store: operator configuration, run projection, spent proof nonces,
+worktree claims (DESIGN.md "Storage").
 
 Every change to these classes ships with an Alembic migration in ``store/migrations/versions/`` and a
 new :data:`SCHEMA_REVISION`. Times are stored in UTC and read back timezone-aware.
@@ -26,7 +26,7 @@ from sqlalchemy.engine import Dialect
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
 from sqlalchemy.types import TypeDecorator
 
-SCHEMA_REVISION: Final = "0005"
+SCHEMA_REVISION: Final = "0006"
 """The Alembic head this code expects; a store at another revision is not read without upgrading."""
 
 ACTOR_ID_LENGTH: Final = 64
@@ -237,3 +237,28 @@ class SpentProofRow(Base):
     actor: Mapped[str] = mapped_column(String(ACTOR_ID_LENGTH))
     spent_by: Mapped[str] = mapped_column(String(SPENDER_LENGTH))
     spent_at: Mapped[dt.datetime] = mapped_column(UtcDateTime())
+
+
+CLAIM_RUN_ID_LENGTH: Final = 64
+WORKER_LENGTH: Final = 200
+
+
+class WorktreeClaimRow(Base):
+    """A worker's claim of one execution attempt of a run: at most one worker ever runs it.
+
+    The primary key (run id, execution attempt) is the claim: of two workers inserting it, the second
+    fails on the key. ``worktree_attempt`` is the number of the attempt directory the worker runs it in.
+    Claims are never released or rewritten.
+    """
+
+    __tablename__ = "worktree_claims"
+    __table_args__ = (
+        CheckConstraint("execution_attempt >= 1", name="execution_attempt_positive"),
+        CheckConstraint("worktree_attempt >= 1", name="worktree_attempt_positive"),
+    )
+
+    run_id: Mapped[str] = mapped_column(String(CLAIM_RUN_ID_LENGTH), primary_key=True)
+    execution_attempt: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=False)
+    worker: Mapped[str] = mapped_column(String(WORKER_LENGTH))
+    worktree_attempt: Mapped[int] = mapped_column(Integer)
+    claimed_at: Mapped[dt.datetime] = mapped_column(UtcDateTime())

@@ -25,7 +25,17 @@ from contracts.errors import InvalidInput, NotFound, OperatorError, Refused
 from contracts.models import ModelRecord, ModelRegistration, ModelSelection, ModelSelectionRecord
 from contracts.policy import AutomationPolicy
 from contracts.runs import AuditEvent, RunSummary
-from store import actors, git, model_registry, model_selection, repositories, runs, spent_proofs
+from contracts.worktree import WorktreeClaim
+from store import (
+    actors,
+    git,
+    model_registry,
+    model_selection,
+    repositories,
+    runs,
+    spent_proofs,
+    worktree_claims,
+)
 from store import policy as automation_policy
 from store.engine import database_errors, render_url, writing
 from store.schema import DeploymentSettingRow
@@ -311,6 +321,36 @@ class Store:
         cutoff = self._now() - spent_proofs.SPENT_PROOF_RETENTION if before is None else _utc(before)
         with self._writing() as session:
             return spent_proofs.prune(session, before=cutoff)
+
+    # Worktree claims
+
+    def claim_worktree_attempt(
+        self, run_id: str, execution_attempt: int, worker: str, worktree_attempt: int
+    ) -> WorktreeClaim:
+        """Claim ``execution_attempt`` (>= 1) of ``run_id`` for ``worker``, which runs it in the attempt
+        directory numbered ``worktree_attempt`` (>= 1); the claim returned is stamped now (UTC).
+
+        At most one claim per (``run_id``, ``execution_attempt``) ever exists: the database's primary
+        key decides, so of two workers claiming at once (threads or processes) exactly one wins.
+        Raises :class:`InvalidInput` ``invalid_run_id`` (not ``^[A-Za-z0-9_-]{1,64}$``),
+        ``invalid_execution_attempt``, ``invalid_worktree_attempt`` (not an integer >= 1) or
+        ``invalid_worker`` (blank or over 200 characters), or :class:`Refused` ``attempt_claimed``
+        (naming the run, the execution attempt and the worker holding it); nothing is written then.
+        """
+        worktree_claims.check_claim(run_id, execution_attempt, worker, worktree_attempt)
+        with self._writing() as session:
+            return worktree_claims.claim_worktree_attempt(
+                session, run_id, execution_attempt, worker, worktree_attempt, self._now()
+            )
+
+    def worktree_claims(self, run_id: str) -> list[WorktreeClaim]:
+        """The claims of ``run_id``, by execution attempt (empty when none).
+
+        Raises :class:`InvalidInput` ``invalid_run_id`` (not ``^[A-Za-z0-9_-]{1,64}$``).
+        """
+        worktree_claims.check_run_id(run_id)
+        with self._reading() as session:
+            return worktree_claims.list_worktree_claims(session, run_id)
 
     # Run projection
 

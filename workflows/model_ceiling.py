@@ -40,9 +40,12 @@ with workflow.unsafe.imports_passed_through():
     )
 
 LEASE_GRANTED_SIGNAL = "lease_granted"
-PATCH_RENOTIFY_HELD = "ceiling-renotify-held-on-acquire"
-"""An ``acquire`` for a lease already held signals its holder again (``try_acquire`` grants
-without a signal)."""
+PATCH_LEASE_RECORDS = "ceiling-lease-records"
+"""``acquire`` for a lease already held signals its holder again (``try_acquire`` grants without a
+signal), and ``acquire`` for a lease already given back or reclaimed is ignored."""
+MAX_RELEASED_REMEMBERED = 1000
+"""How many given-back or reclaimed lease ids the ceiling remembers, so a late request for one (an
+abandoned update, a retried signal) cannot take a slot again."""
 MAX_HISTORY_EVENTS = 2000
 """Continue as new past this many events: keeps replay of the table cheap."""
 
@@ -62,16 +65,19 @@ class ModelCeilingWorkflow:
         self._max_held = state.max_held
         self._changed = True
         self._unnotified: list[Lease] = []
+        self._released: dict[str, None] = dict.fromkeys(state.released)
 
     @workflow.signal(name="acquire")
     def acquire(self, request: LeaseRequest) -> None:
         """Queue ``request`` unless its lease is already waiting (a retried request). A lease already
         held is signalled to its holder again: it may have been granted by ``try_acquire`` whose
-        answer never reached the requester."""
+        answer never reached the requester. A lease already given back or reclaimed is ignored."""
         if request.lease_id in self._held:
-            if workflow.patched(PATCH_RENOTIFY_HELD):
+            if workflow.patched(PATCH_LEASE_RECORDS):
                 self._unnotified.append(self._held[request.lease_id])
                 self._changed = True
+            return
+        if request.lease_id in self._released and workflow.patched(PATCH_LEASE_RECORDS):
             return
         if request.lease_id in self._waiting:
             return
@@ -81,32 +87,45 @@ class ModelCeilingWorkflow:
     @workflow.update(name="try_acquire")
     def try_acquire(self, request: LeaseRequest) -> LeaseStatus:
         """Queue ``request`` (idempotent by lease id), grant free slots in arrival order and answer
-        whether this lease is now ``held`` or ``waiting``.
+        whether this lease is now ``held``, ``waiting`` or already ``released`` (given back or
+        reclaimed: nothing is queued).
 
         Answered in the workflow task that delivers it, so a free slot costs the requester one round
-        trip and no grant signal: a lease granted here is not signalled (the answer is the grant).
-        One still waiting is signalled when granted, as after ``acquire``. The handler never waits,
-        so an update is in flight for one workflow task only (the server bounds updates in flight
-        per workflow to 10: a requester it refuses falls back on ``acquire``).
+        trip. A lease this update queued and granted is not signalled (the answer is the grant); a
+        lease that was already waiting — queued by ``acquire``, whose sender did not get this answer
+        — is signalled as usual, as is one granted later. The handler never waits, so an update is in
+        flight for one workflow task only (the server bounds updates in flight per workflow to 10: a
+        requester it refuses falls back on ``acquire``).
         """
-        if request.lease_id not in self._held and request.lease_id not in self._waiting:
-            self._waiting[request.lease_id] = request
+        lease_id = request.lease_id
+        if lease_id in self._released:
+            return LeaseStatus(lease_id=lease_id, status="released")
+        queued_here = lease_id not in self._held and lease_id not in self._waiting
+        if queued_here:
+            self._waiting[lease_id] = request
             # Wakes the run loop even when nobody is to be signalled: a lease granted here needs
             # its reclaim timer.
             self._changed = True
         self._reclaim_expired()
         self._assign_free_slots()
-        self._unnotified = [lease for lease in self._unnotified if lease.lease_id != request.lease_id]
-        status = "held" if request.lease_id in self._held else "waiting"
-        return LeaseStatus(lease_id=request.lease_id, status=status)
+        if queued_here:
+            self._unnotified = [lease for lease in self._unnotified if lease.lease_id != lease_id]
+        return LeaseStatus(lease_id=lease_id, status="held" if lease_id in self._held else "waiting")
 
     @workflow.signal(name="release")
     def release(self, release: LeaseRelease) -> None:
-        """Give back a held lease or withdraw a waiting request; an unknown lease id is ignored (it
-        was already reclaimed)."""
+        """Give back a held lease or withdraw a waiting request. The id is remembered even when
+        unknown here — the release may overtake a request still on its way — so a later request
+        for it is ignored."""
+        self._remember_released(release.lease_id)
         held = self._held.pop(release.lease_id, None)
         if held is not None or self._waiting.pop(release.lease_id, None) is not None:
             self._changed = True
+
+    def _remember_released(self, lease_id: str) -> None:
+        self._released[lease_id] = None
+        while len(self._released) > MAX_RELEASED_REMEMBERED:
+            del self._released[next(iter(self._released))]
 
     @workflow.query(name="state")
     def state(self) -> CeilingState:
@@ -119,6 +138,7 @@ class ModelCeilingWorkflow:
             granted_total=self._granted_total,
             reclaimed_total=self._reclaimed_total,
             max_held=self._max_held,
+            released=list(self._released),
         )
 
     @workflow.run
@@ -140,6 +160,7 @@ class ModelCeilingWorkflow:
         for lease_id, lease in list(self._held.items()):
             if lease.expires_at <= now:
                 del self._held[lease_id]
+                self._remember_released(lease_id)
                 self._reclaimed_total += 1
                 workflow.logger.warning("lease %s on %s reclaimed at its deadline", lease_id, self._model_id)
 

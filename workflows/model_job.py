@@ -13,11 +13,13 @@ Each call to a registered model holds a lease from that model's ``ModelCeiling``
 call's duration (``workflows/model_ceiling.py``): the job asks for it (activity
 ``request_model_lease``) and waits for the ``lease_granted`` signal; ``call_model`` gives it back as
 it ends, and the job gives it back itself (signal ``release``) when the call could not — it failed,
-its worker died, or the job was cancelled while waiting or calling. The context pack is built while
-the first lease is asked for; both are local activities (``PATCH_LOCAL_PREPARE``), run inside the
-job's first workflow task and recorded in its history as markers, and the lease request says whether
-the slot was free at once — so an uncontended job schedules its call in its first workflow task. The
-leased call's activity timeout is the model's own timeout plus a margin.
+its worker died, or the job was cancelled while waiting or calling. Runs started before
+``PATCH_LOCAL_PREPARE`` build the context pack while the first lease is asked for; with it both are
+local activities, run one after
+the other inside the job's first workflow task (the pack first, so nothing slow comes between a
+grant and its call) and recorded in its history as markers, and the lease request says whether the
+slot was free at once — so an uncontended job schedules its call in its first workflow task. The
+leased call's activity timeout is the model's own timeout plus a margin; it must start within 30 s.
 
 Runs started before attempts were driven here (no ``PATCH_ATTEMPTS_IN_WORKFLOW`` marker) let
 Temporal retry the activity instead, hold no leases and report one attempt per model.
@@ -67,6 +69,8 @@ _LEASE_REQUEST_TIMEOUT = timedelta(seconds=10)
 _CONTEXT_PACK_TIMEOUT = timedelta(seconds=60)
 _CONTEXT_PACK_RETRY = RetryPolicy(maximum_attempts=3, initial_interval=timedelta(seconds=1))
 _LEASE_REQUEST_RETRY = RetryPolicy(maximum_attempts=5, initial_interval=timedelta(milliseconds=200))
+CALL_START_TIMEOUT = timedelta(seconds=30)
+"""Longest a call waits for a worker once its lease is granted (less than the lease's 60 s margin)."""
 RETRY_BACKOFF = timedelta(seconds=1)
 """Wait before the second call to a model; doubles for each later one."""
 
@@ -119,7 +123,8 @@ class ModelJobWorkflow:
         if not workflow.patched(PATCH_ATTEMPTS_IN_WORKFLOW):
             return await self._run_with_activity_retries(job)
         self._local_prepare = workflow.patched(PATCH_LOCAL_PREPARE)
-        # The pack is built while the first lease is asked for: the two overlap.
+        # Started at once; under PATCH_LOCAL_PREPARE the first lease is asked for once it is built,
+        # before that (runs started earlier) while it is being built.
         self._pack_task = asyncio.ensure_future(self._build_pack(job))
         chain = job.model.chain
         for index, model_id in enumerate(chain):
@@ -208,6 +213,11 @@ class ModelJobWorkflow:
         requested = not is_replay_model(model_id)
         released = False
         try:
+            if self._local_prepare and self._pack is None:
+                # The pack first: a lease is granted at once and its deadline runs from then, so
+                # nothing that may take long (the pack's retries) comes between grant and call.
+                assert self._pack_task is not None
+                self._pack = await self._pack_task
             if requested:
                 terms = await self._prepare(
                     REQUEST_LEASE_ACTIVITY,
@@ -234,6 +244,9 @@ class ModelJobWorkflow:
                     self._request(job, model_id, attempt, lease_id if requested else None),
                     result_type=ModelCallResult,
                     start_to_close_timeout=timeout,
+                    # A leased call that no worker picks up in time is given up (the lease margin
+                    # covers this wait): its lease must not expire while it runs.
+                    schedule_to_start_timeout=CALL_START_TIMEOUT if self._local_prepare else None,
                     heartbeat_timeout=MODEL_CALL_HEARTBEAT,
                     retry_policy=RetryPolicy(maximum_attempts=1),
                 )

@@ -7,12 +7,15 @@ Lifecycle (DESIGN.md "Run lifecycle"), as this module runs it::
             ─(decide)─► accepted | rejected
     routing ─► awaiting_approval ─(approve: contract digest)─► approved   (worktree | pr_ready)
             awaiting_approval ─(approval window)─► expired
+    approved ─(execute: worktree only)─► queued ─► running ─► verifying ─► reviewing
+            ─► awaiting_decision ─(decide)─► accepted | rejected
     any non-terminal ─(cancel)─► cancelled         (a running model job finishes first: cancel_requested)
     any ─► failed (error type + message)           running/reviewing ─(runtime budget)─► expired
 
 Activities do every piece of I/O: ``capture_contract`` (route, policy, model snapshot, digest),
 ``project_run`` (the SQL projection), ``authorize_action`` (who may act: a registered human with a
-valid proof of the action token). Model calls are ``ModelJob`` child workflows. Handlers only change
+valid proof of the action token), ``execute_worktree_attempt`` (an approved worktree run's patch,
+applied and checked in a fresh worktree). Model calls are ``ModelJob`` child workflows. Handlers only change
 state; ``run`` tells the story and waits on conditions.
 """
 
@@ -29,6 +32,13 @@ from temporalio.exceptions import ActivityError, ApplicationError, ChildWorkflow
 with workflow.unsafe.imports_passed_through():
     from contracts.enums import Tier
     from contracts.errors import ErrorType
+    from contracts.execution import (
+        ChangeUnderReview,
+        ExecuteAttemptRequest,
+        ExecutionRecord,
+        WorktreeExecution,
+        WorktreeLocation,
+    )
     from contracts.model_jobs import JobContext, ModelJobInput, ModelJobResult
     from contracts.output import JobKind, SpecialistOutput
     from contracts.policy import APPROVAL_TIERS
@@ -47,6 +57,7 @@ with workflow.unsafe.imports_passed_through():
         DecisionOutcome,
         DecisionRequest,
         EnqueueRequest,
+        ExecuteRequest,
         ProjectRunRequest,
         RunError,
         RunInput,
@@ -59,6 +70,7 @@ with workflow.unsafe.imports_passed_through():
 CAPTURE_CONTRACT_ACTIVITY = "capture_contract"
 PROJECT_RUN_ACTIVITY = "project_run"
 AUTHORIZE_ACTION_ACTIVITY = "authorize_action"
+EXECUTE_WORKTREE_ACTIVITY = "execute_worktree_attempt"
 
 STATUS_KEY = SearchAttributeKey.for_keyword("SpecialistStatus")
 TIER_KEY = SearchAttributeKey.for_keyword("SpecialistTier")
@@ -71,6 +83,10 @@ _SHORT_ACTIVITY = timedelta(seconds=10)
 # Bookkeeping activities (capture, projection, authorisation) are cheap and idempotent: a few quick
 # retries cover a database hiccup; a refusal is a non-retryable ApplicationError and is not retried.
 _BOOKKEEPING_RETRY = RetryPolicy(maximum_attempts=3, initial_interval=timedelta(milliseconds=200))
+# A worktree attempt is git work on local disk: minutes at most. One retry covers a worker lost
+# mid-attempt (it claims the next attempt and makes a new worktree); fail-closed errors never retry.
+_EXECUTION_TIMEOUT = timedelta(minutes=5)
+_EXECUTION_RETRY = RetryPolicy(maximum_attempts=2, initial_interval=timedelta(seconds=1))
 
 # workflow.patched() ids: each marks a change to logic that recorded histories already exercise.
 PATCH_AUTHORIZE_CREATE = "authorize-protected-create"
@@ -102,6 +118,9 @@ class SpecialistRunWorkflow:
         self._actions_in_flight = 0
         self._packs: list[ContextPackRecord] = []
         self._model_job_running = False
+        self._execute: ExecuteRequest | None = None
+        self._execution: ExecutionRecord | None = None
+        self._executing = False
         self._record(
             "run_created",
             actor=run_input.created_by,
@@ -186,8 +205,12 @@ class SpecialistRunWorkflow:
         if self._cancel is not None:
             return await self._finish(RunStatus.CANCELLED)
 
+        return await self._review_and_decide(deadline)
+
+    async def _review_and_decide(self, deadline: Any, change: ChangeUnderReview | None = None) -> RunView:
+        """The blinded review (of ``change`` too, for a worktree run), then the operator's decision."""
         await self._transition(RunStatus.REVIEWING)
-        review = await self._model_job(JobKind.REVIEW, deadline)
+        review = await self._model_job(JobKind.REVIEW, deadline, change=change)
         if review is None:
             return await self._finish(self._status)
         self._review = review.output
@@ -226,14 +249,130 @@ class SpecialistRunWorkflow:
         if self._cancel is not None:
             return await self._finish(RunStatus.CANCELLED)
         await self._transition(RunStatus.APPROVED)
-        # Execution of an approved worktree run is not offered yet (the `execute` command refuses
-        # it); the approved run waits until it is cancelled.
-        await workflow.wait_condition(lambda: self._cancel is not None)
+        # An approved run waits for `execute` (worktree tier; pr_ready refuses it) or a cancel. Before
+        # `execute` existed the run could only be cancelled here; a recorded history of that path
+        # takes the cancel branch with the same commands, and none holds an execute.
+        await workflow.wait_condition(lambda: self._execute is not None or self._cancel is not None)
         await self._settle_actions()
-        return await self._finish(RunStatus.CANCELLED)
+        if self._cancel is not None or self._execute is None:
+            return await self._finish(RunStatus.CANCELLED)
+        return await self._execute_worktree(self._execute)
 
-    async def _model_job(self, kind: JobKind, deadline: Any) -> ModelJobResult | None:
-        """Run one ``ModelJob`` child inside the runtime budget.
+    async def _execute_worktree(self, request: ExecuteRequest) -> RunView:
+        """The approved contract, carried out: the change job writes a patch; one activity applies it
+        in a fresh worktree at the base commit and fails closed; the reviewer sees git's diff."""
+        assert self._captured is not None
+        contract = self._captured.contract
+        await self._transition(RunStatus.QUEUED)
+        await self._transition(RunStatus.RUNNING)
+        deadline = workflow.now() + timedelta(seconds=contract.budgets.runtime_seconds)
+        change_job = await self._model_job(JobKind.ANALYSIS, deadline, expects_patch=True)
+        if change_job is None:
+            return await self._finish(self._status)
+        self._result = change_job.output
+        if self._cancel is not None:
+            return await self._finish(RunStatus.CANCELLED)
+        patch = change_job.output.patch
+        assert patch is not None  # call_model checks that a change job's result carries one
+        self._execution = ExecutionRecord(actor=request.actor)
+        await self._transition(RunStatus.VERIFYING)
+        execution = await self._run_execution(patch, deadline)
+        if execution is None:
+            return await self._finish(self._status)
+        if self._cancel is not None:
+            return await self._finish(RunStatus.CANCELLED)
+        try:
+            change = ChangeUnderReview.from_evidence(execution.evidence)
+        except ValueError as error:
+            self._error = RunError(type=ErrorType.CHANGE_TOO_LARGE_FOR_REVIEW, message=str(error))
+            self._record("step_failed", data={"step": "review", "error_type": self._error.type})
+            return await self._finish(RunStatus.FAILED)
+        return await self._review_and_decide(deadline, change)
+
+    async def _run_execution(self, patch: str, deadline: Any) -> WorktreeExecution | None:
+        """Run ``execute_worktree_attempt``; the result, or ``None`` after moving the run to
+        ``failed`` (the fail-closed type as the error; the worktree stays) or ``expired``."""
+        assert self._captured is not None and self._execution is not None
+        contract = self._captured.contract
+        assert contract.repo_alias is not None and contract.base_commit is not None
+        remaining = max((deadline - workflow.now()).total_seconds(), 1.0)
+        self._executing = True
+        try:
+            execution: WorktreeExecution = await workflow.execute_activity(
+                EXECUTE_WORKTREE_ACTIVITY,
+                ExecuteAttemptRequest(
+                    run_id=contract.run_id,
+                    repo_alias=contract.repo_alias,
+                    base_commit=contract.base_commit,
+                    patch=patch,
+                ),
+                result_type=WorktreeExecution,
+                start_to_close_timeout=_EXECUTION_TIMEOUT,
+                schedule_to_close_timeout=timedelta(seconds=remaining),
+                retry_policy=_EXECUTION_RETRY,
+            )
+        except ActivityError as error:
+            cause = error.cause
+            if isinstance(cause, ApplicationError):
+                error_type, message = cause.type or ErrorType.EXECUTION_FAILED, cause.message
+            else:
+                error_type, message = ErrorType.EXECUTION_FAILED, str(cause or error)
+            location = None
+            if isinstance(cause, ApplicationError) and cause.details and isinstance(cause.details[0], dict):
+                location = WorktreeLocation.model_validate(cause.details[0])
+            self._execution = self._execution.model_copy(
+                update={"location": location, "failure_type": error_type}
+            )
+            self._record(
+                "worktree_failed",
+                data={
+                    "error_type": error_type,
+                    "message": message,
+                    "attempt": location.attempt if location else None,
+                },
+            )
+            self._error = RunError(type=error_type, message=message)
+            self._set_status(RunStatus.FAILED)
+            return None
+        finally:
+            self._executing = False
+        evidence = execution.evidence
+        self._execution = self._execution.model_copy(
+            update={
+                "evidence": evidence,
+                "patch_sha256": execution.applied.patch_sha256,
+                "location": WorktreeLocation(
+                    attempt=execution.attempt.attempt,
+                    worktree=str(execution.attempt.worktree),
+                    evidence_dir=str(execution.attempt.evidence_dir),
+                    repository=str(execution.attempt.repository),
+                    base_commit=execution.attempt.base_commit,
+                ),
+            }
+        )
+        self._record(
+            "worktree_executed",
+            data={
+                "attempt": execution.attempt.attempt,
+                "base_commit": evidence.base_commit,
+                "files_changed": evidence.files_changed,
+                "diff_sha256": evidence.diff_sha256,
+                "diff_bytes": evidence.diff_bytes,
+                "patch_sha256": execution.applied.patch_sha256,
+            },
+        )
+        return execution
+
+    async def _model_job(
+        self,
+        kind: JobKind,
+        deadline: Any,
+        *,
+        expects_patch: bool = False,
+        change: ChangeUnderReview | None = None,
+    ) -> ModelJobResult | None:
+        """Run one ``ModelJob`` child inside the runtime budget (``expects_patch``: a worktree run's
+        change job; ``change``: what git says a worktree run changed, for its reviewer).
 
         Returns the result, or ``None`` after moving the run to ``failed`` or ``expired``.
         """
@@ -258,6 +397,8 @@ class SpecialistRunWorkflow:
                 task=contract.task,
                 evidence_refs=contract.evidence_refs,
                 findings_under_review=findings,
+                expects_patch=expects_patch,
+                change=change,
             ),
             # The captured assignment picks the job's models; a contract captured before support
             # routing has none, so for_job returns the same snapshot and old runs replay unchanged.
@@ -391,6 +532,7 @@ class SpecialistRunWorkflow:
             created_at=self._created_at,
             audit=list(self._audit),
             context_packs=list(self._packs),
+            execution=self._execution,
         )
 
     @workflow.update(name="enqueue")
@@ -474,6 +616,41 @@ class SpecialistRunWorkflow:
                 type="stale_contract_digest",
             )
 
+    @workflow.update(name="execute")
+    async def execute(self, request: ExecuteRequest) -> ActionResult:
+        """Carry out an approved worktree run: by a registered human with a proof bound to the
+        approved contract digest; accepted once — a second or concurrent execute is refused."""
+        assert self._captured is not None
+        digest = self._captured.contract_sha256
+        refusal = await self._authorize("execute", request.actor, proof=request.proof, digest=digest)
+        if refusal is not None:
+            return refusal
+        if self._status is not RunStatus.APPROVED or self._execute is not None or self._cancel is not None:
+            # Another execute (or a cancel) won while this one was being authorised.
+            return self._refuse("execute", request.actor, "already_executing", f"run is {self._status.value}")
+        self._execute = request
+        self._record("execute_requested", actor=request.actor, data={"contract_sha256": digest})
+        return ActionResult(accepted=True, status=RunStatus.QUEUED)
+
+    @execute.validator
+    def _validate_execute(self, request: ExecuteRequest) -> None:
+        tier = self._captured.contract.tier if self._captured is not None else None
+        if tier is Tier.PR_READY:
+            raise ApplicationError(
+                f"run {self._input.run_id} is pr_ready: its execution is not available in this version",
+                type="execution_not_available",
+            )
+        if self._execute is not None:
+            raise ApplicationError(
+                f"run {self._input.run_id} is already executing or executed ({self._status.value})",
+                type="already_executing",
+            )
+        if self._status is not RunStatus.APPROVED:
+            raise ApplicationError(
+                f"run {self._input.run_id} is {self._status.value}; only an approved run executes",
+                type="not_approved",
+            )
+
     @workflow.signal(name="cancel")
     async def cancel(self, request: CancelRequest) -> None:
         """Stop the run; a model job that is running finishes first."""
@@ -485,7 +662,7 @@ class SpecialistRunWorkflow:
             return
         self._cancel = request
         self._record("cancel_requested", actor=request.actor, data={"reason": request.reason})
-        if self._model_job_running:
+        if self._model_job_running or self._executing:
             self._set_status(RunStatus.CANCEL_REQUESTED)
 
     async def _authorize(

@@ -15,7 +15,8 @@ from contracts.output import JobKind
 
 @dataclass(frozen=True)
 class JobIdentity:
-    """A job's stable identity: profile, job kind and the work item's title.
+    """A job's stable identity: profile, job kind and the work item's title, and whether it is a
+    worktree run's change job (``expects_patch``: its result carries a unified diff).
 
     The replay provider keys recordings by it, so recordings survive changes to prompts and context.
     """
@@ -23,6 +24,12 @@ class JobIdentity:
     profile_id: str
     kind: JobKind
     title: str
+    expects_patch: bool = False
+
+    @property
+    def recording_kind(self) -> str:
+        """The job kind a recording is filed under: ``change`` for a change job, else the kind."""
+        return "change" if self.expects_patch else self.kind.value
 
 
 @dataclass(frozen=True)

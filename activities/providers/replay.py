@@ -2,7 +2,7 @@
 
 Model id ``replay:<name>`` reads ``<recordings dir>/<name>.json``::
 
-    {"recordings": [{"profile": "...", "kind": "analysis" | "review", "title": "...",
+    {"recordings": [{"profile": "...", "kind": "analysis" | "review" | "change", "title": "...",
                      "response": { ...a SpecialistOutput... }}]}
 
 Recordings are keyed by the job identity (profile, job kind, work item title), not by a hash of the
@@ -59,12 +59,12 @@ class ReplayProvider:
         """The recorded response for the request's identity. Raises ``replay_no_recording``."""
         identity: JobIdentity = request.identity
         table = self._load(request.model_name)
-        key = (identity.profile_id, identity.kind.value, identity.title)
+        key = (identity.profile_id, identity.recording_kind, identity.title)
         try:
             return table[key]
         except KeyError:
             raise ProviderError(
                 ErrorType.REPLAY_NO_RECORDING,
-                f"no replay recording for profile {identity.profile_id!r}, job {identity.kind.value!r}, "
+                f"no replay recording for profile {identity.profile_id!r}, job {identity.recording_kind!r}, "
                 f"title {identity.title!r} in replay:{request.model_name}",
             ) from None

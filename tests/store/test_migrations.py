@@ -29,6 +29,7 @@ TABLES = {
     "deployment_settings",
     "models",
     "spent_proofs",
+    "worktree_claims",
     "alembic_version",
 }
 

@@ -196,7 +196,7 @@ def test_migration_0005_upgrades_a_store_at_0004(database_url: str) -> None:
         with upgraded.engine.connect() as connection:
             assert inspect(connection).has_table("spent_proofs")
             revision = connection.scalar(text("SELECT version_num FROM alembic_version"))
-        assert revision == SCHEMA_REVISION == "0005"
+        assert revision == SCHEMA_REVISION
         assert upgraded.actor_exists("alice")
         nonce = _nonce()
         assert _spend(upgraded, nonce, FIRST_RUN)

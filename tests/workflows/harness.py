@@ -47,6 +47,8 @@ from control.runs import (
     create_run,
     decide_run,
     enqueue_run,
+    execute_run,
+    get_view,
     request_digest,
     wait_for_view,
 )
@@ -207,6 +209,29 @@ class TextProvider:
         return self._answer(request)
 
 
+class PatchProvider:
+    """Answers a worktree run's change job with the ``replay:demo`` analysis of the same work item plus
+    ``patch`` (``None``: no patch at all); every other job as ``replay:demo`` does. Records requests."""
+
+    def __init__(self, patch: str | None) -> None:
+        self.patch = patch
+        self.requests: list[CompletionRequest] = []
+        self._lock = threading.Lock()
+
+    def complete(self, request: CompletionRequest) -> str:
+        with self._lock:
+            self.requests.append(request)
+        if not request.identity.expects_patch:
+            return replay_demo(request)
+        analysis = dataclasses.replace(
+            request, identity=dataclasses.replace(request.identity, expects_patch=False)
+        )
+        answer = json.loads(replay_demo(analysis))
+        if self.patch is not None:
+            answer["patch"] = self.patch
+        return json.dumps(answer)
+
+
 class SlowProvider:
     """Heartbeats for ``seconds`` (or until the activity is cancelled or the worker stops), then
     answers from the ``replay:demo`` recordings. ``started`` is set when the first call begins."""
@@ -290,6 +315,15 @@ class Bench:
         """Approve the contract ``digest`` of a run awaiting approval, with a valid proof."""
         signature = proof(run_id, "approve", actor=actor, digest=digest)
         return await approve_run(self.client, run_id, actor, digest, signature)
+
+    async def execute(self, run_id: str, actor: str = ACTOR, *, digest: str | None = None) -> ActionResult:
+        """Execute an approved run, with a valid proof bound to its contract digest (``digest``:
+        another digest to bind it to)."""
+        if digest is None:
+            digest = (await get_view(self.client, run_id)).contract_sha256 or ""
+        return await execute_run(
+            self.client, run_id, actor, proof(run_id, "execute", actor=actor, digest=digest)
+        )
 
     async def create(self, item: WorkItem | str, **kwargs: Any) -> RunView:
         """Create a run with :func:`control.runs.create_run`; returns its first settled-from-routing
@@ -408,6 +442,7 @@ async def bench(
         approval_window_seconds=approval_window_seconds,
         recordings_dir=DEFAULT_RECORDINGS_DIR,
         action_token=action_token,
+        state_dir=tmp_path / "state",
     )
     b = Bench(client, task_queue, database_url, store, config, dict(providers or {}))
     if model is not None:

@@ -387,3 +387,56 @@ async def test_an_uncontended_job_schedules_its_call_in_its_first_workflow_task(
     ]
     assert scheduled == ["call_model"]
     assert (state.held, state.waiting, state.granted_total) == ([], [], 2)
+
+
+@within(30)
+async def test_a_lease_queued_by_signal_and_granted_in_an_update_answer_is_still_signalled(
+    temporal_client: Client, task_queue: str, tmp_path: Path
+) -> None:
+    # The requester gave up on the update's answer and sent `acquire`; the ceiling then handles both
+    # in one workflow task, signal first. The answer reaches nobody, so the grant must be signalled.
+    async with bench(temporal_client, task_queue, tmp_path, model=None) as b:
+        holder = await _holder(temporal_client, task_queue)
+        ceiling = await _start_ceiling(temporal_client, task_queue)
+        request = LeaseRequest(lease_id="answer-lost", holder_workflow_id=holder.id, lease_seconds=600)
+        await ceiling.signal(ModelCeilingWorkflow.acquire, request)
+        answer = asyncio.ensure_future(ceiling.execute_update(ModelCeilingWorkflow.try_acquire, request))
+        await asyncio.sleep(0.5)  # both wait for a worker
+        async with b.worker():
+            assert (await answer).status == "held"
+
+            async def signalled() -> bool:
+                return await _signals_to(temporal_client, holder.id) == [("lease_granted", "answer-lost")]
+
+            assert await until(signalled, timeout=10)
+            for handle in (holder, ceiling):
+                await handle.terminate("test finished")
+
+
+@within(30)
+async def test_a_late_request_for_a_lease_already_given_back_takes_no_slot(
+    temporal_client: Client, task_queue: str, tmp_path: Path
+) -> None:
+    # An abandoned update or a retried signal can arrive after its job gave the lease back (or
+    # before: a release may overtake the request). Either way the id is remembered and ignored.
+    async with bench(temporal_client, task_queue, tmp_path, model=None) as b, b.worker():
+        holder = await _holder(temporal_client, task_queue)
+        ceiling = await _start_ceiling(temporal_client, task_queue)
+
+        def request(lease_id: str) -> LeaseRequest:
+            return LeaseRequest(lease_id=lease_id, holder_workflow_id=holder.id, lease_seconds=600)
+
+        assert (
+            await ceiling.execute_update(ModelCeilingWorkflow.try_acquire, request("done"))
+        ).status == "held"
+        await ceiling.signal(ModelCeilingWorkflow.release, LeaseRelease(lease_id="done"))
+        await ceiling.signal(ModelCeilingWorkflow.release, LeaseRelease(lease_id="overtaken"))
+        late = await ceiling.execute_update(ModelCeilingWorkflow.try_acquire, request("done"))
+        overtaken = await ceiling.execute_update(ModelCeilingWorkflow.try_acquire, request("overtaken"))
+        await ceiling.signal(ModelCeilingWorkflow.acquire, request("done"))
+        state = await ceiling.query(ModelCeilingWorkflow.state)
+        for handle in (holder, ceiling):
+            await handle.terminate("test finished")
+    assert (late.status, overtaken.status) == ("released", "released")
+    assert (state.held, state.waiting, state.granted_total) == ([], [], 1)
+    assert state.released == ["done", "overtaken"]

@@ -27,7 +27,7 @@ from temporalio.worker import Replayer
 
 from tests.workflows.harness import within
 from worker import WORKFLOWS, sandbox_runner
-from workflows.model_ceiling import PATCH_RENOTIFY_HELD
+from workflows.model_ceiling import PATCH_LEASE_RECORDS
 from workflows.model_job import PATCH_ATTEMPTS_IN_WORKFLOW, PATCH_LOCAL_PREPARE
 from workflows.specialist_run import PATCH_AUDIT_MODEL_ATTEMPTS, PATCH_AUTHORIZE_CREATE
 
@@ -132,7 +132,7 @@ def test_current_histories_carry_every_patch_and_older_ones_predate_theirs() -> 
         expected = [] if "." in path.stem else _expected_run_patches(path.stem, audits_attempts=False)
         assert _patches(path) == expected, path.name
     assert all(_patches(path) == [] for path in V1)
-    assert PATCH_RENOTIFY_HELD not in {patch for path in ALL for patch in _patches(path)}
+    assert PATCH_LEASE_RECORDS not in {patch for path in ALL for patch in _patches(path)}
 
 
 def _ceiling_messages(path: Path) -> tuple[list[str], int]:

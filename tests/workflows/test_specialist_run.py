@@ -254,7 +254,16 @@ async def test_review_job_sees_task_evidence_and_findings_but_not_the_authors_pr
     assert payload["kind"] == "review"
     assert payload["profile_id"] == "backend-architect"
     assert payload["context"]["findings_under_review"] == findings
-    assert set(payload["context"]) == {"title", "task", "evidence_refs", "findings_under_review"}
+    assert set(payload["context"]) == {
+        "title",
+        "task",
+        "evidence_refs",
+        "findings_under_review",
+        "expects_patch",
+        "change",
+    }
+    # A read_only run changes nothing: no patch is asked for and there is no change to review.
+    assert (payload["context"]["expects_patch"], payload["context"]["change"]) == (False, None)
     assert "database-optimizer" not in json.dumps(payload["context"])
 
 

@@ -1,0 +1,132 @@
+"""Activity ``execute_worktree_attempt``: apply an approved run's patch in a fresh worktree, fail closed.
+
+One activity does the whole attempt — claim, worktree, patch, checks, evidence — because the worktree
+lives on the disk of the worker that made it: split over several activities, a later step could land
+on another machine. The steps are those of :mod:`activities.worktree` (DESIGN.md "Worktree execution"):
+
+1. claim the execution attempt in the store (run id + the activity's attempt number), so two worker
+   processes never run the same attempt — a duplicate is refused with ``attempt_claimed``;
+2. create ``<state>/worktrees/<run>/attempt-<n>`` (``n``: the claimed attempt) as a detached worktree
+   at the contract's base commit — an unavailable base commit fails closed;
+3. check the patch strictly and apply it with ``git apply``;
+4. check the result (HEAD, commits and refs in the worktree and the source repository, ``git diff
+   --check``, at most 40 changed paths, nothing outside the worktree) and collect git's evidence.
+
+Any fail-closed rule raises a non-retryable ``ApplicationError`` whose ``type`` is the rule
+(``contracts.worktree.ExecutionFailure``) and whose one detail says where the preserved worktree is.
+Only an unreachable store or a git failure is retryable; a retry claims the next attempt and makes a
+new worktree beside the old one, never reusing it.
+"""
+
+from __future__ import annotations
+
+import os
+import socket
+from pathlib import Path
+
+from temporalio import activity
+from temporalio.exceptions import ApplicationError
+
+from activities.config import ActivityConfig
+from activities.errors import refusal
+from activities.logs import run_logger
+from activities.store_access import SharedStore
+from activities.worktree import apply_patch, check_and_collect, create_attempt_worktree
+from contracts.errors import ErrorType, NotFound, OperatorError, ServiceUnavailable
+from contracts.execution import PATCH_EXECUTOR, ExecuteAttemptRequest, WorktreeExecution, WorktreeLocation
+from contracts.worktree import WorktreeAttempt, WorktreeExecutionFailed
+
+
+def _worker_identity() -> str:
+    return f"{socket.gethostname()}:{os.getpid()}"[:200]
+
+
+def location_of(attempt: WorktreeAttempt) -> WorktreeLocation:
+    """Where ``attempt``'s worktree is kept (for ``show --recovery``)."""
+    return WorktreeLocation(
+        attempt=attempt.attempt,
+        worktree=str(attempt.worktree),
+        evidence_dir=str(attempt.evidence_dir),
+        repository=str(attempt.repository),
+        base_commit=attempt.base_commit,
+    )
+
+
+class ExecutionActivities:
+    """``execute_worktree_attempt`` bound to the deployment's state directory and store."""
+
+    def __init__(self, config: ActivityConfig, store: SharedStore) -> None:
+        self._config = config
+        self._store = store
+
+    @activity.defn(name="execute_worktree_attempt")
+    def execute_worktree_attempt(self, request: ExecuteAttemptRequest) -> WorktreeExecution:
+        """Claim, create, apply, check and collect one execution attempt of ``request.run_id``.
+
+        Returns the attempt, the applied patch and git's evidence. Raises ``ApplicationError``:
+        a fail-closed type (``base_commit_unavailable``, ``patch_invalid``, ``patch_does_not_apply``,
+        ``head_moved``, ``new_commit``, ``new_ref``, ``diff_check_failed``, ``too_many_files``,
+        ``path_outside_worktree``) with the worktree's :class:`WorktreeLocation` as its one detail when
+        one was made; ``attempt_claimed``; ``repository_unavailable`` (the alias is no longer
+        allow-listed); ``execution_failed`` (no state directory, unknown executor); retryable
+        ``ServiceUnavailable`` codes when the store or git cannot be reached.
+        """
+        info = activity.info()
+        log = run_logger(request.run_id, activity="execute_worktree_attempt", attempt=info.attempt)
+        if request.executor != PATCH_EXECUTOR:
+            raise ApplicationError(
+                f"executor {request.executor!r} is not available (only {PATCH_EXECUTOR!r})",
+                type=ErrorType.EXECUTION_FAILED,
+                non_retryable=True,
+            )
+        state_dir = self._config.state_dir
+        if state_dir is None:
+            raise ApplicationError(
+                "this worker has no state directory, so it cannot make worktrees",
+                type=ErrorType.EXECUTION_FAILED,
+                non_retryable=True,
+            )
+        try:
+            repository = Path(self._store.get().get_repository(request.repo_alias).path)
+        except NotFound as error:
+            raise ApplicationError(
+                f"repository {request.repo_alias!r} is no longer allow-listed: {error.message}",
+                type=ErrorType.REPOSITORY_UNAVAILABLE,
+                non_retryable=True,
+            ) from None
+        except OperatorError as error:
+            raise refusal(error) from None
+        try:
+            self._store.get().claim_worktree_attempt(
+                request.run_id, info.attempt, _worker_identity(), worktree_attempt=info.attempt
+            )
+            attempt = create_attempt_worktree(
+                repository, request.base_commit, state_dir, request.run_id, attempt=info.attempt
+            )
+        except OperatorError as error:
+            if isinstance(error, WorktreeExecutionFailed):
+                log.warning("worktree_failed_closed", error_type=error.code, message=error.message)
+            raise refusal(error) from None
+        log.info("worktree_created", worktree_attempt=attempt.attempt, base_commit=attempt.base_commit)
+        try:
+            applied = apply_patch(attempt, request.patch)
+            evidence = check_and_collect(attempt)
+        except ServiceUnavailable as error:
+            raise refusal(error) from None
+        except OperatorError as error:  # fail closed (or a refused input): the worktree stays
+            log.warning("worktree_failed_closed", error_type=error.code, message=error.message)
+            raise ApplicationError(
+                error.message,
+                location_of(attempt).model_dump(mode="json"),
+                type=error.code,
+                non_retryable=True,
+            ) from None
+        log.info(
+            "worktree_change_collected",
+            files_changed=evidence.files_changed,
+            diff_bytes=evidence.diff_bytes,
+            patch_sha256=applied.patch_sha256,
+        )
+        return WorktreeExecution(
+            attempt=attempt, applied=applied, evidence=evidence, execution_attempt=info.attempt
+        )

@@ -1,0 +1,105 @@
+"""Executing an approved worktree run: the ``execute_worktree_attempt`` activity's input and result, the
+change a reviewer sees, and what the run keeps of its execution.
+
+DESIGN.md "Worktree execution". The run's change job returns a unified diff (``SpecialistOutput.patch``);
+one activity then claims an execution attempt, makes a fresh detached worktree at the contract's base
+commit, applies the patch with git and fails closed on anything outside the rules
+(``contracts.worktree.ExecutionFailure``). What git reports as changed (:class:`ChangeEvidence`) is the
+evidence the blinded reviewer and the operator see — never the model's own description.
+
+These models cross the Temporal boundary, so new fields get defaults. No I/O here.
+"""
+
+from __future__ import annotations
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from contracts.worktree import AppliedPatch, ChangedFile, ChangeEvidence, NumstatEntry, WorktreeAttempt
+
+PATCH_EXECUTOR = "patch"
+"""The executor that applies the model's unified diff with git (the default for a repository)."""
+
+
+class ChangeUnderReview(BaseModel):
+    """The change a reviewer of a worktree run is given: git's file list, numstat and full diff
+    against the base commit (inline only: a change too big for a review request fails the run)."""
+
+    model_config = ConfigDict(frozen=True)
+
+    base_commit: str
+    files: list[ChangedFile]
+    numstat: list[NumstatEntry]
+    diff: str
+    diff_sha256: str
+
+    @classmethod
+    def from_evidence(cls, evidence: ChangeEvidence) -> ChangeUnderReview:
+        """The reviewable form of ``evidence``. Raises ``ValueError`` when its diff is stored by
+        reference (over 256 KiB or not UTF-8): it cannot be put in front of a reviewer."""
+        if evidence.diff is None:
+            raise ValueError(
+                f"the change's diff is {evidence.diff_bytes} bytes or not UTF-8 text, stored by "
+                "reference; it does not fit a review request"
+            )
+        return cls(
+            base_commit=evidence.base_commit,
+            files=evidence.files,
+            numstat=evidence.numstat,
+            diff=evidence.diff,
+            diff_sha256=evidence.diff_sha256,
+        )
+
+
+class ExecuteAttemptRequest(BaseModel):
+    """Input of ``execute_worktree_attempt``: apply ``patch`` to a fresh worktree of the allow-listed
+    repository ``repo_alias`` at ``base_commit``, for run ``run_id``."""
+
+    model_config = ConfigDict(frozen=True)
+
+    run_id: str
+    repo_alias: str
+    base_commit: str
+    patch: str
+    executor: str = PATCH_EXECUTOR
+
+
+class WorktreeExecution(BaseModel):
+    """Result of ``execute_worktree_attempt``: the attempt (its worktree), the applied patch and the
+    evidence of what changed, computed by git. ``execution_attempt`` is the claimed attempt number
+    (the activity's attempt: a retry claims the next one and never reuses a worktree)."""
+
+    model_config = ConfigDict(frozen=True)
+
+    attempt: WorktreeAttempt
+    applied: AppliedPatch
+    evidence: ChangeEvidence
+    execution_attempt: int = Field(default=1, ge=1)
+
+
+class WorktreeLocation(BaseModel):
+    """Where an attempt's worktree is kept (``show --recovery`` only): its path, its evidence
+    directory, the repository it belongs to and the detached base commit it was made at (it has no
+    branch: ``git worktree add --detach``)."""
+
+    model_config = ConfigDict(frozen=True)
+
+    attempt: int = Field(ge=1)
+    worktree: str
+    evidence_dir: str | None = None
+    repository: str | None = None
+    base_commit: str
+
+
+class ExecutionRecord(BaseModel):
+    """What a run keeps of its execution: who executed it and when (ISO), the change (when the
+    attempt passed its checks), the patch's sha256, and where the worktree is kept — withheld from
+    ``show`` and ``--json`` unless ``--recovery`` is asked for."""
+
+    model_config = ConfigDict(frozen=True)
+
+    actor: str
+    executor: str = PATCH_EXECUTOR
+    evidence: ChangeEvidence | None = None
+    patch_sha256: str | None = None
+    location: WorktreeLocation | None = None
+    failure_type: str | None = None

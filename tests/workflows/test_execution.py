@@ -1,0 +1,421 @@
+"""Executing approved worktree runs (DESIGN.md "Worktree execution"): ``execute`` is a protected update
+accepted once; the change job's patch is applied with git in a fresh detached worktree at the contract's
+base commit; anything outside the rules fails the run closed with a specific error type and keeps the
+worktree; the reviewer and the operator see what git says changed.
+
+Real dev server, real SQLite store, real git repositories made in ``tmp_path``; the model is a test
+provider that answers the change job with the ``replay:demo`` analysis plus a chosen patch.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from collections.abc import AsyncIterator, Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+from temporalio.client import Client
+
+import activities.execution
+from contracts.enums import Tier
+from contracts.errors import Refused
+from contracts.runs import DecisionOutcome, RunStatus, RunView
+from contracts.worktree import WorktreeAttempt
+from control.runs import get_view
+from tests.store.git_repository import git, make_working_tree
+from tests.workflows.harness import (
+    SLOW_QUERY,
+    Bench,
+    PatchProvider,
+    audit_kinds,
+    bench,
+    events,
+    transitions,
+    within,
+)
+
+ALIAS = "orders-service"  # the repo_alias of the slow-query example
+MODEL = "patching:model"
+
+GOOD_PATCH = """diff --git a/docs/README.md b/docs/README.md
+--- a/docs/README.md
++++ b/docs/README.md
+@@ -1 +1,2 @@
+ docs
++Orders report: add an index on orders (merchant_id, created_at).
+diff --git a/db/indexes.sql b/db/indexes.sql
+new file mode 100644
+--- /dev/null
++++ b/db/indexes.sql
+@@ -0,0 +1 @@
++CREATE INDEX CONCURRENTLY orders_merchant_created ON orders (merchant_id, created_at);
+"""
+
+
+def _new_files_patch(count: int) -> str:
+    return "".join(
+        f"diff --git a/many/f{n}.txt b/many/f{n}.txt\nnew file mode 100644\n--- /dev/null\n"
+        f"+++ b/many/f{n}.txt\n@@ -0,0 +1 @@\n+line {n}\n"
+        for n in range(count)
+    )
+
+
+@contextlib.asynccontextmanager
+async def execution_bench(
+    client: Client, task_queue: str, tmp_path: Path, patch: str | None
+) -> AsyncIterator[tuple[Bench, Path, PatchProvider]]:
+    """A bench with ``ALIAS`` allow-listed (a fresh git working tree) and ``patch`` as the change."""
+    tree = make_working_tree(tmp_path / ALIAS)
+    provider = PatchProvider(patch)
+    async with bench(client, task_queue, tmp_path, providers={"patching": provider}, model=MODEL) as b:
+        b.add_repository(ALIAS, tree, "main")
+        yield b, tree, provider
+
+
+async def approved(b: Bench, tier: Tier = Tier.WORKTREE) -> RunView:
+    view = await b.create(SLOW_QUERY, tier=tier)
+    view = await b.wait(view.run_id, lambda v: v.status is RunStatus.AWAITING_APPROVAL)
+    assert view.contract_sha256 is not None
+    return await b.approve(view.run_id, view.contract_sha256)
+
+
+async def executed(b: Bench, run_id: str, until: Callable[[RunView], bool] | None = None) -> RunView:
+    """Execute ``run_id`` and wait until it awaits a decision or finished."""
+    result = await b.execute(run_id)
+    assert result.accepted and result.status is RunStatus.QUEUED
+    settled = until or (lambda v: v.status.terminal or v.status is RunStatus.AWAITING_DECISION)
+    return await b.wait(run_id, settled, timeout=60)
+
+
+def worktrees(tmp_path: Path, run_id: str) -> list[str]:
+    run_dir = tmp_path / "state" / "worktrees" / run_id
+    return sorted(entry.name for entry in run_dir.iterdir()) if run_dir.exists() else []
+
+
+# ------------------------------------------------------------------------------------ the good path
+
+
+@within(90)
+async def test_a_good_patch_runs_to_awaiting_decision_with_gits_evidence_and_is_accepted(
+    temporal_client: Client, task_queue: str, tmp_path: Path
+) -> None:
+    async with (
+        execution_bench(temporal_client, task_queue, tmp_path, GOOD_PATCH) as (b, tree, provider),
+        b.worker(),
+    ):
+        base = git(tree, "rev-parse", "HEAD")
+        run = await approved(b)
+        view = await executed(b, run.run_id)
+        assert view.status is RunStatus.AWAITING_DECISION, view.error
+        assert transitions(view)[-6:] == [
+            ("awaiting_approval", "approved"),
+            ("approved", "queued"),
+            ("queued", "running"),
+            ("running", "verifying"),
+            ("verifying", "reviewing"),
+            ("reviewing", "awaiting_decision"),
+        ]
+        execution = view.execution
+        assert execution is not None and execution.evidence is not None
+        evidence = execution.evidence
+        assert evidence.base_commit == base and evidence.files_changed == 2
+        assert {(f.path, f.status.value) for f in evidence.files} == {
+            ("docs/README.md", "modified"),
+            ("db/indexes.sql", "added"),
+        }
+        assert {(n.path, n.added, n.deleted) for n in evidence.numstat} == {
+            ("docs/README.md", 1, 0),
+            ("db/indexes.sql", 1, 0),
+        }
+        assert evidence.diff is not None and "+CREATE INDEX CONCURRENTLY" in evidence.diff
+        (started,) = events(view, "execute_requested")
+        assert started["contract_sha256"] == view.contract_sha256
+        (done,) = events(view, "worktree_executed")
+        assert (done["files_changed"], done["diff_sha256"]) == (2, evidence.diff_sha256)
+
+        # The worktree is a detached checkout of the base commit, outside the source repository;
+        # the source repository is untouched.
+        assert execution.location is not None
+        worktree = Path(execution.location.worktree)
+        assert worktree.parent == tmp_path / "state" / "worktrees" / run.run_id
+        assert git(worktree, "rev-parse", "HEAD") == base
+        assert (worktree / "db" / "indexes.sql").exists()
+        assert git(tree, "status", "--porcelain") == "" and not (tree / "db").exists()
+
+        # The reviewer saw the change as git computed it, blinded to the author.
+        review = [r for r in provider.requests if r.identity.kind.value == "review"][-1]
+        assert "The change under review (computed by git" in review.context
+        assert evidence.diff_sha256 in review.context
+        assert "patching:model" not in review.context
+
+        await b.decide(run.run_id, DecisionOutcome.ACCEPTED, "index added")
+        final = await b.terminal(run.run_id)
+        assert final.status is RunStatus.ACCEPTED
+        assert worktree.exists(), "the worktree stays until pruned"
+
+
+@within(90)
+async def test_a_branch_moved_after_the_contract_still_executes_at_the_frozen_base_commit(
+    temporal_client: Client, task_queue: str, tmp_path: Path
+) -> None:
+    async with (
+        execution_bench(temporal_client, task_queue, tmp_path, GOOD_PATCH) as (b, tree, _),
+        b.worker(),
+    ):
+        run = await approved(b)
+        base = run.contract.base_commit if run.contract else None
+        (tree / "docs" / "README.md").write_text("docs\nrewritten on main\n")
+        git(tree, "commit", "--quiet", "--no-gpg-sign", "-am", "moved on")
+        assert git(tree, "rev-parse", "HEAD") != base
+        view = await executed(b, run.run_id)
+        assert view.status is RunStatus.AWAITING_DECISION, view.error
+        assert view.execution is not None and view.execution.evidence is not None
+        assert view.execution.evidence.base_commit == base
+        assert view.execution.location is not None
+        assert git(Path(view.execution.location.worktree), "rev-parse", "HEAD") == base
+
+
+# ----------------------------------------------------------------------------------- fail closed
+
+
+TRAILING_SPACE_PATCH = (
+    "diff --git a/docs/README.md b/docs/README.md\n--- a/docs/README.md\n+++ b/docs/README.md\n"
+    "@@ -1 +1,2 @@\n docs\n+trailing space here   \n"
+)
+
+NOT_APPLYING_PATCH = """diff --git a/docs/README.md b/docs/README.md
+--- a/docs/README.md
++++ b/docs/README.md
+@@ -1 +1,2 @@
+ this line is not in the file
++added
+"""
+
+SYMLINK_OUT_PATCH = """diff --git a/docs/escape b/docs/escape
+new file mode 120000
+--- /dev/null
++++ b/docs/escape
+@@ -0,0 +1 @@
++/etc
+\\ No newline at end of file
+"""
+
+
+@pytest.mark.parametrize(
+    ("patch", "error_type"),
+    [
+        (NOT_APPLYING_PATCH, "patch_does_not_apply"),
+        (TRAILING_SPACE_PATCH, "diff_check_failed"),
+        (_new_files_patch(41), "too_many_files"),
+        (SYMLINK_OUT_PATCH, "path_outside_worktree"),
+        ("this is not a diff", "patch_invalid"),
+    ],
+    ids=["does-not-apply", "diff-check", "41-files", "symlink-outside", "not-a-diff"],
+)
+@within(90)
+async def test_a_patch_outside_the_rules_fails_the_run_closed_and_keeps_the_worktree(
+    temporal_client: Client, task_queue: str, tmp_path: Path, patch: str, error_type: str
+) -> None:
+    async with execution_bench(temporal_client, task_queue, tmp_path, patch) as (b, tree, _), b.worker():
+        run = await approved(b)
+        view = await executed(b, run.run_id)
+    assert view.status is RunStatus.FAILED
+    assert view.error is not None and view.error.type == error_type, view.error
+    (failed,) = events(view, "worktree_failed")
+    assert failed["error_type"] == error_type and failed["attempt"] == 1
+    assert "reviewing" not in [to for _, to in transitions(view)]
+    assert view.execution is not None and view.execution.failure_type == error_type
+    assert view.execution.location is not None
+    assert Path(view.execution.location.worktree).is_dir(), "a failed worktree is preserved"
+    assert worktrees(tmp_path, run.run_id) == ["attempt-1", "attempt-1.evidence"]
+    assert git(tree, "status", "--porcelain") == ""
+
+
+@within(90)
+async def test_a_change_result_without_a_patch_fails_the_run_before_any_worktree_is_made(
+    temporal_client: Client, task_queue: str, tmp_path: Path
+) -> None:
+    async with execution_bench(temporal_client, task_queue, tmp_path, None) as (b, _, _), b.worker():
+        run = await approved(b)
+        view = await executed(b, run.run_id)
+    assert view.status is RunStatus.FAILED
+    assert view.error is not None and view.error.type == "model_output_invalid"
+    assert worktrees(tmp_path, run.run_id) == []
+
+
+def _interfere(monkeypatch: pytest.MonkeyPatch, action: Callable[[WorktreeAttempt], Any]) -> None:
+    """Run ``action`` on the attempt between applying the patch and the fail-closed checks — what a
+    process acting beside the attempt would do."""
+    real = activities.execution.check_and_collect
+
+    def check_after_interference(attempt: WorktreeAttempt) -> Any:
+        action(attempt)
+        return real(attempt)
+
+    monkeypatch.setattr(activities.execution, "check_and_collect", check_after_interference)
+
+
+def _commit_in_worktree(attempt: WorktreeAttempt) -> None:
+    git(attempt.worktree, "add", "-A")
+    git(attempt.worktree, "commit", "--quiet", "--no-gpg-sign", "-m", "model commits")
+
+
+def _commit_in_source(tree: Path) -> Callable[[WorktreeAttempt], None]:
+    def commit(_: WorktreeAttempt) -> None:
+        (tree / "docs" / "README.md").write_text("docs\nchanged in the source during the attempt\n")
+        git(tree, "commit", "--quiet", "--no-gpg-sign", "-am", "meanwhile")
+
+    return commit
+
+
+def _new_ref_in_source(tree: Path) -> Callable[[WorktreeAttempt], None]:
+    return lambda _: git(tree, "tag", "sneaky")
+
+
+def _checkout_elsewhere(attempt: WorktreeAttempt) -> None:
+    git(attempt.worktree, "checkout", "--quiet", "--detach", "main~0")
+
+
+@pytest.mark.parametrize(
+    ("interference", "error_type"),
+    [
+        ("commit-in-worktree", "new_commit"),
+        ("commit-in-source", "new_commit"),
+        ("tag-in-source", "new_ref"),
+    ],
+)
+@within(90)
+async def test_a_commit_or_ref_made_during_the_attempt_fails_the_run_closed(
+    temporal_client: Client,
+    task_queue: str,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    interference: str,
+    error_type: str,
+) -> None:
+    async with execution_bench(temporal_client, task_queue, tmp_path, GOOD_PATCH) as (b, tree, _):
+        actions: dict[str, Callable[[WorktreeAttempt], Any]] = {
+            "commit-in-worktree": _commit_in_worktree,
+            "commit-in-source": _commit_in_source(tree),
+            "tag-in-source": _new_ref_in_source(tree),
+        }
+        _interfere(monkeypatch, actions[interference])
+        async with b.worker():
+            run = await approved(b)
+            view = await executed(b, run.run_id)
+    assert view.status is RunStatus.FAILED
+    assert view.error is not None and view.error.type == error_type, view.error
+    assert view.execution is not None and view.execution.location is not None
+    assert Path(view.execution.location.worktree).is_dir()
+
+
+@within(90)
+async def test_a_base_commit_no_longer_in_the_repository_fails_the_run_closed(
+    temporal_client: Client, task_queue: str, tmp_path: Path
+) -> None:
+    async with (
+        execution_bench(temporal_client, task_queue, tmp_path, GOOD_PATCH) as (b, tree, _),
+        b.worker(),
+    ):
+        git(tree, "commit", "--quiet", "--no-gpg-sign", "--allow-empty", "-m", "to be dropped")
+        run = await approved(b)
+        # History rewritten after approval: the frozen commit is gone from the object store.
+        git(tree, "reset", "--quiet", "--hard", "HEAD~1")
+        git(tree, "branch", "-D", "feature")
+        git(tree, "reflog", "expire", "--expire=now", "--all")
+        git(tree, "gc", "--quiet", "--prune=now")
+        view = await executed(b, run.run_id)
+    assert view.status is RunStatus.FAILED
+    assert view.error is not None and view.error.type == "base_commit_unavailable", view.error
+    assert worktrees(tmp_path, run.run_id) == []
+
+
+# ------------------------------------------------------------------------------ execute, accepted once
+
+
+@within(90)
+async def test_a_second_execute_is_refused_and_changes_nothing(
+    temporal_client: Client, task_queue: str, tmp_path: Path
+) -> None:
+    async with (
+        execution_bench(temporal_client, task_queue, tmp_path, GOOD_PATCH) as (b, _, _),
+        b.worker(),
+    ):
+        run = await approved(b)
+        view = await executed(b, run.run_id)
+        with pytest.raises(Refused) as refused:
+            await b.execute(run.run_id)
+        after = await get_view(temporal_client, run.run_id)
+    assert refused.value.code == "already_executing"
+    assert audit_kinds(after).count("execute_requested") == 1
+    assert after.status is view.status is RunStatus.AWAITING_DECISION
+
+
+@within(90)
+async def test_two_executes_racing_execute_once_and_the_other_is_refused(
+    temporal_client: Client, task_queue: str, tmp_path: Path
+) -> None:
+    async with (
+        execution_bench(temporal_client, task_queue, tmp_path, GOOD_PATCH) as (b, _, _),
+        b.worker(),
+    ):
+        run = await approved(b)
+        outcomes = await asyncio.gather(b.execute(run.run_id), b.execute(run.run_id), return_exceptions=True)
+        view = await b.wait(run.run_id, lambda v: v.status is RunStatus.AWAITING_DECISION, timeout=60)
+    accepted = [o for o in outcomes if not isinstance(o, BaseException)]
+    refused = [o for o in outcomes if isinstance(o, Refused)]
+    assert len(accepted) == 1 and len(refused) == 1, outcomes
+    assert refused[0].code in {"already_executing", "not_approved"}
+    assert audit_kinds(view).count("execute_requested") == 1
+    assert audit_kinds(view).count("worktree_executed") == 1
+    assert worktrees(tmp_path, run.run_id) == ["attempt-1", "attempt-1.evidence"]
+
+
+@within(60)
+async def test_execute_needs_a_proof_bound_to_the_approved_contract(
+    temporal_client: Client, task_queue: str, tmp_path: Path
+) -> None:
+    async with (
+        execution_bench(temporal_client, task_queue, tmp_path, GOOD_PATCH) as (b, _, _),
+        b.worker(),
+    ):
+        run = await approved(b)
+        with pytest.raises(Refused) as refused:
+            await b.execute(run.run_id, digest="0" * 64)
+        view = await get_view(temporal_client, run.run_id)
+    assert refused.value.code == "proof_invalid"
+    assert view.status is RunStatus.APPROVED and view.execution is None
+
+
+@within(60)
+async def test_execute_on_a_pr_ready_run_is_refused_as_not_available(
+    temporal_client: Client, task_queue: str, tmp_path: Path
+) -> None:
+    async with (
+        execution_bench(temporal_client, task_queue, tmp_path, GOOD_PATCH) as (b, _, _),
+        b.worker(),
+    ):
+        run = await approved(b, Tier.PR_READY)
+        with pytest.raises(Refused) as refused:
+            await b.execute(run.run_id)
+        view = await get_view(temporal_client, run.run_id)
+    assert refused.value.code == "execution_not_available"
+    assert view.status is RunStatus.APPROVED
+    assert "execute_requested" not in audit_kinds(view)
+
+
+@within(60)
+async def test_execute_before_approval_is_refused_as_not_approved(
+    temporal_client: Client, task_queue: str, tmp_path: Path
+) -> None:
+    async with (
+        execution_bench(temporal_client, task_queue, tmp_path, GOOD_PATCH) as (b, _, _),
+        b.worker(),
+    ):
+        view = await b.create(SLOW_QUERY, tier=Tier.WORKTREE)
+        view = await b.wait(view.run_id, lambda v: v.status is RunStatus.AWAITING_APPROVAL)
+        with pytest.raises(Refused) as refused:
+            await b.execute(view.run_id)
+    assert refused.value.code == "not_approved"
