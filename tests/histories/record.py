@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import dataclasses
 import datetime as dt
 import json
 import os
@@ -52,7 +53,7 @@ from contracts.runs import (
     RunView,
 )
 from contracts.work_item import WorkItem
-from control.runs import approve_run, decide_run, request_digest, wait_for_view
+from control.runs import approve_run, decide_run, execute_run, request_digest, wait_for_view
 from infra.devserver import DevServer, free_port
 from store.database import default_database_url, open_store
 from tests.activities.providers.wire_server import Scripted, openai_completion
@@ -120,6 +121,34 @@ class FailsFirstCall:
             self._seen.add(job)
             raise ProviderError(ErrorType.MODEL_TRANSPORT, "connection reset by peer")
         return self._inner.complete(request)  # type: ignore[attr-defined, no-any-return]
+
+
+class Patching:
+    """Answers a worktree run's change job like the ``replay:demo`` analysis of its work item plus
+    ``patch``; any other job like ``replay:demo``."""
+
+    def __init__(self, inner: object, patch: str) -> None:
+        self._inner = inner
+        self._patch = patch
+
+    def complete(self, request: CompletionRequest) -> str:
+        if not request.identity.expects_patch:
+            return self._inner.complete(request)  # type: ignore[attr-defined, no-any-return]
+        analysis = dataclasses.replace(
+            request, identity=dataclasses.replace(request.identity, expects_patch=False)
+        )
+        answer = json.loads(self._inner.complete(analysis))  # type: ignore[attr-defined]
+        return json.dumps({**answer, "patch": self._patch})
+
+
+GOOD_PATCH = (
+    "diff --git a/docs/README.md b/docs/README.md\n--- a/docs/README.md\n+++ b/docs/README.md\n"
+    "@@ -1 +1,2 @@\n docs\n+Orders report: index orders (merchant_id, created_at).\n"
+)
+STALE_PATCH = (
+    "diff --git a/docs/README.md b/docs/README.md\n--- a/docs/README.md\n+++ b/docs/README.md\n"
+    "@@ -1 +1,2 @@\n a line that is not there\n+added\n"
+)
 
 
 class NotJson:
@@ -233,10 +262,16 @@ async def record(server: DevServer, state: Path) -> None:
         "quota": QuotaExhausted(),
         "notjson": NotJson(),
         "flaky": FailsFirstCall(replay),
+        "patching": Patching(replay, GOOD_PATCH),
+        "stalepatch": Patching(replay, STALE_PATCH),
     }
     queue = "record-histories"
     config = ActivityConfig(
-        database_url=url, read_only_budget_seconds=60, recordings_dir=replay._dir, action_token=TOKEN
+        database_url=url,
+        read_only_budget_seconds=60,
+        recordings_dir=replay._dir,
+        action_token=TOKEN,
+        state_dir=state,
     )
     paths: list[tuple[str, Callable[[], Awaitable[str]]]] = []
 
@@ -396,6 +431,34 @@ async def record(server: DevServer, state: Path) -> None:
         await wait_for_view(client, run_id, _status(RunStatus.CANCELLED))
         return run_id
 
+    async def executed(model: str, settled: RunStatus) -> str:
+        """A worktree run approved, then executed with ``model`` writing its patch."""
+
+        async def body() -> str:
+            run_id, digest = await awaiting_approval()
+            await approve_run(client, run_id, "alice", digest, _proof(run_id, "approve", digest=digest))
+            # Refused in the handler (an unregistered actor), so it is recorded; then executed.
+            with contextlib.suppress(NotFound):
+                mallory = _proof(run_id, "execute", actor="mallory", digest=digest)
+                await execute_run(client, run_id, "mallory", mallory)
+            await execute_run(client, run_id, "alice", _proof(run_id, "execute", digest=digest))
+            await wait_for_view(client, run_id, _status(settled), timeout=60)
+            return run_id
+
+        return await with_selection(ModelSelection(primary=model), body)
+
+    async def executed_accepted() -> str:
+        run_id = await executed("patching:demo", RunStatus.AWAITING_DECISION)
+        await decide_run(client, run_id, "alice", DecisionOutcome.ACCEPTED, "", _proof(run_id, "decide"))
+        await wait_for_view(client, run_id, _status(RunStatus.ACCEPTED))
+        return run_id
+
+    async def executed_failed_closed() -> str:
+        run_id = await executed("stalepatch:demo", RunStatus.FAILED)
+        view = await wait_for_view(client, run_id, _status(RunStatus.FAILED))
+        assert view.error is not None and view.error.type == "patch_does_not_apply", view.error
+        return run_id
+
     async def failed_create_unauthorised() -> str:
         run_id = await _start(client, _input(SLOW_QUERY, Tier.READ_ONLY, enqueue=True, signed=False), queue)
         view = await wait_for_view(client, run_id, _status(RunStatus.FAILED))
@@ -416,6 +479,8 @@ async def record(server: DevServer, state: Path) -> None:
         ("approved_cancelled", approved_cancelled),
         ("approval_refused_then_approved", approval_refused_then_approved),
         ("failed_create_unauthorised", failed_create_unauthorised),
+        ("executed_accepted", executed_accepted),
+        ("executed_failed_closed", executed_failed_closed),
     ]
     async with build_worker(client, task_queue=queue, config=config, providers=providers):
         for name, path in paths:

@@ -57,7 +57,7 @@ V2_PATHS = V1_PATHS | {
     "failed_create_unauthorised",
 }
 V3_PATHS = V2_PATHS | {"accepted_after_retry", "accepted_under_ceiling"}
-CURRENT_PATHS = V3_PATHS
+CURRENT_PATHS = V3_PATHS | {"executed_accepted", "executed_failed_closed"}
 # Paths whose run is created enqueued or automatic: the create is a protected action.
 PROTECTED_CREATE_PATHS = {
     "rejected",
@@ -70,6 +70,8 @@ PROTECTED_CREATE_PATHS = {
     "accepted_after_retry",
     "accepted_under_ceiling",
 }
+# Paths whose run executes an approved worktree run (the change job and the worktree activity).
+EXECUTE_PATHS = {"executed_accepted", "executed_failed_closed"}
 # Paths whose run sees at least one model job end (and so audits its attempts).
 MODEL_JOB_PATHS = {
     "accepted",
@@ -79,6 +81,7 @@ MODEL_JOB_PATHS = {
     "accepted_after_fallback",
     "accepted_after_retry",
     "accepted_under_ceiling",
+    *EXECUTE_PATHS,
 }
 
 
@@ -191,3 +194,26 @@ async def test_recorded_history_replays_without_nondeterminism(path: Path) -> No
     )
     result = await replayer.replay_workflow(history, raise_on_replay_failure=False)
     assert result.replay_failure is None, f"{path.name}: {result.replay_failure}"
+
+
+def _events(name: str) -> list[dict[str, object]]:
+    events: list[dict[str, object]] = json.loads((HISTORIES / name).read_text(encoding="utf-8"))["events"]
+    return events
+
+
+def test_the_execute_histories_show_the_update_the_worktree_activity_and_how_it_ended() -> None:
+    for name, ended in (("executed_accepted", "COMPLETED"), ("executed_failed_closed", "FAILED")):
+        events = _events(f"{name}.json")
+        updates = [
+            e["workflowExecutionUpdateAcceptedEventAttributes"]["acceptedRequest"]["input"]["name"]  # type: ignore[index]
+            for e in events
+            if e["eventType"] == "EVENT_TYPE_WORKFLOW_EXECUTION_UPDATE_ACCEPTED"
+        ]
+        assert updates.count("execute") == 2, name  # a refused one (unregistered actor), then one
+        scheduled = [
+            e["activityTaskScheduledEventAttributes"]["activityType"]["name"]  # type: ignore[index]
+            for e in events
+            if e["eventType"] == "EVENT_TYPE_ACTIVITY_TASK_SCHEDULED"
+        ]
+        assert scheduled.count("execute_worktree_attempt") == 1, name
+        assert any(e["eventType"] == f"EVENT_TYPE_ACTIVITY_TASK_{ended}" for e in events), name
