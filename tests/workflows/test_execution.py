@@ -274,8 +274,8 @@ def _new_ref_in_source(tree: Path) -> Callable[[WorktreeAttempt], None]:
     return lambda _: git(tree, "tag", "sneaky")
 
 
-def _checkout_elsewhere(attempt: WorktreeAttempt) -> None:
-    git(attempt.worktree, "checkout", "--quiet", "--detach", "main~0")
+def _checkout_a_branch(attempt: WorktreeAttempt) -> None:
+    git(attempt.worktree, "checkout", "--quiet", "feature")
 
 
 @pytest.mark.parametrize(
@@ -284,6 +284,7 @@ def _checkout_elsewhere(attempt: WorktreeAttempt) -> None:
         ("commit-in-worktree", "new_commit"),
         ("commit-in-source", "new_commit"),
         ("tag-in-source", "new_ref"),
+        ("branch-checked-out-in-worktree", "head_moved"),
     ],
 )
 @within(90)
@@ -300,6 +301,7 @@ async def test_a_commit_or_ref_made_during_the_attempt_fails_the_run_closed(
             "commit-in-worktree": _commit_in_worktree,
             "commit-in-source": _commit_in_source(tree),
             "tag-in-source": _new_ref_in_source(tree),
+            "branch-checked-out-in-worktree": _checkout_a_branch,
         }
         _interfere(monkeypatch, actions[interference])
         async with b.worker():
