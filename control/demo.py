@@ -4,9 +4,12 @@
 2. Starts the embedded Temporal dev server (or uses one already listening on the configured address)
    and a worker, registers a demo operator and selects the ``replay:demo`` model.
 3. Runs every example as a ``recommend`` run, then takes one ``read_only`` run through analysis and
-   independent review to an accepted decision, and creates a ``worktree`` run against a small git
-   repository it makes, approves its exact contract digest and leaves it waiting for execute.
-4. Prints a summary table and the Temporal UI URL, then stops what it started.
+   independent review to an accepted decision.
+4. Creates a ``worktree`` run against a small git repository it makes, approves its exact contract
+   digest and executes it: the change job's patch is applied with git in a fresh detached worktree at
+   the contract's base commit (kept under ``<state>/worktrees/<run>/attempt-<n>``), checked, reviewed
+   blind from git's diff, and the change is accepted. Its diff stat is printed.
+5. Prints a summary table and the Temporal UI URL, then stops what it started.
 """
 
 from __future__ import annotations
@@ -23,6 +26,7 @@ from catalog.loaded import LoadedCatalog
 from catalog.loader import load_catalog
 from catalog.router import route
 from contracts.enums import TaskType, Tier
+from contracts.execution import ExecutionRecord
 from contracts.ids import new_run_id
 from contracts.models import ModelSelection
 from contracts.runs import DecisionOutcome, RunInput, RunStatus, RunView
@@ -67,6 +71,11 @@ def print_routes(catalog: LoadedCatalog, items: list[tuple[str, WorkItem]]) -> N
             rows,
         )
     )
+
+
+def worktree_work_item(item: WorkItem) -> WorkItem:
+    """The demo's worktree-tier work item: ``item`` as a fix against the demo repository."""
+    return item.model_copy(update={"repo_alias": DEMO_REPOSITORY, "task_type": TaskType.FIX})
 
 
 def ensure_action_token(state_dir: Path) -> bytes:
@@ -135,21 +144,30 @@ async def _run_jobs(
 ) -> list[tuple[str, RunView]]:
     from activities.config import ActivityConfig
     from control.actions import proof_for
-    from control.runs import approve_run, create_run, decide_run, request_digest, settled, wait_for_view
+    from control.runs import (
+        approve_run,
+        create_run,
+        decide_run,
+        execute_run,
+        request_digest,
+        settled,
+        wait_for_view,
+    )
     from control.temporal import connect
     from worker import build_worker
 
     client = await connect(settings)
-    config = ActivityConfig(database_url=settings.database_url, action_token=token)
+    config = ActivityConfig(
+        database_url=settings.database_url, action_token=token, state_dir=settings.state_dir
+    )
     worker = build_worker(client, task_queue=settings.task_queue, config=config)
     results: list[tuple[str, RunView]] = []
     async with worker:
         jobs = [(name, item, Tier.RECOMMEND, False) for name, item in items]
         jobs += [(name, item, Tier.READ_ONLY, True) for name, item in items if name == READ_ONLY_EXAMPLE]
-        worktree_item = dict(items)[READ_ONLY_EXAMPLE].model_copy(
-            update={"repo_alias": DEMO_REPOSITORY, "task_type": TaskType.FIX}
+        jobs.append(
+            (READ_ONLY_EXAMPLE, worktree_work_item(dict(items)[READ_ONLY_EXAMPLE]), Tier.WORKTREE, False)
         )
-        jobs.append((READ_ONLY_EXAMPLE, worktree_item, Tier.WORKTREE, False))
         for name, item, tier, enqueue in jobs:
             run_id = new_run_id()
             draft = RunInput(
@@ -168,25 +186,54 @@ async def _run_jobs(
                 run_input = run_input.model_copy(update={"proof": proof})
             view, _ = await create_run(client, run_input, task_queue=settings.task_queue)
             view = await wait_for_view(client, view.run_id, settled, timeout=120)
-            if view.status is RunStatus.AWAITING_DECISION:
-                proof = proof_for(run_id=run_id, action="decide", actor=DEMO_ACTOR)
-                await decide_run(
-                    client, run_id, DEMO_ACTOR, DecisionOutcome.ACCEPTED, "demo: findings accepted", proof
-                )
-                view = await wait_for_view(client, run_id, lambda v: v.status.terminal, timeout=30)
             if view.status is RunStatus.AWAITING_APPROVAL and view.contract_sha256 is not None:
                 digest = view.contract_sha256
                 base = view.contract.base_commit if view.contract else None
                 print(f"  {run_id}  awaiting approval of contract {digest} (base commit {base})")
                 proof = proof_for(run_id=run_id, action="approve", actor=DEMO_ACTOR, digest=digest)
                 view = await approve_run(client, run_id, DEMO_ACTOR, digest, proof)
+                print(f"  {run_id}  approved; executing it (proof bound to the contract digest)")
+                proof = proof_for(run_id=run_id, action="execute", actor=DEMO_ACTOR, digest=digest)
+                await execute_run(client, run_id, DEMO_ACTOR, proof)
+                view = await wait_for_view(client, run_id, settled, timeout=180)
+                if view.execution is not None:
+                    for line in diff_stat_lines(view.execution):
+                        print(f"    {line}")
+            if view.status is RunStatus.AWAITING_DECISION:
+                note = "demo: change accepted" if tier is Tier.WORKTREE else "demo: findings accepted"
+                proof = proof_for(run_id=run_id, action="decide", actor=DEMO_ACTOR)
+                await decide_run(client, run_id, DEMO_ACTOR, DecisionOutcome.ACCEPTED, note, proof)
+                view = await wait_for_view(client, run_id, lambda v: v.status.terminal, timeout=30)
             print(f"  {view.run_id}  {tier.value:<9}  {view.status.value:<12}  {name}", flush=True)
+            if view.error is not None:
+                print(f"    error: {view.error}", flush=True)
             results.append((name, view))
     return results
 
 
+def diff_stat_lines(execution: ExecutionRecord) -> list[str]:
+    """What git says an executed run changed: one line per file (status, path, ``+added -deleted``),
+    then ``N files changed``; one line saying why when there is no change evidence."""
+    evidence = execution.evidence
+    if evidence is None:
+        return [f"no change evidence (execution failed: {execution.failure_type or 'unknown'})"]
+    counts = {entry.path: entry for entry in evidence.numstat}
+    lines = []
+    for changed in evidence.files:
+        entry = counts.get(changed.path)
+        if entry is None or entry.added is None or entry.deleted is None:
+            stat = "binary" if entry is not None else ""
+        else:
+            stat = f"+{entry.added} -{entry.deleted}"
+        lines.append(f"{changed.status.value:<9} {changed.path}  {stat}".rstrip())
+    plural = "file" if evidence.files_changed == 1 else "files"
+    lines.append(f"{evidence.files_changed} {plural} changed (diff sha256 {evidence.diff_sha256[:16]}…)")
+    return lines
+
+
 def print_summary(results: list[tuple[str, RunView]]) -> None:
-    """One row per run, then the read-only run's findings and review."""
+    """One row per run, then each analysed run's findings, review and decision, and each executed
+    run's diff stat."""
     out = console()
     out.print(
         table(
@@ -217,19 +264,28 @@ def print_summary(results: list[tuple[str, RunView]]) -> None:
                 [[f.severity.value, f.title] for f in view.result.findings],
             )
         )
+        if view.execution is not None:
+            out.print(f"{view.run_id} change (computed by git):")
+            for line in diff_stat_lines(view.execution):
+                out.print(f"  {line}")
         if view.review is not None and view.review.verdict is not None:
             out.print(
                 f"independent review: {view.review.verdict.value} (confidence {view.review.confidence})"
             )
         if view.decision is not None:
-            out.print(f"decision: {view.decision.outcome.value} by {view.decision.actor}")
+            note = f": {view.decision.note}" if view.decision.note else ""
+            out.print(f"decision: {view.decision.outcome.value} by {view.decision.actor}{note}")
     for _, view in results:
         if view.approval is not None:
+            executed = f", executed by {view.execution.actor}" if view.execution is not None else ""
             out.print(
                 f"{view.run_id}: {view.status.value} — contract {view.approval.contract_sha256} approved by "
-                f"{view.approval.actor}; it waits for `specialists execute`, which this version refuses "
-                "(worktree execution is not available yet)"
+                f"{view.approval.actor}{executed}"
             )
+            location = view.execution.location if view.execution is not None else None
+            if location is not None:
+                kept = "/".join(Path(location.worktree).parts[-3:])
+                out.print(f"  worktree attempt {location.attempt} is kept in the state directory: {kept}")
 
 
 def main() -> int:
@@ -267,12 +323,20 @@ def main() -> int:
         sys.stderr.write(f"error [{error.code}]: {error.message}\n")
         return error.exit_code
     print_summary(results)
+    unfinished = [
+        f"{view.run_id} ({view.tier.value}) ended {view.status.value}"
+        for _, view in results
+        if view.tier in (Tier.READ_ONLY, Tier.WORKTREE) and view.status is not RunStatus.ACCEPTED
+    ]
     ui_port = settings.temporal_ui_port
     print(
         f"Temporal UI: http://127.0.0.1:{ui_port}/namespaces/{settings.namespace}/workflows "
         "(start the server again with `specialists dev` to browse the demo's runs); "
         "`specialists list` lists them from the projection."
     )
+    if unfinished:
+        sys.stderr.write(f"error: the demo's decided runs did not end accepted: {'; '.join(unfinished)}\n")
+        return 1
     return 0
 
 
