@@ -547,13 +547,26 @@ async def _client() -> Any:
     return await connect(Settings.from_env())
 
 
-def _emit_view(view: Any, as_json: bool, extra: dict[str, Any] | None = None) -> None:
-    from control import run_views
+def _emit_view(
+    view: Any,
+    as_json: bool,
+    extra: dict[str, Any] | None = None,
+    *,
+    diff: bool = False,
+    recovery: bool = False,
+) -> None:
+    """Print a run (``--json`` or the human view). Its worktree location is withheld unless
+    ``recovery`` and its diff unless ``diff`` (control/show_run.py)."""
+    from control import show_run
     from control.output import emit
 
-    data = run_views.run_json(view)
+    data = show_run.run_json(view, diff=diff, recovery=recovery)
     data.update(extra or {})
-    emit(data, as_json, lambda console: run_views.render_run(console, view, extra or {}))
+    emit(
+        data,
+        as_json,
+        lambda console: show_run.render_run(console, view, extra or {}, diff=diff, recovery=recovery),
+    )
 
 
 @app.command("create")
@@ -789,29 +802,48 @@ def approve_command(
 def execute_command(
     run_id: Annotated[str, typer.Argument(metavar="RUN", help="Run id (SOR-…).")],
     actor: ActorOption = None,
+    wait: Annotated[
+        bool,
+        typer.Option("--wait", help="Wait until the run awaits a decision or has finished."),
+    ] = False,
     as_json: JsonFlag = False,
 ) -> None:
-    """Execute an approved worktree or pr_ready run (protected; not available yet)."""
+    """Execute an approved worktree run: its change is applied in a fresh worktree, checked and
+    reviewed (protected; the proof is bound to the approved contract digest)."""
     from contracts.errors import Refused
     from contracts.runs import RunStatus
-    from control.runs import check_run_id, get_view
+    from control.actions import proof_for
+    from control.runs import check_run_id, execute_run, get_view, settled, wait_for_view
     from store.action_token import require_action_token
 
     check_run_id(run_id)
     actor = _require_actor(actor, "execute")
-    require_action_token()
+    require_action_token()  # like every protected action: no token, nothing is asked of the run
 
     async def go() -> Any:
-        return await get_view(await _client(), run_id)
+        client = await _client()
+        view = await get_view(client, run_id)
+        # The workflow checks these again; checked here so that a run that cannot execute is refused
+        # clearly, and before a proof bound to its contract digest is made.
+        if any(event.kind == "execute_requested" for event in view.audit):
+            raise Refused(
+                "already_executing",
+                f"run {run_id} was already executed ({view.status.value}): an approved run executes once",
+            )
+        if view.status is not RunStatus.APPROVED or view.contract_sha256 is None:
+            hint = ": approve it first (`specialists approve`)"
+            raise Refused(
+                "not_approved",
+                f"run {run_id} is {view.status.value}; only an approved run executes"
+                + (hint if view.status is RunStatus.AWAITING_APPROVAL else ""),
+            )
+        proof = proof_for(run_id=run_id, action="execute", actor=actor, digest=view.contract_sha256)
+        await execute_run(client, run_id, actor, proof)
+        if wait:
+            return await wait_for_view(client, run_id, settled, timeout=None, on_change=_progress(as_json))
+        return await wait_for_view(client, run_id, lambda v: v.status is not RunStatus.APPROVED, timeout=10.0)
 
-    view = _run_async(go())
-    if view.status is not RunStatus.APPROVED:
-        raise Refused("not_approved", f"run {run_id} is {view.status.value}; only an approved run executes")
-    raise Refused(
-        "execution_not_available",
-        f"run {run_id} is approved, but worktree execution is not available in this version: "
-        "the run keeps waiting (cancel it with `specialists cancel`)",
-    )
+    _emit_view(_run_async(go()), as_json)
 
 
 def _require_actor(actor: str | None, action: str) -> str:
@@ -833,9 +865,19 @@ def show_command(
     run_id: Annotated[str, typer.Argument(metavar="RUN", help="Run id (SOR-…).")],
     history: Annotated[bool, typer.Option("--history", help="Add the Temporal event history.")] = False,
     pack: Annotated[bool, typer.Option("--pack", help="Add each model job's context pack.")] = False,
+    diff: Annotated[
+        bool,
+        typer.Option("--diff", help="Add the executed change's full diff (or where it is stored)."),
+    ] = False,
+    recovery: Annotated[
+        bool,
+        typer.Option(
+            "--recovery", help="Add where the executed worktree is kept (path, evidence, base commit)."
+        ),
+    ] = False,
     as_json: JsonFlag = False,
 ) -> None:
-    """Show a run: route, contract, status, result, review, decision and audit trail."""
+    """Show a run: route, contract, status, result, review, execution, decision and audit trail."""
     from control.run_views import packs_json
     from control.runs import get_view, history_events
 
@@ -848,7 +890,7 @@ def show_command(
         return view, extra
 
     view, extra = _run_async(go())
-    _emit_view(view, as_json, extra)
+    _emit_view(view, as_json, extra, diff=diff, recovery=recovery)
 
 
 @app.command("list")

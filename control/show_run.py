@@ -1,0 +1,230 @@
+"""What ``show`` (and every command that prints a run) shows of a run's worktree execution.
+
+A run's view (:class:`contracts.runs.RunView`) carries its execution (:class:`ExecutionRecord`): the
+evidence of what git says changed, and where the attempt's worktree is kept. This module decides how
+much of it the operator sees:
+
+- always: who executed it, the changed files (status, path, lines added and deleted), how many paths
+  changed, the diff's sha256 and size, and the fail-closed failure type when the attempt failed;
+- with ``--diff``: the full diff (inline), or where it is stored by reference (with its sha256);
+- with ``--recovery``: the worktree location (worktree, evidence directory, repository, base commit,
+  attempt; detached at the base commit, no branch).
+
+Without ``--recovery`` the location is withheld everywhere: ``execution.location`` is ``null`` in
+``--json``, and the worktree and evidence paths are replaced by ``<worktree>`` / ``<evidence dir>``
+wherever else they appear (an error message or audit entry that quotes them). Without ``--diff`` the
+diff itself (``execution.evidence.diff`` and ``diff_path``) is ``null`` in ``--json``; its sha256 and
+size are always there.
+
+Everything shown here but the labels is untrusted (paths and diff come from the model's patch): it
+reaches the console only as :func:`control.output.table` cells or through ``safe_text``.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from control import run_views
+from control.output import safe_text, table
+
+if TYPE_CHECKING:
+    from rich.console import Console
+
+    from contracts.execution import ExecutionRecord, WorktreeLocation
+    from contracts.runs import RunView
+
+WORKTREE_PLACEHOLDER = "<worktree>"
+EVIDENCE_PLACEHOLDER = "<evidence dir>"
+RECOVERY_HINT = "withheld: `show --recovery` prints it"
+
+
+def run_json(view: RunView, *, diff: bool = False, recovery: bool = False) -> dict[str, Any]:
+    """:func:`control.run_views.run_json`, with the execution's location withheld unless ``recovery``
+    and its diff (inline text or stored path) withheld unless ``diff``."""
+    data = run_views.run_json(view)
+    execution = data.get("execution")
+    if not isinstance(execution, dict):
+        return data
+    if not recovery:
+        data = _redacted(data, _location_paths(view))
+        execution = data["execution"]
+        execution["location"] = None
+    evidence = execution.get("evidence")
+    if isinstance(evidence, dict) and not diff:
+        evidence["diff"] = None
+        evidence["diff_path"] = None
+    return data
+
+
+def shown_view(view: RunView, *, recovery: bool = False) -> RunView:
+    """``view`` as the human output may show it: without ``recovery``, the worktree and evidence
+    paths are replaced by placeholders wherever they appear (error message, audit data)."""
+    paths = [] if recovery else _location_paths(view)
+    if not paths:
+        return view
+    from contracts.runs import RunView
+
+    return RunView.model_validate(_redacted(view.model_dump(mode="json"), paths))
+
+
+def render_run(
+    console: Console,
+    view: RunView,
+    extra: dict[str, Any],
+    *,
+    diff: bool = False,
+    recovery: bool = False,
+) -> None:
+    """The run as :func:`control.run_views.render_run` shows it (the review included, whatever the
+    tier), then its execution: changed files, counts and digests; the diff with ``diff``; the worktree
+    location with ``recovery``."""
+    run_views.render_run(console, shown_view(view, recovery=recovery), extra)
+    render_execution(console, view, diff=diff, recovery=recovery)
+
+
+def render_execution(console: Console, view: RunView, *, diff: bool = False, recovery: bool = False) -> None:
+    """The execution part of ``show`` (nothing for a run that was never executed, unless ``recovery``
+    or ``diff`` asked for something it does not have)."""
+    execution = view.execution
+    if execution is None:
+        if recovery or diff:
+            console.print(safe_text("execution: none (this run has not been executed)"))
+        return
+    console.print(table("execution", ["", ""], _execution_rows(execution, recovery)))
+    evidence = execution.evidence
+    if evidence is not None:
+        console.print(
+            table(
+                f"changed files (git, against base commit {evidence.base_commit[:12]})",
+                ["status", "path", "added", "deleted"],
+                _file_rows(execution),
+            )
+        )
+    if diff:
+        _render_diff(console, execution)
+    if recovery:
+        _render_location(console, execution.location)
+
+
+def _execution_rows(execution: ExecutionRecord, recovery: bool) -> list[list[str]]:
+    rows = [["executed by", execution.actor], ["executor", execution.executor]]
+    evidence = execution.evidence
+    if execution.failure_type is not None:
+        rows.append(["failure type", execution.failure_type])
+    if evidence is not None:
+        rows += [
+            ["files changed", str(evidence.files_changed)],
+            ["diff sha256", evidence.diff_sha256],
+            ["diff size", f"{evidence.diff_bytes} bytes"],
+            [
+                "diff",
+                ("inline" if evidence.diff is not None else "stored by reference")
+                + ": `show --diff` prints it",
+            ],
+        ]
+    elif execution.failure_type is None:
+        rows.append(["evidence", "none yet (the patch has not been applied)"])
+    if execution.patch_sha256 is not None:
+        rows.append(["patch sha256", execution.patch_sha256])
+    if not recovery and execution.location is not None:
+        rows.append(["worktree", RECOVERY_HINT])
+    return rows
+
+
+def _file_rows(execution: ExecutionRecord) -> list[list[str]]:
+    evidence = execution.evidence
+    assert evidence is not None
+    counts = {entry.path: entry for entry in evidence.numstat}
+    rows = []
+    for changed in evidence.files:
+        path = changed.path if changed.old_path is None else f"{changed.old_path} → {changed.path}"
+        entry = counts.pop(changed.path, None)
+        rows.append([changed.status.value, path, *_counts(entry)])
+    for entry in counts.values():  # numstat paths git's file list did not name (not expected)
+        rows.append(["-", entry.path, *_counts(entry)])
+    return rows
+
+
+def _counts(entry: Any) -> list[str]:
+    if entry is None:
+        return ["-", "-"]
+    if entry.added is None or entry.deleted is None:
+        return ["binary", "binary"]
+    return [f"+{entry.added}", f"-{entry.deleted}"]
+
+
+def _render_diff(console: Console, execution: ExecutionRecord) -> None:
+    evidence = execution.evidence
+    if evidence is None:
+        console.print(safe_text("diff: none (no change was recorded)"))
+    elif evidence.diff is not None:
+        console.print(safe_text(f"diff (sha256 {evidence.diff_sha256}, {evidence.diff_bytes} bytes):"))
+        console.print(safe_text(evidence.diff))
+    else:
+        console.print(
+            safe_text(
+                f"diff: {evidence.diff_bytes} bytes, stored by reference in {evidence.diff_path} "
+                f"(sha256 {evidence.diff_sha256})"
+            )
+        )
+
+
+def _render_location(console: Console, location: WorktreeLocation | None) -> None:
+    if location is None:
+        console.print(safe_text("recovery: no worktree was made for this run (yet)"))
+        return
+    rows = [
+        ["attempt", str(location.attempt)],
+        ["worktree", location.worktree],
+        ["evidence dir", location.evidence_dir or "-"],
+        ["repository", location.repository or "-"],
+        ["base commit", location.base_commit],
+        ["HEAD", "detached at the base commit (no branch)"],
+    ]
+    console.print(table("recovery: worktree location", ["", ""], rows))
+    console.print(
+        safe_text(
+            f"The worktree is detached at {location.base_commit} and has no branch: to keep its change, "
+            "create a branch there (git switch -c NAME) before committing."
+        )
+    )
+
+
+def _location_paths(view: RunView) -> list[tuple[str, str]]:
+    """``(path, placeholder)`` for the execution's evidence directory and worktree (longest first:
+    the evidence directory's path begins with the worktree's)."""
+    location = view.execution.location if view.execution is not None else None
+    if location is None:
+        return []
+    paths = [(location.worktree, WORKTREE_PLACEHOLDER)]
+    if location.evidence_dir:
+        paths.append((location.evidence_dir, EVIDENCE_PLACEHOLDER))
+    return sorted((p for p in paths if p[0]), key=lambda p: len(p[0]), reverse=True)
+
+
+def _redacted(data: dict[str, Any], paths: list[tuple[str, str]]) -> dict[str, Any]:
+    """``data`` (a JSON-mode view) with ``paths`` replaced in every string, except the execution's
+    location and evidence (the location is withheld as a whole; the diff is shown exactly as git
+    made it, or not at all)."""
+    if not paths:
+        return data
+
+    def scrub(value: Any) -> Any:
+        if isinstance(value, str):
+            for path, placeholder in paths:
+                value = value.replace(path, placeholder)
+            return value
+        if isinstance(value, dict):
+            return {key: scrub(item) for key, item in value.items()}
+        if isinstance(value, list):
+            return [scrub(item) for item in value]
+        return value
+
+    result: dict[str, Any] = {}
+    for key, value in data.items():
+        if key == "execution" and isinstance(value, dict):
+            kept = {"location", "evidence"}
+            result[key] = {k: (v if k in kept else scrub(v)) for k, v in value.items()}
+        else:
+            result[key] = scrub(value)
+    return result

@@ -1,0 +1,210 @@
+"""What ``show`` prints of an execution, on views made here (no server): the worktree location is
+withheld unless ``--recovery`` — also where an error message or audit entry quotes its path — the
+diff is printed only with ``--diff`` (inline, or where it is stored by reference), renames and
+binary files read plainly, and untrusted paths are shown literally.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import io
+import json
+import re
+from collections.abc import Callable
+
+from rich.console import Console
+
+from contracts.enums import Tier
+from contracts.execution import ExecutionRecord, WorktreeLocation
+from contracts.runs import AuditEvent, RunError, RunStatus, RunView
+from contracts.worktree import ChangedFile, ChangeEvidence, FileStatus, NumstatEntry
+from control import show_run
+
+AT = dt.datetime(2025, 1, 2, 3, 4, 5, tzinfo=dt.UTC)
+RUN_ID = "SOR-0123456789ABCDEF"
+BASE = "b" * 40
+WORKTREE = f"/srv/specialists/state/worktrees/{RUN_ID}/attempt-2"
+EVIDENCE = f"{WORKTREE}.evidence"
+REPOSITORY = "/srv/repos/orders"
+DIFF = "diff --git a/a.txt b/a.txt\n--- a/a.txt\n+++ b/a.txt\n@@ -1 +1 @@\n-old\n+new\n"
+
+
+def render_with(render: Callable[[Console], None]) -> str:
+    buffer = io.StringIO()
+    render(Console(file=buffer, width=250, force_terminal=False, color_system=None))
+    return buffer.getvalue()
+
+
+def evidence(*, by_reference: bool = False) -> ChangeEvidence:
+    return ChangeEvidence(
+        run_id=RUN_ID,
+        attempt=2,
+        base_commit=BASE,
+        files=[
+            ChangedFile(path="a.txt", status=FileStatus.MODIFIED, old_mode="100644", new_mode="100644"),
+            ChangedFile(path="docs/new.md", status=FileStatus.RENAMED, old_path="docs/old.md"),
+            ChangedFile(path="logo.png", status=FileStatus.ADDED, new_mode="100644"),
+            ChangedFile(path="evil [/bold] \x1b[2J.txt", status=FileStatus.DELETED, old_mode="100644"),
+        ],
+        numstat=[
+            NumstatEntry(path="a.txt", added=1, deleted=1),
+            NumstatEntry(path="docs/new.md", added=0, deleted=0, old_path="docs/old.md"),
+            NumstatEntry(path="logo.png"),
+            NumstatEntry(path="evil [/bold] \x1b[2J.txt", added=0, deleted=3),
+        ],
+        files_changed=5,
+        diff=None if by_reference else DIFF,
+        diff_path=f"{EVIDENCE}/diff-{'d' * 64}.patch" if by_reference else None,
+        diff_sha256="d" * 64,
+        diff_bytes=300_000 if by_reference else len(DIFF),
+    )
+
+
+def location() -> WorktreeLocation:
+    return WorktreeLocation(
+        attempt=2, worktree=WORKTREE, evidence_dir=EVIDENCE, repository=REPOSITORY, base_commit=BASE
+    )
+
+
+def executed_view(*, by_reference: bool = False) -> RunView:
+    return RunView(
+        run_id=RUN_ID,
+        status=RunStatus.AWAITING_DECISION,
+        tier=Tier.WORKTREE,
+        automatic=False,
+        route=None,
+        contract=None,
+        contract_sha256="c" * 64,
+        result=None,
+        review=None,
+        decision=None,
+        request_digest="0" * 64,
+        created_at=AT,
+        audit=[AuditEvent(seq=1, at=AT, kind="worktree_executed", data={"attempt": 2})],
+        execution=ExecutionRecord(
+            actor="alice",
+            evidence=evidence(by_reference=by_reference),
+            patch_sha256="e" * 64,
+            location=location(),
+        ),
+    )
+
+
+def failed_view() -> RunView:
+    """A run whose attempt failed closed with a message that quotes the worktree's path."""
+    message = f"new worktree {WORKTREE} is at {'f' * 40}, not {BASE}"
+    return executed_view().model_copy(
+        update={
+            "status": RunStatus.FAILED,
+            "error": RunError(type="head_moved", message=message),
+            "audit": [
+                AuditEvent(
+                    seq=1,
+                    at=AT,
+                    kind="worktree_failed",
+                    data={"error_type": "head_moved", "message": message, "attempt": 2},
+                )
+            ],
+            "execution": ExecutionRecord(actor="alice", location=location(), failure_type="head_moved"),
+        }
+    )
+
+
+def show(view: RunView, **flags: bool) -> str:
+    return render_with(lambda console: show_run.render_run(console, view, {}, **flags))
+
+
+def show_json(view: RunView, **flags: bool) -> str:
+    return json.dumps(show_run.run_json(view, **flags))
+
+
+# ------------------------------------------------------------------------------------ the location
+
+
+def test_show_withholds_the_worktree_location_unless_recovery_is_asked_for() -> None:
+    view = executed_view()
+
+    for out in (show(view), show(view, diff=True), show_json(view)):
+        assert WORKTREE not in out and "attempt-2" not in out
+    assert show_run.run_json(view)["execution"]["location"] is None
+    assert "withheld: `show --recovery` prints it" in show(view)
+
+
+def test_show_recovery_prints_the_location_and_that_it_is_detached_without_a_branch() -> None:
+    view = executed_view()
+
+    out = show(view, recovery=True)
+
+    for value in (WORKTREE, EVIDENCE, REPOSITORY, BASE):
+        assert value in out
+    assert "detached at the base commit (no branch)" in out
+    assert "withheld" not in out
+    assert show_run.run_json(view, recovery=True)["execution"]["location"] == location().model_dump(
+        mode="json"
+    )
+
+
+def test_a_failure_message_quoting_the_worktree_path_is_shown_with_a_placeholder_unless_recovery() -> None:
+    view = failed_view()
+
+    out, data = show(view), show_run.run_json(view)
+
+    assert WORKTREE not in out and WORKTREE not in json.dumps(data)
+    assert f"new worktree {show_run.WORKTREE_PLACEHOLDER} is at" in out
+    assert data["error"]["message"].startswith(f"new worktree {show_run.WORKTREE_PLACEHOLDER} is at")
+    assert data["audit"][0]["data"]["message"] == data["error"]["message"]
+    assert "failure type" in out and "head_moved" in out
+    recovered = show_run.run_json(view, recovery=True)
+    assert recovered["error"] == view.model_dump(mode="json")["error"]
+    assert f"new worktree {WORKTREE} is at" in show(view, recovery=True)
+
+
+def test_show_of_a_run_that_was_never_executed_prints_no_execution() -> None:
+    view = executed_view().model_copy(update={"execution": None})
+
+    assert "execution" not in show(view)
+    assert "has not been executed" in show(view, recovery=True)
+    assert show_run.run_json(view, recovery=True)["execution"] is None
+
+
+# ----------------------------------------------------------------------------------------- the change
+
+
+def test_show_prints_each_changed_file_with_its_status_and_numstat() -> None:
+    out = show(executed_view())
+
+    assert re.search(r"│ modified\s*│ a\.txt\s*│ \+1\s*│ -1\s*│", out), out
+    assert re.search(r"│ renamed\s*│ docs/old\.md → docs/new\.md\s*│ \+0\s*│ -0\s*│", out), out
+    assert re.search(r"│ added\s*│ logo\.png\s*│ binary\s*│ binary\s*│", out), out
+    assert re.search(r"files changed\s*│ 5\s", out), out
+    assert re.search(rf"diff sha256\s*│ {'d' * 64}", out), out
+    assert re.search(rf"diff size\s*│ {len(DIFF)} bytes", out), out
+
+
+def test_untrusted_paths_are_shown_literally() -> None:
+    out = show(executed_view())
+
+    assert "evil [/bold] \\x1b[2J.txt" in out
+    assert "\x1b" not in out
+
+
+def test_the_diff_is_printed_only_with_diff() -> None:
+    view = executed_view()
+
+    assert "+new" not in show(view)
+    assert show_run.run_json(view)["execution"]["evidence"]["diff"] is None
+    out = show(view, diff=True)
+    assert f"diff (sha256 {'d' * 64}, {len(DIFF)} bytes):" in out and "+new" in out
+    assert show_run.run_json(view, diff=True)["execution"]["evidence"]["diff"] == DIFF
+
+
+def test_a_diff_stored_by_reference_is_named_with_its_sha256_and_size() -> None:
+    view = executed_view(by_reference=True)
+
+    out = show(view, diff=True)
+
+    path = f"{EVIDENCE}/diff-{'d' * 64}.patch"
+    assert f"diff: 300000 bytes, stored by reference in {path} (sha256 {'d' * 64})" in " ".join(out.split())
+    assert "stored by reference: `show --diff` prints it" in show(view)
+    assert path not in show(view) and path not in show_json(view)
+    assert show_run.run_json(view, diff=True)["execution"]["evidence"]["diff_path"] == path
