@@ -299,12 +299,14 @@ def _render_change(pack: ContextPack) -> list[str]:
     """The change under review as git computed it in the worktree: files, line counts, full diff."""
     change = pack.change
     assert change is not None
+    # Paths are JSON-quoted: a name cannot break the line and pose as text of this section.
     files = "\n".join(
-        f"- {entry.status.value} {entry.path}" + (f" (from {entry.old_path})" if entry.old_path else "")
+        f"- {entry.status.value} {json.dumps(entry.path)}"
+        + (f" (from {json.dumps(entry.old_path)})" if entry.old_path else "")
         for entry in change.files
     )
     counts = "\n".join(
-        f"- {entry.path}: +{entry.added if entry.added is not None else '?'} "
+        f"- {json.dumps(entry.path)}: +{entry.added if entry.added is not None else '?'} "
         f"-{entry.deleted if entry.deleted is not None else '?'}"
         for entry in change.numstat
     )

@@ -34,7 +34,7 @@ from activities.store_access import SharedStore
 from activities.worktree import apply_patch, check_and_collect, create_attempt_worktree
 from contracts.errors import ErrorType, NotFound, OperatorError, ServiceUnavailable
 from contracts.execution import PATCH_EXECUTOR, ExecuteAttemptRequest, WorktreeExecution, WorktreeLocation
-from contracts.worktree import WorktreeAttempt, WorktreeExecutionFailed
+from contracts.worktree import WorktreeAttempt
 
 
 def _worker_identity() -> str:
@@ -59,6 +59,15 @@ class ExecutionActivities:
         self._config = config
         self._store = store
 
+    def _store_claim(self, request: ExecuteAttemptRequest, execution_attempt: int) -> None:
+        """Claim this execution attempt in the store; raises the refusal (``attempt_claimed``)."""
+        try:
+            self._store.get().claim_worktree_attempt(
+                request.run_id, execution_attempt, _worker_identity(), worktree_attempt=execution_attempt
+            )
+        except OperatorError as error:
+            raise refusal(error) from None
+
     @activity.defn(name="execute_worktree_attempt")
     def execute_worktree_attempt(self, request: ExecuteAttemptRequest) -> WorktreeExecution:
         """Claim, create, apply, check and collect one execution attempt of ``request.run_id``.
@@ -66,8 +75,9 @@ class ExecutionActivities:
         Returns the attempt, the applied patch and git's evidence. Raises ``ApplicationError``:
         a fail-closed type (``base_commit_unavailable``, ``patch_invalid``, ``patch_does_not_apply``,
         ``head_moved``, ``new_commit``, ``new_ref``, ``diff_check_failed``, ``too_many_files``,
-        ``path_outside_worktree``) with the worktree's :class:`WorktreeLocation` as its one detail when
-        one was made; ``attempt_claimed``; ``repository_unavailable`` (the alias is no longer
+        ``path_outside_worktree``) with the worktree's :class:`WorktreeLocation` as its one detail
+        whenever the worktree directory exists (failed or not, it is kept), messages naming the state
+        directory as ``<state>``; ``attempt_claimed``; ``repository_unavailable`` (the alias is no longer
         allow-listed); ``execution_failed`` (no state directory, unknown executor); retryable
         ``ServiceUnavailable`` codes when the store or git cannot be reached.
         """
@@ -96,30 +106,30 @@ class ExecutionActivities:
             ) from None
         except OperatorError as error:
             raise refusal(error) from None
+        self._store_claim(request, info.attempt)
+        # Known before git makes it, so every failure after this point can say where it is kept.
+        planned = WorktreeLocation(
+            attempt=info.attempt,
+            worktree=str(state_dir.resolve() / "worktrees" / request.run_id / f"attempt-{info.attempt}"),
+            repository=str(repository),
+            base_commit=request.base_commit,
+        )
         try:
-            self._store.get().claim_worktree_attempt(
-                request.run_id, info.attempt, _worker_identity(), worktree_attempt=info.attempt
-            )
             attempt = create_attempt_worktree(
                 repository, request.base_commit, state_dir, request.run_id, attempt=info.attempt
             )
-        except OperatorError as error:
-            if isinstance(error, WorktreeExecutionFailed):
-                log.warning("worktree_failed_closed", error_type=error.code, message=error.message)
-            raise refusal(error) from None
-        log.info("worktree_created", worktree_attempt=attempt.attempt, base_commit=attempt.base_commit)
-        try:
+            log.info("worktree_created", worktree_attempt=attempt.attempt, base_commit=attempt.base_commit)
             applied = apply_patch(attempt, request.patch)
             evidence = check_and_collect(attempt)
-        except ServiceUnavailable as error:
-            raise refusal(error) from None
         except OperatorError as error:  # fail closed (or a refused input): the worktree stays
-            log.warning("worktree_failed_closed", error_type=error.code, message=error.message)
+            log.warning("worktree_failed_closed", error_type=error.code)
+            made = Path(planned.worktree).exists()
             raise ApplicationError(
-                error.message,
-                location_of(attempt).model_dump(mode="json"),
+                # Messages name paths inside the worktree; the state directory itself is withheld.
+                error.message.replace(str(state_dir.resolve()), "<state>"),
+                *([planned.model_dump(mode="json")] if made else []),
                 type=error.code,
-                non_retryable=True,
+                non_retryable=not isinstance(error, ServiceUnavailable),
             ) from None
         log.info(
             "worktree_change_collected",

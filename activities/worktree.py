@@ -53,6 +53,7 @@ import os
 import re
 import subprocess
 import tempfile
+import unicodedata
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Final
@@ -93,6 +94,15 @@ PINNED_CONFIG: Final[tuple[tuple[str, str], ...]] = (
     ("diff.external", ""),
     ("gc.auto", "0"),
     ("maintenance.auto", "false"),
+    # Signature checks run an external program (gpg.program & co.): never show or verify one.
+    ("log.showSignature", "false"),
+    ("gpg.program", os.devnull),
+    ("gpg.openpgp.program", os.devnull),
+    ("gpg.x509.program", os.devnull),
+    ("gpg.ssh.program", os.devnull),
+    ("core.pager", "cat"),
+    ("core.editor", "false"),
+    ("sequence.editor", "false"),
     ("submodule.recurse", "false"),
     ("core.attributesFile", os.devnull),
     ("core.excludesFile", os.devnull),
@@ -142,15 +152,16 @@ _DIFF_OPTIONS: Final = (
 # Running git
 
 
+GIT_INHERITED_VARIABLES: Final = ("PATH", "HOME", "TMPDIR")
+"""The only variables of the worker's environment git gets: anything else (keys, tokens) could reach
+a program git starts."""
+
+
 def git_environment() -> dict[str, str]:
-    """The environment every git call here gets: the process environment without any ``GIT_*`` variable
-    (nor pager/editor/XDG settings), plus the pins described in the module docstring."""
-    dropped = {"PAGER", "EDITOR", "VISUAL", "XDG_CONFIG_HOME", "LESS", "SSH_ASKPASS"}
-    environment = {
-        name: value
-        for name, value in os.environ.items()
-        if not name.startswith("GIT_") and name not in dropped
-    }
+    """The environment every git call here gets: ``PATH``, ``HOME`` and ``TMPDIR`` from the worker's
+    environment and nothing else of it — no ``GIT_*``, no secret — plus the pins described in the
+    module docstring."""
+    environment = {name: os.environ[name] for name in GIT_INHERITED_VARIABLES if name in os.environ}
     environment.update(
         {
             "GIT_CONFIG_NOSYSTEM": "1",
@@ -632,10 +643,22 @@ def _header_name(raw: str, number: int) -> str:
     raise _invalid(f"line {number}: unterminated quoted path")
 
 
+_GIT_CONTROL_FILES: Final = frozenset({b".gitattributes", b".gitmodules"})
+"""Files in the tree that change how git itself checks and shows a change (``-diff`` hides content
+from the evidence, ``-whitespace`` relaxes ``diff --check``): a change may not touch them."""
+
+
 def _is_git_segment(segment: bytes) -> bool:
-    """``.git`` in any case, with the trailing dots/spaces Windows ignores, or its 8.3 short name."""
+    """``.git`` in any case, with the trailing dots/spaces Windows ignores, or its 8.3 short name; or a
+    file that controls git (``.gitattributes``, ``.gitmodules``)."""
     folded = segment.rstrip(b". ").lower()
-    return folded == b".git" or folded.startswith(b"git~")
+    return folded == b".git" or folded.startswith(b"git~") or folded in _GIT_CONTROL_FILES
+
+
+_UNSAFE_CATEGORIES: Final = frozenset({"Cc", "Cf", "Cs", "Co", "Cn", "Zl", "Zp"})
+"""Characters a path may not hold: controls (C0, DEL, C1 such as NEL), format characters (bidi
+overrides), line and paragraph separators — any could make a path pose as other text where it is
+shown."""
 
 
 def _check_patch_path(path: str) -> None:
@@ -649,12 +672,12 @@ def _check_patch_path(path: str) -> None:
     if (
         not path
         or "\\" in path
-        or any(ord(c) < 32 or ord(c) == 127 for c in path)
+        or any(unicodedata.category(c) in _UNSAFE_CATEGORIES for c in path)
         or any(segment in ("", ".") for segment in segments)
     ):
         raise _invalid(f"patch path {path!r} is not a plain relative path")
     if any(_is_git_segment(segment.encode("utf-8")) for segment in segments):
-        raise _invalid(f"patch path {path!r} touches git's metadata (.git)")
+        raise _invalid(f"patch path {path!r} touches git's metadata (.git, .gitattributes, .gitmodules)")
 
 
 # --------------------------------------------------------------------------------------------------
@@ -831,8 +854,23 @@ def _check_changed_path(worktree: Path, path: bytes) -> None:
     if path.startswith(b"/") or any(s in (b"", b".", b"..") for s in segments):
         raise _outside(f"changed path {_show(path)} is not a plain relative path")
     if any(_is_git_segment(segment) for segment in segments):
-        raise _outside(f"changed path {_show(path)} is git metadata (.git)")
+        raise _outside(f"changed path {_show(path)} is git metadata (.git, .gitattributes, .gitmodules)")
+    _check_link_target(worktree, path)
     _check_inside(worktree, path)
+
+
+def _check_link_target(worktree: Path, path: bytes) -> None:
+    """A symlink the change leaves must point inside the tree *as written*: relative, and not above
+    the top when joined to its own directory — a link that only resolves back inside here (an
+    absolute path to this worktree, a ``../../attempt-n/…`` detour) leaves the tree once the change
+    is taken elsewhere."""
+    full = os.path.join(os.fsencode(worktree), path)
+    if not os.path.islink(full):
+        return
+    target = os.readlink(full)
+    joined = os.path.normpath(os.path.join(os.path.dirname(path), target))
+    if target.startswith(b"/") or joined == b".." or joined.startswith(b"../"):
+        raise _outside(f"symlink {_show(path)} points to {_show(target)}, which is outside the worktree")
 
 
 def _check_inside(worktree: Path, path: bytes) -> None:
@@ -844,9 +882,9 @@ def _check_inside(worktree: Path, path: bytes) -> None:
     relative = os.path.relpath(resolved, root) if resolved.startswith(root + b"/") else None
     if relative is None and resolved != root:
         target = f" (a symlink to {_show(os.readlink(full))})" if os.path.islink(full) else ""
-        raise _outside(f"{_show(path)}{target} resolves to {_show(resolved)}, outside the worktree")
+        raise _outside(f"{_show(path)}{target} resolves outside the worktree")
     if relative is not None and _is_git_segment(relative.split(b"/")[0]):
-        raise _outside(f"{_show(path)} resolves onto the worktree's git metadata ({_show(resolved)})")
+        raise _outside(f"{_show(path)} resolves onto the worktree's git metadata")
 
 
 def _evidence(attempt: WorktreeAttempt, tree: _Git) -> ChangeEvidence:

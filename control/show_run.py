@@ -50,9 +50,15 @@ def run_json(view: RunView, *, diff: bool = False, recovery: bool = False) -> di
         execution = data["execution"]
         execution["location"] = None
     evidence = execution.get("evidence")
-    if isinstance(evidence, dict) and not diff:
-        evidence["diff"] = None
-        evidence["diff_path"] = None
+    if isinstance(evidence, dict):
+        if not diff:
+            evidence["diff"] = None
+        if not (diff and recovery):  # the stored diff's path is inside the attempt's evidence dir
+            evidence["diff_path"] = None
+    result = data.get("result")
+    if isinstance(result, dict) and not diff:
+        # The model's own patch text: withheld with git's diff, which is the evidence.
+        result["patch"] = None
     return data
 
 
@@ -101,7 +107,7 @@ def render_execution(console: Console, view: RunView, *, diff: bool = False, rec
             )
         )
     if diff:
-        _render_diff(console, execution)
+        _render_diff(console, execution, recovery)
     if recovery:
         _render_location(console, execution.location)
 
@@ -153,7 +159,7 @@ def _counts(entry: Any) -> list[str]:
     return [f"+{entry.added}", f"-{entry.deleted}"]
 
 
-def _render_diff(console: Console, execution: ExecutionRecord) -> None:
+def _render_diff(console: Console, execution: ExecutionRecord, recovery: bool = False) -> None:
     evidence = execution.evidence
     if evidence is None:
         console.print(safe_text("diff: none (no change was recorded)"))
@@ -163,8 +169,9 @@ def _render_diff(console: Console, execution: ExecutionRecord) -> None:
     else:
         console.print(
             safe_text(
-                f"diff: {evidence.diff_bytes} bytes, stored by reference in {evidence.diff_path} "
-                f"(sha256 {evidence.diff_sha256})"
+                f"diff: {evidence.diff_bytes} bytes, stored by reference "
+                + (f"in {evidence.diff_path} " if recovery else "in the attempt's evidence directory ")
+                + f"(sha256 {evidence.diff_sha256}; `show --recovery --diff` names the file)"
             )
         )
 

@@ -28,6 +28,7 @@ from typing import Any
 from temporalio import workflow
 from temporalio.common import RetryPolicy, SearchAttributeKey, SearchAttributeUpdate
 from temporalio.exceptions import ActivityError, ApplicationError, ChildWorkflowError
+from temporalio.exceptions import TimeoutError as TemporalTimeoutError
 
 with workflow.unsafe.imports_passed_through():
     from contracts.enums import Tier
@@ -275,7 +276,14 @@ class SpecialistRunWorkflow:
         patch = change_job.output.patch
         assert patch is not None  # call_model checks that a change job's result carries one
         self._execution = ExecutionRecord(actor=request.actor)
+        # From here a cancel waits for the attempt (cancel_requested), and one that arrived meanwhile,
+        # or is still being authorised, stops the run before any worktree is made.
+        self._executing = True
         await self._transition(RunStatus.VERIFYING)
+        await self._settle_actions()
+        if self._cancel is not None:
+            self._executing = False
+            return await self._finish(RunStatus.CANCELLED)
         execution = await self._run_execution(patch, deadline)
         if execution is None:
             return await self._finish(self._status)
@@ -315,6 +323,16 @@ class SpecialistRunWorkflow:
             cause = error.cause
             if isinstance(cause, ApplicationError):
                 error_type, message = cause.type or ErrorType.EXECUTION_FAILED, cause.message
+            elif isinstance(cause, TemporalTimeoutError):  # the runtime budget ran out meanwhile
+                self._record("budget_exhausted", data={"step": "execute", "budget_seconds": remaining})
+                self._error = RunError(
+                    type=ErrorType.RUNTIME_BUDGET_EXHAUSTED, message="the runtime budget ran out"
+                )
+                self._execution = self._execution.model_copy(
+                    update={"failure_type": ErrorType.RUNTIME_BUDGET_EXHAUSTED}
+                )
+                self._set_status(RunStatus.EXPIRED)
+                return None
             else:
                 error_type, message = ErrorType.EXECUTION_FAILED, str(cause or error)
             location = None

@@ -692,3 +692,104 @@ def test_hooks_fsmonitor_filters_textconv_and_external_diff_configured_by_the_re
     assert sorted(p.name for p in traps.glob("ran-*")) == []
     assert [f.path for f in evidence.files] == ["src/app.py"]
     assert evidence.diff is not None and "+    return 2\n" in evidence.diff
+
+
+# --------------------------------------------------------------------------------------------------
+# What a change may not do to how git itself checks and shows it
+
+
+@pytest.mark.parametrize("path", [".gitattributes", "src/.gitattributes", "docs/.GitModules"])
+def test_a_patch_touching_a_git_control_file_fails_with_patch_invalid(
+    attempt: WorktreeAttempt, path: str
+) -> None:
+    # `*.py -diff` would hide code from the evidence; `* -whitespace` would relax `diff --check`.
+    with fails_closed(ExecutionFailure.PATCH_INVALID):
+        apply_patch(attempt, new_file_patch(path, "*.py -diff\n"))
+
+
+def test_a_git_control_file_written_directly_fails_the_check(attempt: WorktreeAttempt) -> None:
+    (attempt.worktree / "src" / ".gitattributes").write_text("* -whitespace\n")
+    with fails_closed(ExecutionFailure.PATH_OUTSIDE_WORKTREE):
+        check_and_collect(attempt)
+
+
+@pytest.mark.parametrize(
+    "path",
+    ["docs/a\u0085b.md", "docs/safe\u202egnp.py", "docs/x\u2028## note.md", "docs/zero\u200bwidth.md"],
+    ids=["next-line", "bidi-override", "line-separator", "zero-width"],
+)
+def test_a_patch_path_with_a_control_format_or_separator_character_fails_with_patch_invalid(
+    attempt: WorktreeAttempt, path: str
+) -> None:
+    with fails_closed(ExecutionFailure.PATCH_INVALID):
+        apply_patch(attempt, new_file_patch(path))
+
+
+def test_a_symlink_whose_target_leaves_the_tree_as_written_fails_even_if_it_resolves_inside(
+    attempt: WorktreeAttempt,
+) -> None:
+    # Resolves back into this worktree here, but points outside the repository once the change is
+    # taken anywhere else.
+    detour = f"../../{attempt.worktree.name}/src/app.py"
+    apply_patch(attempt, new_file_patch("docs/link", detour, mode="120000"))
+    with fails_closed(ExecutionFailure.PATH_OUTSIDE_WORKTREE):
+        check_and_collect(attempt)
+
+
+def test_an_absolute_symlink_into_the_worktree_fails(attempt: WorktreeAttempt) -> None:
+    os.symlink(attempt.worktree / "src" / "app.py", attempt.worktree / "docs" / "abs-link")
+    with fails_closed(ExecutionFailure.PATH_OUTSIDE_WORKTREE):
+        check_and_collect(attempt)
+
+
+def test_a_signature_program_the_repository_configures_never_runs(
+    source: Path, state: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # With log.showSignature and a signed-looking base commit, git would run gpg.program — with the
+    # worker's environment, secrets included — while reading the reflog.
+    monkeypatch.setenv("SPECIALISTS_ACTION_TOKEN", "secret-token-that-must-not-leak")
+    marker = tmp_path / "gpg-ran"
+    program = tmp_path / "fake-gpg"
+    program.write_text(f"#!/bin/sh\nenv > {marker}\nexit 1\n")
+    program.chmod(0o755)
+    tree_id = git(source, "rev-parse", "HEAD^{tree}")
+    parent = git(source, "rev-parse", "HEAD")
+    body = (
+        f"tree {tree_id}\nparent {parent}\nauthor a <a@b> 1700000000 +0000\n"
+        "committer a <a@b> 1700000000 +0000\ngpgsig -----BEGIN PGP SIGNATURE-----\n \n AAAA\n"
+        " -----END PGP SIGNATURE-----\n\nsigned\n"
+    )
+    signed = git_with_input(source, body, "hash-object", "-t", "commit", "-w", "--stdin")
+    git(source, "update-ref", "refs/heads/main", signed)
+    git(source, "config", "log.showSignature", "true")
+    git(source, "config", "gpg.program", str(program))
+    attempt = create_attempt_worktree(source, signed, state, RUN)
+    apply_patch(attempt, new_file_patch("docs/new.md"))
+    check_and_collect(attempt)
+    assert not marker.exists()
+
+
+def test_git_gets_none_of_the_workers_environment_but_path_home_and_tmpdir(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-not-for-git")
+    monkeypatch.setenv("SPECIALISTS_ACTION_TOKEN", "not-for-git")
+    environment = worktree_module.git_environment()
+    assert "OPENAI_API_KEY" not in environment and "SPECIALISTS_ACTION_TOKEN" not in environment
+    inherited = {name for name in environment if not name.startswith("GIT_")} - {"LC_ALL"}
+    assert inherited <= {"PATH", "HOME", "TMPDIR"}
+
+
+def git_with_input(cwd: Path, text: str, *args: str) -> str:
+    import subprocess
+
+    result = subprocess.run(
+        ["git", *args],
+        cwd=cwd,
+        input=text,
+        capture_output=True,
+        text=True,
+        check=True,
+        env={"PATH": os.environ["PATH"], "GIT_CONFIG_NOSYSTEM": "1", "GIT_CONFIG_GLOBAL": os.devnull},
+    )
+    return result.stdout.strip()

@@ -198,13 +198,16 @@ def test_the_diff_is_printed_only_with_diff() -> None:
     assert show_run.run_json(view, diff=True)["execution"]["evidence"]["diff"] == DIFF
 
 
-def test_a_diff_stored_by_reference_is_named_with_its_sha256_and_size() -> None:
+def test_a_diff_stored_by_reference_is_described_by_sha256_and_size_and_its_path_needs_recovery() -> None:
     view = executed_view(by_reference=True)
 
-    out = show(view, diff=True)
+    out = " ".join(show(view, diff=True).split())
 
     path = f"{EVIDENCE}/diff-{'d' * 64}.patch"
-    assert f"diff: 300000 bytes, stored by reference in {path} (sha256 {'d' * 64})" in " ".join(out.split())
+    assert "diff: 300000 bytes, stored by reference in the attempt's evidence directory" in out
+    assert f"sha256 {'d' * 64}" in out and path not in out
     assert "stored by reference: `show --diff` prints it" in show(view)
     assert path not in show(view) and path not in show_json(view)
-    assert show_run.run_json(view, diff=True)["execution"]["evidence"]["diff_path"] == path
+    assert show_run.run_json(view, diff=True)["execution"]["evidence"]["diff_path"] is None
+    assert f"stored by reference in {path}" in " ".join(show(view, diff=True, recovery=True).split())
+    assert show_run.run_json(view, diff=True, recovery=True)["execution"]["evidence"]["diff_path"] == path
