@@ -39,11 +39,14 @@ class RoutingActivities:
             policy = store.get_policy()
             selection = store.get_model_selection()
             base_commit = None
+            repository_config = None
             alias = run_input.work_item.repo_alias
             if run_input.requested_tier in APPROVAL_TIERS and alias is not None:
                 # Resolved now and frozen in the contract: the run uses this commit even if the
-                # branch moves while it waits for approval.
-                _, base_commit = store.resolve_base_commit(alias)
+                # branch moves while it waits for approval; so is the repository's configuration
+                # (executor, commands, grants), which approval then covers.
+                record, base_commit = store.resolve_base_commit(alias)
+                repository_config = record.config
             elif alias is not None and store.repository_exists(alias):
                 # Any other run on an allow-listed repository freezes its commit too, so its context
                 # packs read file evidence at a commit the contract names.
@@ -57,6 +60,7 @@ class RoutingActivities:
                 edit_budget_seconds=self._config.edit_budget_seconds,
                 approval_window_seconds=self._config.approval_window_seconds,
                 base_commit=base_commit,
+                repository_config=repository_config,
             )
         except OperatorError as error:
             log.warning("capture_refused", code=error.code, message=error.message)

@@ -17,7 +17,7 @@ from typing import Final
 from catalog.hashing import canonical_sha256
 from catalog.loaded import LoadedCatalog
 from catalog.router import route
-from contracts.config import PolicyRecord
+from contracts.config import PolicyRecord, RepositoryConfig
 from contracts.enums import RiskFlag, RiskLevel, TaskType, Tier, WorkClass
 from contracts.errors import InvalidInput, Refused
 from contracts.models import ModelSelectionRecord
@@ -219,6 +219,7 @@ def capture(
     edit_budget_seconds: int,
     approval_window_seconds: int = 7 * 24 * 3600,
     base_commit: str | None = None,
+    repository_config: RepositoryConfig | None = None,
 ) -> CapturedContract:
     """Route ``run_input`` and build its execution contract and digest. Pure: no I/O.
 
@@ -232,6 +233,13 @@ def capture(
     ``base_commit`` is the commit the repository's default branch pointed at when the caller resolved
     it; worktree and pr_ready contracts freeze it, so the run always uses that commit, and a read_only
     contract keeps it when given (its context packs read ``file:`` evidence at it).
+
+    ``repository_config`` is the configuration of the work item's repository as the caller read it
+    (``RepositoryRecord.config``, from the same read as the base commit). Worktree and pr_ready
+    contracts freeze it — executor, command, verification commands, environment names, network,
+    timeout — so the digest an operator approves covers it and later configuration changes affect
+    only runs captured afterwards. Every other tier's contract has ``None`` (no repository is
+    changed), whatever is given.
 
     Raises :class:`contracts.errors.OperatorError`: ``unknown_profile`` (override), ``automation_off``,
     ``tier_required``/``tier_conflict``, ``repo_alias_required`` (a worktree or pr_ready run names an
@@ -310,6 +318,7 @@ def capture(
         ),
         stop_conditions=_STOP_CONDITIONS,
         base_commit=base_commit,
+        repository_config=repository_config if tier in APPROVAL_TIERS else None,
     )
     digest = canonical_sha256(contract.model_dump(mode="json"))
     return CapturedContract(

@@ -12,6 +12,7 @@ from typing import Annotated, Any
 
 from pydantic import BaseModel, ConfigDict, Field, StringConstraints, model_validator
 
+from contracts.config import RepositoryConfig
 from contracts.context_packs import ContextPack
 from contracts.enums import FallbackMode, RiskLevel, TaskType, Tier
 from contracts.execution import ExecutionRecord
@@ -240,6 +241,11 @@ class ExecutionContract(BaseModel):
     budgets: Budgets
     stop_conditions: list[str]
     base_commit: str | None = None
+    # The repository's configuration when the run was captured (worktree and pr_ready runs only):
+    # which executor makes the change, its command, verification commands, environment names,
+    # network access and command timeout. ``None`` for every other tier and for contracts captured
+    # before repositories had a configuration. Later configuration changes never alter it.
+    repository_config: RepositoryConfig | None = None
 
 
 class CapturedContract(BaseModel):

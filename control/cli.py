@@ -23,7 +23,7 @@ app = typer.Typer(
     pretty_exceptions_enable=False,
 )
 models_app = typer.Typer(help="Show, register or select the models runs use.", invoke_without_command=True)
-repos_app = typer.Typer(help="Show or add allow-listed repositories.", invoke_without_command=True)
+repos_app = typer.Typer(help="Show, add or configure allow-listed repositories.", invoke_without_command=True)
 actors_app = typer.Typer(help="Show or register human actors.", invoke_without_command=True)
 app.add_typer(models_app, name="models")
 app.add_typer(repos_app, name="repos")
@@ -450,16 +450,26 @@ def repos_command(ctx: typer.Context, as_json: JsonFlag = False) -> None:
     """List allow-listed repositories."""
     if ctx.invoked_subcommand is not None:
         return
-    from control import views
+    from control import repository_views
     from control.output import emit
 
     store = _open_store(create=False)
     repositories = [] if store is None else _with(store, lambda s: s.list_repositories())
     emit(
-        views.repositories_json(repositories),
+        repository_views.repositories_json(repositories),
         as_json,
-        lambda console: views.render_repositories(console, repositories),
+        lambda console: repository_views.render_repositories(console, repositories),
     )
+
+
+ConfigFileOption = Annotated[
+    Path | None,
+    typer.Option(
+        "--config",
+        help="TOML file of the repository's configuration: executor, command, verify, env, network, "
+        "command_timeout_seconds.",
+    ),
+]
 
 
 @repos_app.command("add")
@@ -469,12 +479,14 @@ def repos_add_command(
     branch: Annotated[
         str | None, typer.Option("--branch", help="Default branch (current branch if omitted).")
     ] = None,
+    config_file: ConfigFileOption = None,
     actor: ActorOption = None,
     as_json: JsonFlag = False,
 ) -> None:
-    """Allow-list a git repository under an alias."""
-    from control import views
+    """Allow-list a git repository under an alias, with its configuration (default: patch executor)."""
+    from control import repository_views
     from control.output import emit
+    from control.repository_config import read_repository_config
     from store import git
     from store.repositories import check_alias
 
@@ -482,14 +494,48 @@ def repos_add_command(
     # The store checks these again; checked first so that invalid input creates no store.
     check_alias(alias)
     git.local_branch(git.working_tree_root(path), branch)
+    config = None if config_file is None else read_repository_config(config_file)
     store = _open_configuration_store()
     with store:
-        record = store.add_repository(alias, path, branch, actor)
-    emit(
-        {"repository": views.repository_json(record)},
-        as_json,
-        lambda console: views.render_repositories(console, [record]),
-    )
+        record = store.add_repository(alias, path, branch, actor, config)
+
+    def render(console: Any) -> None:
+        repository_views.render_repositories(console, [record])
+        if config is not None:
+            repository_views.render_repository_config(console, record.config, f"configuration of {alias}")
+
+    emit({"repository": repository_views.repository_json(record)}, as_json, render)
+
+
+@repos_app.command("update")
+def repos_update_command(
+    alias: Annotated[str, typer.Argument(help="Alias of the allow-listed repository.")],
+    config_file: ConfigFileOption = None,
+    actor: ActorOption = None,
+    as_json: JsonFlag = False,
+) -> None:
+    """Replace a repository's configuration (protected). Runs already captured keep the one they
+    froze; only new runs use the new configuration."""
+    from control import repository_views
+    from control.output import emit
+    from control.repository_config import read_repository_config
+    from store.repositories import check_alias
+
+    actor = _actor_required(actor, "updating a repository")
+    check_alias(alias)
+    if config_file is None:
+        raise InvalidInput("config_required", "repos update needs --config FILE (the new configuration)")
+    # Read and validated first: a bad file creates no store and changes nothing.
+    config = read_repository_config(config_file)
+    store = _open_configuration_store()
+    with store:
+        record = store.update_repository_config(alias, config, actor)
+
+    def render(console: Any) -> None:
+        repository_views.render_repositories(console, [record])
+        repository_views.render_repository_config(console, record.config, f"configuration of {alias}")
+
+    emit({"repository": repository_views.repository_json(record)}, as_json, render)
 
 
 @actors_app.callback()

@@ -26,6 +26,7 @@ from typing import TYPE_CHECKING, Any
 
 from control import run_views
 from control.output import safe_text, table
+from control.repository_views import render_contract_repository_config
 
 if TYPE_CHECKING:
     from rich.console import Console
@@ -85,6 +86,7 @@ def render_run(
     tier), then its execution: changed files, counts and digests; the diff with ``diff``; the worktree
     location with ``recovery``."""
     run_views.render_run(console, shown_view(view, recovery=recovery), extra)
+    render_contract_repository_config(console, view)
     render_execution(console, view, diff=diff, recovery=recovery)
 
 

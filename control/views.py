@@ -313,24 +313,6 @@ def repository_json(record: RepositoryRecord) -> dict[str, Any]:
     }
 
 
-def repositories_json(records: list[RepositoryRecord]) -> dict[str, Any]:
-    """``repos --json``: ``{"repositories": [...]}``."""
-    return {"repositories": [repository_json(r) for r in records]}
-
-
-def render_repositories(console: Console, records: list[RepositoryRecord]) -> None:
-    if not records:
-        console.print("no repositories — add one with `specialists repos add ALIAS PATH --actor ID`")
-        return
-    console.print(
-        table(
-            "repositories",
-            ["alias", "path", "default branch", "added by", "added at"],
-            [[r.alias, r.path, r.default_branch, r.added_by, _time(r.added_at) or ""] for r in records],
-        )
-    )
-
-
 def actor_json(record: ActorRecord) -> dict[str, Any]:
     return {
         "id": record.id,

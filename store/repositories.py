@@ -1,17 +1,19 @@
-"""Allow-listed repositories: alias → absolute path of a git working tree and its default branch."""
+"""Allow-listed repositories: alias → absolute path of a git working tree, its default branch and its
+configuration (:class:`contracts.config.RepositoryConfig`, stored as JSON with every key present)."""
 
 from __future__ import annotations
 
 import datetime as dt
 import re
-from typing import Final
+from typing import Any, Final
 
+from pydantic import ValidationError
 from sqlalchemy import select
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
-from contracts.config import RepositoryRecord
-from contracts.errors import InvalidInput, NotFound, Refused
+from contracts.config import RepositoryConfig, RepositoryRecord, describe_repository_config_error
+from contracts.errors import InvalidInput, NotFound, OperatorError, Refused
 from store.actors import require_actor
 from store.schema import RepositoryRow
 
@@ -31,15 +33,28 @@ def check_alias(alias: str) -> str:
 
 
 def add_repository(
-    session: Session, alias: str, path: str, default_branch: str, actor: str, at: dt.datetime
+    session: Session,
+    alias: str,
+    path: str,
+    default_branch: str,
+    actor: str,
+    at: dt.datetime,
+    config: RepositoryConfig | None = None,
 ) -> RepositoryRecord:
-    """Record an already checked repository. Raises ``unknown_actor`` (not found) or
-    ``duplicate_alias`` (refused)."""
+    """Record an already checked repository with ``config`` (the default configuration when
+    ``None``). Raises ``unknown_actor`` (not found) or ``duplicate_alias`` (refused)."""
     check_alias(alias)
     require_actor(session, actor)
     if session.get(RepositoryRow, alias) is not None:
         raise _duplicate(alias)
-    row = RepositoryRow(alias=alias, path=path, default_branch=default_branch, added_by=actor, added_at=at)
+    row = RepositoryRow(
+        alias=alias,
+        path=path,
+        default_branch=default_branch,
+        added_by=actor,
+        added_at=at,
+        config=_stored_config(RepositoryConfig() if config is None else config),
+    )
     session.add(row)
     try:
         session.flush()
@@ -48,11 +63,25 @@ def add_repository(
     return repository_record(row)
 
 
+def update_repository_config(
+    session: Session, alias: str, config: RepositoryConfig, actor: str
+) -> RepositoryRecord:
+    """Replace the configuration of the repository ``alias`` with ``config``; its path, branch and who
+    added it when stay as they are. Raises ``unknown_actor`` or ``unknown_repository`` (not found)."""
+    require_actor(session, actor)
+    row = session.get(RepositoryRow, alias)
+    if row is None:
+        raise _unknown(alias)
+    row.config = _stored_config(config)
+    session.flush()
+    return repository_record(row)
+
+
 def get_repository(session: Session, alias: str) -> RepositoryRecord:
     """The repository registered as ``alias``. Raises ``unknown_repository`` (not found)."""
     row = session.get(RepositoryRow, alias)
     if row is None:
-        raise NotFound("unknown_repository", f"no repository is registered as {alias!r}")
+        raise _unknown(alias)
     return repository_record(row)
 
 
@@ -71,7 +100,28 @@ def repository_record(row: RepositoryRow) -> RepositoryRecord:
         default_branch=row.default_branch,
         added_by=row.added_by,
         added_at=row.added_at,
+        config=_read_config(row),
     )
+
+
+def _stored_config(config: RepositoryConfig) -> dict[str, Any]:
+    """``config`` as stored: its JSON form, every key present (defaults included)."""
+    return config.model_dump(mode="json")
+
+
+def _read_config(row: RepositoryRow) -> RepositoryConfig:
+    try:
+        return RepositoryConfig.model_validate(row.config)
+    except ValidationError as error:
+        raise OperatorError(
+            "stored_repository_config_invalid",
+            f"the stored configuration of repository {row.alias!r} is not valid "
+            f"({describe_repository_config_error(error)}): set it again with `specialists repos update`",
+        ) from None
+
+
+def _unknown(alias: str) -> NotFound:
+    return NotFound("unknown_repository", f"no repository is registered as {alias!r}")
 
 
 def _duplicate(alias: str) -> Refused:

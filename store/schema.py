@@ -26,7 +26,7 @@ from sqlalchemy.engine import Dialect
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
 from sqlalchemy.types import TypeDecorator
 
-SCHEMA_REVISION: Final = "0006"
+SCHEMA_REVISION: Final = "0007"
 """The Alembic head this code expects; a store at another revision is not read without upgrading."""
 
 ACTOR_ID_LENGTH: Final = 64
@@ -121,7 +121,8 @@ class ModelSelectionRow(Base):
 
 
 class RepositoryRow(Base):
-    """An allow-listed repository: alias → absolute path of a git working tree."""
+    """An allow-listed repository: alias → absolute path of a git working tree, and its configuration
+    (``contracts.config.RepositoryConfig`` as JSON, every key present)."""
 
     __tablename__ = "repositories"
 
@@ -130,6 +131,7 @@ class RepositoryRow(Base):
     default_branch: Mapped[str] = mapped_column(String(BRANCH_LENGTH))
     added_by: Mapped[str] = mapped_column(String(ACTOR_ID_LENGTH), ForeignKey("actors.id"))
     added_at: Mapped[dt.datetime] = mapped_column(UtcDateTime())
+    config: Mapped[dict[str, Any]] = mapped_column(JSON)
 
 
 RUN_ID_LENGTH: Final = 20

@@ -19,7 +19,7 @@ from sqlalchemy.engine import URL
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
-from contracts.config import ActorRecord, PolicyRecord, RepositoryRecord
+from contracts.config import ActorRecord, PolicyRecord, RepositoryConfig, RepositoryRecord
 from contracts.enums import Tier
 from contracts.errors import InvalidInput, NotFound, OperatorError, Refused
 from contracts.models import ModelRecord, ModelRegistration, ModelSelection, ModelSelectionRecord
@@ -182,9 +182,15 @@ class Store:
     # Repositories
 
     def add_repository(
-        self, alias: str, path: Path, default_branch: str | None, actor: str
+        self,
+        alias: str,
+        path: Path,
+        default_branch: str | None,
+        actor: str,
+        config: RepositoryConfig | None = None,
     ) -> RepositoryRecord:
-        """Allow-list the git working tree at ``path`` as ``alias``.
+        """Allow-list the git working tree at ``path`` as ``alias``, with ``config`` (the default
+        configuration when ``None``).
 
         ``path`` must be the top level of a working tree; it is stored resolved and absolute.
         ``default_branch`` must be an existing local branch; ``None`` takes the branch checked out.
@@ -195,7 +201,19 @@ class Store:
         tree = git.working_tree_root(path)
         branch = git.local_branch(tree, default_branch)
         with self._writing() as session:
-            return repositories.add_repository(session, alias, str(tree), branch, actor, self._now())
+            return repositories.add_repository(
+                session, alias, str(tree), branch, actor, self._now(), config=config
+            )
+
+    def update_repository_config(self, alias: str, config: RepositoryConfig, actor: str) -> RepositoryRecord:
+        """Replace the configuration of the repository ``alias`` with ``config``, as ``actor``.
+
+        Nothing else about the repository changes, and contracts already captured keep the
+        configuration they froze: only runs captured afterwards see the new one. Raises
+        ``unknown_actor`` or ``unknown_repository`` (not found); nothing is written then.
+        """
+        with self._writing() as session:
+            return repositories.update_repository_config(session, alias, config, actor)
 
     def get_repository(self, alias: str) -> RepositoryRecord:
         """The repository registered as ``alias``. Raises ``unknown_repository`` (not found)."""

@@ -34,6 +34,7 @@ with workflow.unsafe.imports_passed_through():
     from contracts.enums import Tier
     from contracts.errors import ErrorType
     from contracts.execution import (
+        PATCH_EXECUTOR,
         ChangeUnderReview,
         ExecuteAttemptRequest,
         ExecutionRecord,
@@ -656,6 +657,13 @@ class SpecialistRunWorkflow:
         if tier is Tier.PR_READY:
             raise ApplicationError(
                 f"run {self._input.run_id} is pr_ready: its execution is not available in this version",
+                type="execution_not_available",
+            )
+        config = self._captured.contract.repository_config if self._captured is not None else None
+        if config is not None and config.executor.value != PATCH_EXECUTOR:
+            raise ApplicationError(
+                f"run {self._input.run_id} captured the {config.executor.value!r} executor, which is "
+                "not available in this version",
                 type="execution_not_available",
             )
         if self._execute is not None:

@@ -39,6 +39,13 @@ def test_migration_creates_every_table(store: Store) -> None:
         assert set(inspect(connection).get_table_names()) == TABLES
 
 
+def test_repositories_keep_their_configuration_in_a_required_json_column(store: Store) -> None:
+    with store.engine.connect() as connection:
+        columns = {column["name"]: column for column in inspect(connection).get_columns("repositories")}
+    assert set(columns) == {"alias", "path", "default_branch", "added_by", "added_at", "config"}
+    assert columns["config"]["nullable"] is False
+
+
 def test_migrated_schema_matches_the_declared_schema(store: Store) -> None:
     with store.engine.connect() as connection:
         context = MigrationContext.configure(connection, opts={"compare_type": True})

@@ -421,3 +421,44 @@ async def test_execute_before_approval_is_refused_as_not_approved(
         with pytest.raises(Refused) as refused:
             await b.execute(view.run_id)
     assert refused.value.code == "not_approved"
+
+
+@within(60)
+async def test_the_repository_configuration_is_frozen_in_the_contract_and_later_changes_touch_only_new_runs(
+    temporal_client: Client, task_queue: str, tmp_path: Path
+) -> None:
+    from contracts.config import RepositoryConfig
+
+    async with (
+        execution_bench(temporal_client, task_queue, tmp_path, GOOD_PATCH) as (b, _, _),
+        b.worker(),
+    ):
+        first_config = RepositoryConfig(verify=(("make", "test"),))
+        b.store.update_repository_config(ALIAS, first_config, "alice")
+        first = await b.create(SLOW_QUERY, tier=Tier.WORKTREE)
+        b.store.update_repository_config(ALIAS, RepositoryConfig(), "alice")
+        second = await b.create(SLOW_QUERY, tier=Tier.WORKTREE)
+        shown = await get_view(temporal_client, first.run_id)
+    assert first.contract is not None and first.contract.repository_config == first_config
+    assert shown.contract == first.contract and shown.contract_sha256 == first.contract_sha256
+    assert second.contract is not None and second.contract.repository_config == RepositoryConfig()
+
+
+@within(60)
+async def test_execute_of_a_run_that_captured_the_command_executor_is_refused_as_not_available(
+    temporal_client: Client, task_queue: str, tmp_path: Path
+) -> None:
+    from contracts.config import RepositoryConfig, RepositoryExecutor
+
+    async with (
+        execution_bench(temporal_client, task_queue, tmp_path, GOOD_PATCH) as (b, _, _),
+        b.worker(),
+    ):
+        config = RepositoryConfig(executor=RepositoryExecutor.COMMAND, command=("agent",))
+        b.store.update_repository_config(ALIAS, config, "alice")
+        run = await approved(b)
+        with pytest.raises(Refused) as refused:
+            await b.execute(run.run_id)
+        view = await get_view(temporal_client, run.run_id)
+    assert refused.value.code == "execution_not_available"
+    assert view.status is RunStatus.APPROVED and view.execution is None

@@ -1,0 +1,178 @@
+"""A repository's configuration in the store: stored with the repository (a JSON column, every key
+present), returned on every read, replaced as a whole by an update that changes nothing else; a
+refused update writes nothing. Migration 0007 adds the column and gives existing repositories the
+default configuration."""
+
+from __future__ import annotations
+
+import datetime as dt
+from pathlib import Path
+from typing import Any
+
+import pytest
+from sqlalchemy import inspect, select, text, update
+from sqlalchemy.orm import Session
+
+from contracts.config import RepositoryConfig, RepositoryExecutor
+from contracts.errors import NotFound, OperatorError
+from store import Store, open_store
+from store.database import parse_database_url
+from store.engine import create_store_engine, writing
+from store.migrate import alembic_config
+from store.schema import SCHEMA_REVISION, RepositoryRow
+
+COMMAND = RepositoryConfig(
+    executor=RepositoryExecutor.COMMAND,
+    command=("my-agent", "--task-file", "TASK.md"),
+    verify=(("make", "test"), ("make", "lint")),
+    env=("AGENT_API_KEY",),
+    network=True,
+    command_timeout_seconds=900,
+)
+VERIFY_ONLY = RepositoryConfig(verify=(("pytest", "-q"),), command_timeout_seconds=120)
+DEFAULT_STORED: dict[str, Any] = {
+    "executor": "patch",
+    "command": None,
+    "verify": [],
+    "env": [],
+    "network": False,
+    "command_timeout_seconds": 600,
+}
+
+
+def _stored(store: Store, alias: str) -> object:
+    with Session(store.engine) as session:
+        return session.scalars(select(RepositoryRow.config).where(RepositoryRow.alias == alias)).one()
+
+
+def test_a_repository_added_without_a_configuration_has_the_default(
+    store: Store, actor: str, git_repository: Path
+) -> None:
+    record = store.add_repository("service", git_repository, None, actor)
+    assert record.config == RepositoryConfig()
+    assert store.get_repository("service").config == RepositoryConfig()
+    assert _stored(store, "service") == DEFAULT_STORED
+
+
+def test_a_configuration_round_trips_through_the_store(
+    store: Store, actor: str, git_repository: Path
+) -> None:
+    record = store.add_repository("service", git_repository, None, actor, COMMAND)
+    assert record.config == COMMAND
+    assert store.get_repository("service") == record
+    assert store.list_repositories() == [record]
+    assert store.resolve_base_commit("service")[0].config == COMMAND
+    assert _stored(store, "service") == COMMAND.model_dump(mode="json")
+
+
+def test_an_update_replaces_the_configuration_and_nothing_else(
+    store: Store, actor: str, git_repository: Path
+) -> None:
+    store.register_actor("bob", "Bob", actor)
+    added = store.add_repository("service", git_repository, "feature", actor, COMMAND)
+    store.add_repository("other", git_repository, None, actor, COMMAND)
+
+    updated = store.update_repository_config("service", VERIFY_ONLY, "bob")
+
+    assert updated == added.model_copy(update={"config": VERIFY_ONLY})
+    assert store.get_repository("service") == updated
+    # Replaced as a whole: nothing of the command configuration is left.
+    assert _stored(store, "service") == {
+        **DEFAULT_STORED,
+        "verify": [["pytest", "-q"]],
+        "command_timeout_seconds": 120,
+    }
+    assert store.get_repository("other").config == COMMAND
+    assert store.update_repository_config("service", RepositoryConfig(), actor).config == RepositoryConfig()
+
+
+def test_updating_an_unknown_repository_is_refused(store: Store, actor: str) -> None:
+    with pytest.raises(NotFound) as refused:
+        store.update_repository_config("ghost", COMMAND, actor)
+    assert refused.value.code == "unknown_repository"
+    assert refused.value.exit_code == 3
+
+
+def test_an_update_by_an_unknown_actor_writes_nothing(store: Store, actor: str, git_repository: Path) -> None:
+    store.add_repository("service", git_repository, None, actor, VERIFY_ONLY)
+    with pytest.raises(NotFound) as refused:
+        store.update_repository_config("service", COMMAND, "zed")
+    assert refused.value.code == "unknown_actor"
+    assert store.get_repository("service").config == VERIFY_ONLY
+
+
+def test_a_stored_configuration_that_no_longer_validates_is_reported(
+    store: Store, actor: str, git_repository: Path
+) -> None:
+    store.add_repository("service", git_repository, None, actor)
+    with writing(store.engine).begin() as connection:
+        connection.execute(update(RepositoryRow).values(config={**DEFAULT_STORED, "network": True}))
+    with pytest.raises(OperatorError) as broken:
+        store.get_repository("service")
+    assert broken.value.code == "stored_repository_config_invalid"
+    assert "network" in broken.value.message
+
+
+def test_migration_0007_gives_existing_repositories_the_default_configuration(
+    database_url: str, git_repository: Path
+) -> None:
+    from alembic import command
+
+    parsed = parse_database_url(database_url)
+    if parsed.get_backend_name() == "sqlite":
+        assert parsed.database is not None
+        Path(parsed.database).parent.mkdir(parents=True, exist_ok=True)
+    engine = create_store_engine(parsed, create=True)
+    config = alembic_config()
+    added_at = dt.datetime(2026, 12, 1, 8, 0, tzinfo=dt.UTC)
+    try:
+        with writing(engine).begin() as connection:
+            config.attributes["connection"] = connection
+            command.upgrade(config, "0006")
+        with engine.connect() as connection:
+            columns = {column["name"] for column in inspect(connection).get_columns("repositories")}
+            assert "config" not in columns
+        # As 0006 stored times: naive UTC on SQLite, timezone-aware on PostgreSQL.
+        at = added_at.replace(tzinfo=None) if parsed.get_backend_name() == "sqlite" else added_at
+        with writing(engine).begin() as connection:
+            connection.execute(
+                text(
+                    "INSERT INTO actors (id, name, registered_by, registered_at) "
+                    "VALUES ('alice', 'Alice', NULL, :at)"
+                ),
+                {"at": at},
+            )
+            for alias in ("service", "docs"):
+                connection.execute(
+                    text(
+                        "INSERT INTO repositories (alias, path, default_branch, added_by, added_at) "
+                        "VALUES (:alias, :path, 'main', 'alice', :at)"
+                    ),
+                    {"alias": alias, "path": str(git_repository), "at": at},
+                )
+    finally:
+        engine.dispose()
+
+    with open_store(database_url) as upgraded:
+        with upgraded.engine.connect() as connection:
+            assert connection.scalar(text("SELECT version_num FROM alembic_version")) == SCHEMA_REVISION
+            column = {c["name"]: c for c in inspect(connection).get_columns("repositories")}["config"]
+            assert column["nullable"] is False
+        assert SCHEMA_REVISION >= "0007"
+        records = upgraded.list_repositories()
+        assert [record.alias for record in records] == ["docs", "service"]
+        assert all(record.config == RepositoryConfig() for record in records)
+        assert all(record.added_by == "alice" and record.added_at == added_at for record in records)
+        assert _stored(upgraded, "service") == DEFAULT_STORED
+        upgraded.update_repository_config("service", COMMAND, "alice")
+
+        with writing(upgraded.engine).begin() as connection:
+            config.attributes["connection"] = connection
+            command.downgrade(config, "0006")
+        with upgraded.engine.connect() as connection:
+            columns = {column["name"] for column in inspect(connection).get_columns("repositories")}
+            assert "config" not in columns
+            assert connection.scalar(text("SELECT count(*) FROM repositories")) == 2
+
+    with open_store(database_url) as upgraded_again:
+        assert upgraded_again.get_repository("service").config == RepositoryConfig()
