@@ -16,22 +16,6 @@ from contracts.errors import InvalidInput, ServiceUnavailable
 GIT_TIMEOUT_SECONDS: Final = 15.0
 MAX_BRANCH_CHARS: Final = 255
 
-# Set by git hooks and wrappers; any of them would make `git -C PATH` look somewhere else.
-_REPOSITORY_LOCATING_VARIABLES: Final = frozenset(
-    {
-        "GIT_DIR",
-        "GIT_WORK_TREE",
-        "GIT_INDEX_FILE",
-        "GIT_OBJECT_DIRECTORY",
-        "GIT_ALTERNATE_OBJECT_DIRECTORIES",
-        "GIT_COMMON_DIR",
-        "GIT_NAMESPACE",
-        "GIT_PREFIX",
-        "GIT_CEILING_DIRECTORIES",
-        "GIT_DISCOVERY_ACROSS_FILESYSTEM",
-    }
-)
-
 
 def working_tree_root(path: Path) -> Path:
     """The absolute, resolved ``path`` if it is the top level of a git working tree.
@@ -143,10 +127,14 @@ def _run_git(tree: Path, args: tuple[str, ...], *, text: bool) -> subprocess.Com
         ) from exc
 
 
+_INHERITED_VARIABLES = ("PATH", "HOME", "TMPDIR", "XDG_CONFIG_HOME")
+"""The only variables of the caller's environment git gets here (its configuration is found through
+HOME/XDG_CONFIG_HOME): keys and tokens in the worker's environment never reach git or a program it
+starts."""
+
+
 def _git_environment() -> dict[str, str]:
-    environment = {
-        name: value for name, value in os.environ.items() if name not in _REPOSITORY_LOCATING_VARIABLES
-    }
+    environment = {name: os.environ[name] for name in _INHERITED_VARIABLES if name in os.environ}
     environment.update(
         {
             "GIT_TERMINAL_PROMPT": "0",

@@ -1,0 +1,32 @@
+"""``store.git``: the environment git is run with when the store reads allow-listed repositories."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from store import git
+from tests.store.git_repository import make_working_tree
+
+
+def test_git_gets_no_secret_and_no_variable_that_would_point_it_elsewhere(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-not-for-git")
+    monkeypatch.setenv("SPECIALISTS_ACTION_TOKEN", "not-for-git")
+    monkeypatch.setenv("GIT_DIR", "/somewhere/else")
+    environment = git._git_environment()
+    assert not {"OPENAI_API_KEY", "SPECIALISTS_ACTION_TOKEN", "GIT_DIR"} & set(environment)
+    inherited = {name for name in environment if not name.startswith("GIT_")} - {"LC_ALL"}
+    assert inherited <= {"PATH", "HOME", "TMPDIR", "XDG_CONFIG_HOME"}
+
+
+def test_a_repository_is_read_where_it_is_even_with_git_dir_set(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    tree = make_working_tree(tmp_path / "repo")
+    monkeypatch.setenv("GIT_DIR", str(tmp_path / "nowhere"))
+    commit = git.branch_commit(tree, "main")
+    assert git.commit_exists(tree, commit)
+    assert git.tracked_paths(tree, commit) == ["docs/README.md"]
