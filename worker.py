@@ -33,16 +33,20 @@ from activities.projection import ProjectionActivities
 from activities.providers.base import ModelProvider
 from activities.routing import RoutingActivities
 from activities.store_access import SharedStore
+from activities.worktree_prune import WorktreePruneActivities, worker_host
+from contracts.worktree_prune import host_task_queue
 from workflows.model_ceiling import ModelCeilingWorkflow
 from workflows.model_check import ModelCheckWorkflow
 from workflows.model_job import ModelJobWorkflow
 from workflows.specialist_run import SpecialistRunWorkflow
+from workflows.worktree_prune import WorktreePruneWorkflow
 
 WORKFLOWS: Sequence[type] = (
     SpecialistRunWorkflow,
     ModelJobWorkflow,
     ModelCheckWorkflow,
     ModelCeilingWorkflow,
+    WorktreePruneWorkflow,
 )
 
 # A worker killed without a graceful stop strands its sticky queue; the server waits this long before
@@ -94,6 +98,7 @@ def activities_for(
     ceilings = CeilingActivities(store)
     packs = ContextPackActivities(config, store)
     execution = ExecutionActivities(config, store)
+    prune = WorktreePruneActivities(config, store)
     return [
         routing.capture_contract,
         models.call_model,
@@ -103,7 +108,13 @@ def activities_for(
         ceilings.request_model_lease,
         packs.build_context_pack,
         execution.execute_worktree_attempt,
+        prune.check_prune_target,
     ]
+
+
+def host_activities(config: ActivityConfig, store: SharedStore | None = None) -> list[Any]:
+    """The activities that must run on the host whose disk they act on (``prune_worktrees``)."""
+    return [WorktreePruneActivities(config, store or SharedStore(config.database_url)).prune_worktrees]
 
 
 def build_worker(
@@ -136,6 +147,32 @@ def build_worker(
         max_concurrent_activities=ACTIVITY_THREADS,
         workflow_runner=sandbox_runner(),
         sticky_queue_schedule_to_start_timeout=STICKY_QUEUE_TIMEOUT,
+        graceful_shutdown_timeout=timedelta(seconds=5),
+    )
+
+
+def build_host_worker(
+    client: Client,
+    *,
+    task_queue: str,
+    config: ActivityConfig,
+    store: SharedStore | None = None,
+    host: str | None = None,
+    executor: concurrent.futures.Executor | None = None,
+) -> Worker:
+    """A worker for this host's own task queue, ``<task_queue>@<host>`` (``host``: this machine's
+    name unless given), running only :func:`host_activities`.
+
+    Worktrees live on the disk of the worker that made them; a ``WorktreePrune`` workflow schedules
+    their removal on the task queue of the host recorded for the run, which only this host's
+    workers poll.
+    """
+    return Worker(
+        client,
+        task_queue=host_task_queue(task_queue, host or worker_host()),
+        activities=host_activities(config, store),
+        activity_executor=executor or concurrent.futures.ThreadPoolExecutor(max_workers=2),
+        max_concurrent_activities=2,
         graceful_shutdown_timeout=timedelta(seconds=5),
     )
 
@@ -175,12 +212,14 @@ async def run_worker(stop: asyncio.Event | None = None) -> None:
         loop.add_signal_handler(signum, stop.set)
     store = SharedStore(config.database_url)
     worker = build_worker(client, task_queue=settings.task_queue, config=config, store=store)
-    async with worker:
+    host_worker = build_host_worker(client, task_queue=settings.task_queue, config=config, store=store)
+    async with worker, host_worker:
         # Polling has started; open the store meanwhile so a resumed run's first activity is quick.
         warming = loop.run_in_executor(None, store.warm)
         print(
             f"worker polling task queue {settings.task_queue!r} on {settings.temporal_address} "
-            f"(namespace {settings.namespace})",
+            f"(namespace {settings.namespace}); this host's queue "
+            f"{host_task_queue(settings.task_queue, worker_host())!r}",
             flush=True,
         )
         await stop.wait()

@@ -113,6 +113,7 @@ class ExecutionActivities:
             worktree=str(state_dir.resolve() / "worktrees" / request.run_id / f"attempt-{info.attempt}"),
             repository=str(repository),
             base_commit=request.base_commit,
+            host=socket.gethostname(),
         )
         try:
             attempt = create_attempt_worktree(
@@ -138,5 +139,9 @@ class ExecutionActivities:
             patch_sha256=applied.patch_sha256,
         )
         return WorktreeExecution(
-            attempt=attempt, applied=applied, evidence=evidence, execution_attempt=info.attempt
+            attempt=attempt,
+            applied=applied,
+            evidence=evidence,
+            execution_attempt=info.attempt,
+            host=planned.host,
         )

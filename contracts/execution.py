@@ -74,12 +74,15 @@ class WorktreeExecution(BaseModel):
     applied: AppliedPatch
     evidence: ChangeEvidence
     execution_attempt: int = Field(default=1, ge=1)
+    host: str | None = None
+    """The host whose worker made the worktree (housekeeping prunes it there)."""
 
 
 class WorktreeLocation(BaseModel):
     """Where an attempt's worktree is kept (``show --recovery`` only): its path, its evidence
     directory, the repository it belongs to and the detached base commit it was made at (it has no
-    branch: ``git worktree add --detach``)."""
+    branch: ``git worktree add --detach``). ``host`` is the host name of the worker whose disk holds
+    it (``None`` when not recorded): ``specialists worktrees prune`` removes it there."""
 
     model_config = ConfigDict(frozen=True)
 
@@ -88,6 +91,7 @@ class WorktreeLocation(BaseModel):
     evidence_dir: str | None = None
     repository: str | None = None
     base_commit: str
+    host: str | None = None
 
 
 class ExecutionRecord(BaseModel):

@@ -989,6 +989,62 @@ def dev_command(
     raise typer.Exit(run_dev(server_only=server_only))
 
 
+# -------------------------------------------------------------------------------------------- worktrees
+
+worktrees_app = typer.Typer(
+    help="List preserved attempt worktrees, or prune those of a finished run.", invoke_without_command=True
+)
+app.add_typer(worktrees_app, name="worktrees")
+
+
+@worktrees_app.callback()
+def worktrees_command(ctx: typer.Context, as_json: JsonFlag = False) -> None:
+    """List the attempt worktrees kept in the state directory: whether each is there, whether git
+    still knows it, whether it is locked, and its run's state (read-only; no token needed)."""
+    if ctx.invoked_subcommand is not None:
+        return
+    from control.output import emit
+    from control.settings import Settings
+    from control.worktrees import list_worktrees, render_list
+
+    rows = _run_async(list_worktrees(Settings.from_env(), _client))
+    emit({"worktrees": rows}, as_json, lambda console: render_list(console, rows))
+
+
+@worktrees_app.command("prune")
+def worktrees_prune_command(
+    run_id: Annotated[str, typer.Argument(metavar="RUN", help="Run id (SOR-…).")],
+    actor: ActorOption = None,
+    as_json: JsonFlag = False,
+) -> None:
+    """Remove a finished run's worktrees and evidence on the worker that holds them (protected;
+    refused while the run has not finished)."""
+    from contracts.worktree_prune import DEFAULT_HOST_WAIT_SECONDS, PRUNE_ACTION, PruneRequest
+    from control.actions import proof_for
+    from control.output import emit
+    from control.runs import check_run_id
+    from control.settings import Settings
+    from control.worktrees import PRUNE_WAIT_MARGIN_SECONDS, prune_json, render_prune, run_prune
+
+    check_run_id(run_id)
+    actor = _require_actor(actor, "pruning worktrees")
+    request = PruneRequest(
+        run_id=run_id, actor=actor, proof=proof_for(run_id=run_id, action=PRUNE_ACTION, actor=actor)
+    )
+    task_queue = Settings.from_env().task_queue
+
+    async def go() -> Any:
+        return await run_prune(
+            await _client(),
+            request,
+            task_queue=task_queue,
+            wait_seconds=DEFAULT_HOST_WAIT_SECONDS + PRUNE_WAIT_MARGIN_SECONDS,
+        )
+
+    result = _run_async(go())
+    emit(prune_json(result), as_json, lambda console: render_prune(console, result))
+
+
 # ------------------------------------------------------------------------------------------------- main
 
 

@@ -366,6 +366,7 @@ class SpecialistRunWorkflow:
                     evidence_dir=str(execution.attempt.evidence_dir),
                     repository=str(execution.attempt.repository),
                     base_commit=execution.attempt.base_commit,
+                    host=execution.host,
                 ),
             }
         )

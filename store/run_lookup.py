@@ -1,0 +1,30 @@
+"""Reading single runs of the projection by id (the statuses worktree housekeeping needs)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+from sqlalchemy import select
+from sqlalchemy.orm import Session
+
+from store.engine import database_errors
+from store.schema import RunRow
+from store.store import Store
+
+
+def projected_statuses(store: Store, run_ids: Iterable[str]) -> dict[str, str]:
+    """The projected status of each of ``run_ids`` the projection knows (others are left out).
+
+    Raises :class:`contracts.errors.ServiceUnavailable` when the database cannot be reached.
+    """
+    wanted = sorted(set(run_ids))
+    if not wanted:
+        return {}
+    with database_errors(store.engine.url), Session(store.engine) as session:
+        rows = session.execute(select(RunRow.run_id, RunRow.status).where(RunRow.run_id.in_(wanted)))
+        return {run_id: status for run_id, status in rows}
+
+
+def projected_status(store: Store, run_id: str) -> str | None:
+    """The projected status of ``run_id``, or ``None`` when the projection does not know it."""
+    return projected_statuses(store, [run_id]).get(run_id)
