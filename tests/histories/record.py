@@ -53,13 +53,14 @@ from contracts.runs import (
     RunView,
 )
 from contracts.work_item import WorkItem
+from contracts.worktree_prune import PRUNE_ACTION, PruneRequest, PruneResult, prune_workflow_id
 from control.runs import approve_run, decide_run, execute_run, request_digest, wait_for_view
 from infra.devserver import DevServer, free_port
 from store.database import default_database_url, open_store
 from tests.activities.providers.wire_server import Scripted, openai_completion
 from tests.activities.providers.wire_server import running as running_wire_server
 from tests.store.git_repository import make_working_tree
-from worker import build_worker
+from worker import build_host_worker, build_worker
 
 HERE = Path(__file__).resolve().parent
 EXAMPLES = HERE.parent.parent / "examples" / "work-items"
@@ -459,6 +460,18 @@ async def record(server: DevServer, state: Path) -> None:
         assert view.error is not None and view.error.type == "patch_does_not_apply", view.error
         return run_id
 
+    async def worktree_pruned() -> str:
+        """A worktree run executed and accepted, then its worktree pruned (the ``WorktreePrune``
+        workflow's history is the recording; its id is ``prune:<run>``)."""
+        run_id = await executed_accepted()
+        request = PruneRequest(run_id=run_id, actor="alice", proof=_proof(run_id, PRUNE_ACTION))
+        handle = await client.start_workflow(
+            "WorktreePrune", request, id=prune_workflow_id(run_id), task_queue=queue, result_type=PruneResult
+        )
+        result = await handle.result()
+        assert result.pruned, result
+        return handle.id
+
     async def failed_create_unauthorised() -> str:
         run_id = await _start(client, _input(SLOW_QUERY, Tier.READ_ONLY, enqueue=True, signed=False), queue)
         view = await wait_for_view(client, run_id, _status(RunStatus.FAILED))
@@ -481,8 +494,12 @@ async def record(server: DevServer, state: Path) -> None:
         ("failed_create_unauthorised", failed_create_unauthorised),
         ("executed_accepted", executed_accepted),
         ("executed_failed_closed", executed_failed_closed),
+        ("worktree_pruned", worktree_pruned),
     ]
-    async with build_worker(client, task_queue=queue, config=config, providers=providers):
+    async with (
+        build_worker(client, task_queue=queue, config=config, providers=providers),
+        build_host_worker(client, task_queue=queue, config=config),
+    ):
         for name, path in paths:
             await _save(client, name, await path())
         # The ceiling's own history (it keeps running; a running history replays as far as it goes).

@@ -57,7 +57,7 @@ V2_PATHS = V1_PATHS | {
     "failed_create_unauthorised",
 }
 V3_PATHS = V2_PATHS | {"accepted_after_retry", "accepted_under_ceiling"}
-CURRENT_PATHS = V3_PATHS | {"executed_accepted", "executed_failed_closed"}
+CURRENT_PATHS = V3_PATHS | {"executed_accepted", "executed_failed_closed", "worktree_pruned"}
 # Paths whose run is created enqueued or automatic: the create is a protected action.
 PROTECTED_CREATE_PATHS = {
     "rejected",
