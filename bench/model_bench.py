@@ -837,12 +837,14 @@ def main() -> None:
     if min(args.delay_ms, args.warmup, args.burst) < 0:
         parser.error("--delay-ms, --warmup and --burst must not be negative")
 
+    from bench.report_output import report_on_stdout
     from contracts.constants import SEARCH_ATTRIBUTES
     from infra.devserver import DevServer, free_port
 
     started = time.perf_counter()
     load_before = os.getloadavg()[0]
     with (
+        report_on_stdout() as emit,
         tempfile.TemporaryDirectory(prefix="model-bench-") as tmp,
         DevServer(
             state_dir=Path(tmp),
@@ -853,8 +855,8 @@ def main() -> None:
         ) as server,
     ):
         result = asyncio.run(_bench(args, server.address, server.pid or 0, Path(tmp)))
-    report = _report(args, result, (load_before, os.getloadavg()[0]), time.perf_counter() - started)
-    print(json.dumps(report, indent=2))
+        report = _report(args, result, (load_before, os.getloadavg()[0]), time.perf_counter() - started)
+        emit(json.dumps(report, indent=2))
 
 
 if __name__ == "__main__":

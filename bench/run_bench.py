@@ -976,11 +976,20 @@ def main() -> None:
     if min(args.sequential, args.resume_early_samples) < 0 or args.poll_interval <= 0:
         parser.error("--sequential and --resume-early-samples must not be negative, --poll-interval positive")
 
-    from contracts.constants import SEARCH_ATTRIBUTES
-    from infra.devserver import DevServer, free_port
+    from bench.report_output import report_on_stdout
 
     started = time.perf_counter()
     load_before = os.getloadavg()[0]
+    with report_on_stdout() as emit:
+        report = _measure(args)
+        emit(json.dumps(_output(args, report, started, load_before), indent=2))
+
+
+def _measure(args: argparse.Namespace) -> dict[str, Any]:
+    """Run the bench on a fresh dev server; returns :func:`_bench`'s measurements."""
+    from contracts.constants import SEARCH_ATTRIBUTES
+    from infra.devserver import DevServer, free_port
+
     with (
         tempfile.TemporaryDirectory(prefix="run-bench-") as tmp,
         DevServer(
@@ -991,7 +1000,14 @@ def main() -> None:
             search_attributes=SEARCH_ATTRIBUTES,
         ) as server,
     ):
-        report = asyncio.run(_bench(args, server, Path(tmp)))
+        result: dict[str, Any] = asyncio.run(_bench(args, server, Path(tmp)))
+    return result
+
+
+def _output(
+    args: argparse.Namespace, report: dict[str, Any], started: float, load_before: float
+) -> dict[str, Any]:
+    """The bench's JSON: configuration, the measurements and whether each target was met."""
     throughput = report["throughput"]
     output = {
         "config": {
@@ -1016,7 +1032,7 @@ def main() -> None:
         },
         "wall_s": round(time.perf_counter() - started, 1),
     }
-    print(json.dumps(output, indent=2))
+    return output
 
 
 if __name__ == "__main__":
