@@ -65,12 +65,12 @@ def server(wire: WireServer, monkeypatch: pytest.MonkeyPatch) -> WireServer:
     return wire
 
 
-def _register(database_url: str, server: WireServer, ceiling: int) -> None:
+def _register(database_url: str, server: WireServer, ceiling: int, timeout_s: int = 20) -> None:
     with open_store(database_url, create=True) as store:
         if not store.actor_exists(ACTOR):
             store.register_actor(ACTOR, "Alice", None)
         registration = ModelRegistration(
-            id=MODEL, base_url=server.base_url, api_key_env=KEY_ENV, timeout_s=20, ceiling=ceiling
+            id=MODEL, base_url=server.base_url, api_key_env=KEY_ENV, timeout_s=timeout_s, ceiling=ceiling
         )
         store.register_model(registration, ACTOR)
 
@@ -155,7 +155,9 @@ async def test_two_worker_processes_share_the_ceiling_and_a_killed_worker_loses_
     task_queue = f"ceiling-{uuid.uuid4().hex}"
     state_dir = tmp_path / "state"
     state_dir.mkdir()
-    _register(f"sqlite:///{state_dir / 'specialists.db'}", server, ceiling=5)
+    # A call lost with the killed worker holds its slot until its own deadline (timeout + 30 s):
+    # a short model timeout keeps that wait, and this test, short.
+    _register(f"sqlite:///{state_dir / 'specialists.db'}", server, ceiling=5, timeout_s=6)
     server.default = Scripted(200, openai_completion(ANSWER), delay_s=1.0)
     async with (
         worker_process(temporal_dev_server, task_queue, state_dir, log=tmp_path / "w1.log") as first,
