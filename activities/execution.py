@@ -8,7 +8,8 @@ on another machine. The steps are those of :mod:`activities.worktree` (DESIGN.md
    processes never run the same attempt — a duplicate is refused with ``attempt_claimed``;
 2. create ``<state>/worktrees/<run>/attempt-<n>`` (``n``: the claimed attempt) as a detached worktree
    at the contract's base commit — an unavailable base commit fails closed;
-3. check the patch strictly and apply it with ``git apply``;
+3. check the patch strictly and apply it with ``git apply`` — or, for a run that captured the
+   ``command`` executor, run the repository's agent in the worktree (:mod:`activities.command_executor`);
 4. check the result (HEAD, commits and refs in the worktree and the source repository, ``git diff
    --check``, at most 40 changed paths, nothing outside the worktree) and collect git's evidence.
 
@@ -27,14 +28,23 @@ from pathlib import Path
 from temporalio import activity
 from temporalio.exceptions import ApplicationError
 
+from activities.command_executor import CommandFailed, run_agent_command
 from activities.config import ActivityConfig
 from activities.errors import refusal
 from activities.logs import run_logger
 from activities.store_access import SharedStore
 from activities.worktree import apply_patch, check_and_collect, create_attempt_worktree
+from contracts.config import RepositoryExecutor
 from contracts.errors import ErrorType, NotFound, OperatorError, ServiceUnavailable
-from contracts.execution import PATCH_EXECUTOR, ExecuteAttemptRequest, WorktreeExecution, WorktreeLocation
-from contracts.worktree import WorktreeAttempt
+from contracts.execution import (
+    COMMAND_EXECUTOR,
+    PATCH_EXECUTOR,
+    CommandReport,
+    ExecuteAttemptRequest,
+    WorktreeExecution,
+    WorktreeLocation,
+)
+from contracts.worktree import AppliedPatch, WorktreeAttempt
 
 
 def _worker_identity() -> str:
@@ -72,20 +82,33 @@ class ExecutionActivities:
     def execute_worktree_attempt(self, request: ExecuteAttemptRequest) -> WorktreeExecution:
         """Claim, create, apply, check and collect one execution attempt of ``request.run_id``.
 
-        Returns the attempt, the applied patch and git's evidence. Raises ``ApplicationError``:
+        Returns the attempt, the applied patch (``None`` for the ``command`` executor, whose agent's
+        :class:`CommandReport` is ``command``) and git's evidence. Raises ``ApplicationError``:
         a fail-closed type (``base_commit_unavailable``, ``patch_invalid``, ``patch_does_not_apply``,
+        ``command_timeout``, ``command_output_too_large``, ``command_failed``,
         ``head_moved``, ``new_commit``, ``new_ref``, ``diff_check_failed``, ``too_many_files``,
-        ``path_outside_worktree``) with the worktree's :class:`WorktreeLocation` as its one detail
-        whenever the worktree directory exists (failed or not, it is kept), messages naming the state
+        ``path_outside_worktree``) with the worktree's :class:`WorktreeLocation` as its first detail
+        whenever the worktree directory exists (failed or not, it is kept) and, once the agent ran, its
+        :class:`CommandReport` as the second, messages naming the state
         directory as ``<state>``; ``attempt_claimed``; ``repository_unavailable`` (the alias is no longer
         allow-listed); ``execution_failed`` (no state directory, unknown executor); retryable
         ``ServiceUnavailable`` codes when the store or git cannot be reached.
         """
         info = activity.info()
         log = run_logger(request.run_id, activity="execute_worktree_attempt", attempt=info.attempt)
-        if request.executor != PATCH_EXECUTOR:
+        config = request.repository_config
+        if request.executor == COMMAND_EXECUTOR and (
+            config is None or config.executor is not RepositoryExecutor.COMMAND or not config.command
+        ):
             raise ApplicationError(
-                f"executor {request.executor!r} is not available (only {PATCH_EXECUTOR!r})",
+                "the command executor needs the captured repository configuration and its command",
+                type=ErrorType.EXECUTION_FAILED,
+                non_retryable=True,
+            )
+        if request.executor not in (PATCH_EXECUTOR, COMMAND_EXECUTOR):
+            raise ApplicationError(
+                f"executor {request.executor!r} is not available "
+                f"({PATCH_EXECUTOR!r} or {COMMAND_EXECUTOR!r})",
                 type=ErrorType.EXECUTION_FAILED,
                 non_retryable=True,
             )
@@ -115,20 +138,42 @@ class ExecutionActivities:
             base_commit=request.base_commit,
             host=socket.gethostname(),
         )
+        report: CommandReport | None = None
         try:
             attempt = create_attempt_worktree(
                 repository, request.base_commit, state_dir, request.run_id, attempt=info.attempt
             )
             log.info("worktree_created", worktree_attempt=attempt.attempt, base_commit=attempt.base_commit)
-            applied = apply_patch(attempt, request.patch)
+            applied: AppliedPatch | None = None
+            if request.executor == COMMAND_EXECUTOR:
+                assert config is not None
+                report = run_agent_command(
+                    attempt,
+                    config,
+                    request.task_text,
+                    timeout_seconds=request.command_timeout_seconds,
+                    heartbeat=activity.heartbeat,
+                )
+                log.info(
+                    "command_finished",
+                    exit_status=report.exit_status,
+                    duration_seconds=report.duration_seconds,
+                    network_isolated=report.network_isolated,
+                )
+            else:
+                applied = apply_patch(attempt, request.patch)
             evidence = check_and_collect(attempt)
         except OperatorError as error:  # fail closed (or a refused input): the worktree stays
             log.warning("worktree_failed_closed", error_type=error.code)
             made = Path(planned.worktree).exists()
+            failed_report = error.report if isinstance(error, CommandFailed) else report
+            details: list[object] = [planned.model_dump(mode="json")] if made else []
+            if made and failed_report is not None:
+                details.append(failed_report.model_dump(mode="json"))
             raise ApplicationError(
                 # Messages name paths inside the worktree; the state directory itself is withheld.
                 error.message.replace(str(state_dir.resolve()), "<state>"),
-                *([planned.model_dump(mode="json")] if made else []),
+                *details,
                 type=error.code,
                 non_retryable=not isinstance(error, ServiceUnavailable),
             ) from None
@@ -136,7 +181,7 @@ class ExecutionActivities:
             "worktree_change_collected",
             files_changed=evidence.files_changed,
             diff_bytes=evidence.diff_bytes,
-            patch_sha256=applied.patch_sha256,
+            patch_sha256=applied.patch_sha256 if applied is not None else None,
         )
         return WorktreeExecution(
             attempt=attempt,
@@ -144,4 +189,5 @@ class ExecutionActivities:
             evidence=evidence,
             execution_attempt=info.attempt,
             host=planned.host,
+            command=report,
         )

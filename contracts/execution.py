@@ -12,12 +12,59 @@ These models cross the Temporal boundary, so new fields get defaults. No I/O her
 
 from __future__ import annotations
 
+from typing import Final
+
 from pydantic import BaseModel, ConfigDict, Field
 
+from contracts.config import RepositoryConfig
 from contracts.worktree import AppliedPatch, ChangedFile, ChangeEvidence, NumstatEntry, WorktreeAttempt
 
 PATCH_EXECUTOR = "patch"
 """The executor that applies the model's unified diff with git (the default for a repository)."""
+COMMAND_EXECUTOR = "command"
+"""The executor that runs the repository's external agent (its captured argument vector) in the
+worktree; the agent makes the change itself."""
+
+MAX_COMMAND_OUTPUT_BYTES: Final = 64 * 1024
+"""Most bytes the agent may write to stdout, and to stderr; more fails closed
+(``command_output_too_large``), never cut silently."""
+
+
+def command_task_text(task: str, evidence_refs: list[str], stop_conditions: list[str]) -> str:
+    """The plain text the ``command`` executor's agent gets on stdin: the contract's task, its evidence
+    ids and the stop rule — never a path or a command taken from the work item."""
+    lines = ["# Task", task.strip(), "", "# Evidence ids"]
+    lines += [f"- {ref}" for ref in evidence_refs] or ["- (none)"]
+    lines += [
+        "",
+        "# Stop rule",
+        "Change files in this working directory only. Do not commit, create branches or tags, push, or "
+        "touch anything outside it. Stop rather than widen the scope of the task.",
+    ]
+    lines += [f"- {condition}" for condition in stop_conditions]
+    return "\n".join(lines) + "\n"
+
+
+class CommandReport(BaseModel):
+    """What the ``command`` executor's agent did: its exit status (``None`` when it was killed before it
+    exited, negative for a signal), wall-clock duration, whether it ran in its own network namespace
+    (``False``: it was not network-isolated — granted, or isolation is unavailable on the worker), and
+    its stdout and stderr (at most :data:`MAX_COMMAND_OUTPUT_BYTES` each, decoded with backslash
+    escapes; ``*_bytes`` counts what was read)."""
+
+    model_config = ConfigDict(frozen=True)
+
+    exit_status: int | None = None
+    duration_seconds: float = Field(default=0.0, ge=0)
+    network_isolated: bool = False
+    network_granted: bool = False
+    timeout_seconds: float = Field(default=0.0, ge=0)
+    timed_out: bool = False
+    stdout: str = ""
+    stderr: str = ""
+    stdout_bytes: int = Field(default=0, ge=0)
+    stderr_bytes: int = Field(default=0, ge=0)
+    output_too_large: bool = False
 
 
 class ChangeUnderReview(BaseModel):
@@ -52,7 +99,12 @@ class ChangeUnderReview(BaseModel):
 
 class ExecuteAttemptRequest(BaseModel):
     """Input of ``execute_worktree_attempt``: apply ``patch`` to a fresh worktree of the allow-listed
-    repository ``repo_alias`` at ``base_commit``, for run ``run_id``."""
+    repository ``repo_alias`` at ``base_commit``, for run ``run_id``.
+
+    With ``executor`` ``command``: ``repository_config`` is the contract's captured configuration (its
+    ``command``, ``env`` names, ``network`` and timeout), ``task_text`` the agent's stdin
+    (:func:`command_task_text`) and ``command_timeout_seconds`` the agent's wall-clock budget (the
+    captured timeout, bounded by the run's remaining budget); ``patch`` is unused."""
 
     model_config = ConfigDict(frozen=True)
 
@@ -61,6 +113,9 @@ class ExecuteAttemptRequest(BaseModel):
     base_commit: str
     patch: str
     executor: str = PATCH_EXECUTOR
+    repository_config: RepositoryConfig | None = None
+    task_text: str = ""
+    command_timeout_seconds: float | None = None
 
 
 class WorktreeExecution(BaseModel):
@@ -71,11 +126,14 @@ class WorktreeExecution(BaseModel):
     model_config = ConfigDict(frozen=True)
 
     attempt: WorktreeAttempt
-    applied: AppliedPatch
+    applied: AppliedPatch | None
+    """The applied patch (``None`` for the ``command`` executor: the agent made the change)."""
     evidence: ChangeEvidence
     execution_attempt: int = Field(default=1, ge=1)
     host: str | None = None
     """The host whose worker made the worktree (housekeeping prunes it there)."""
+    command: CommandReport | None = None
+    """What the ``command`` executor's agent did (``None`` for the patch executor)."""
 
 
 class WorktreeLocation(BaseModel):
@@ -107,3 +165,5 @@ class ExecutionRecord(BaseModel):
     patch_sha256: str | None = None
     location: WorktreeLocation | None = None
     failure_type: str | None = None
+    command: CommandReport | None = None
+    """The ``command`` executor's report (exit status, duration, network isolation, output)."""

@@ -62,6 +62,14 @@ class ExecutionFailure:
     PATCH_INVALID: Final = "patch_invalid"
     """A patch that is empty, too big, not a ``diff --git`` patch, binary, a submodule change, or touches
     ``.git`` metadata."""
+    COMMAND_TIMEOUT: Final = "command_timeout"
+    """The ``command`` executor's agent did not exit within its wall-clock budget (its whole process
+    group was killed)."""
+    COMMAND_OUTPUT_TOO_LARGE: Final = "command_output_too_large"
+    """The agent wrote more than the bound to stdout or stderr (its process group was killed; nothing
+    is cut silently)."""
+    COMMAND_FAILED: Final = "command_failed"
+    """The agent exited with a non-zero status, was killed by a signal, or could not be started."""
 
 
 EXECUTION_FAILURE_TYPES: Final = frozenset(
@@ -75,6 +83,9 @@ EXECUTION_FAILURE_TYPES: Final = frozenset(
         ExecutionFailure.PATH_OUTSIDE_WORKTREE,
         ExecutionFailure.PATCH_DOES_NOT_APPLY,
         ExecutionFailure.PATCH_INVALID,
+        ExecutionFailure.COMMAND_TIMEOUT,
+        ExecutionFailure.COMMAND_OUTPUT_TOO_LARGE,
+        ExecutionFailure.COMMAND_FAILED,
     }
 )
 

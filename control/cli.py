@@ -832,8 +832,10 @@ def approve_command(
 
     check_run_id(run_id)
     if contract_sha256 is None or not re.fullmatch(r"[0-9a-f]{64}", contract_sha256):
+        given = "" if contract_sha256 is None else f" (got {len(contract_sha256)} characters)"
         raise InvalidInput(
-            "contract_digest_required", "give --contract-sha256 H: the 64 hex digits `show` displays"
+            "contract_digest_required",
+            f"give --contract-sha256 H: all 64 hex digits of the digest `show` displays{given}",
         )
     actor = _require_actor(actor, "approve")
     proof = proof_for(run_id=run_id, action="approve", actor=actor, digest=contract_sha256)

@@ -49,6 +49,12 @@ def render_run(console: Console, view: RunView, extra: dict[str, Any]) -> None:
         rows.append(["contract sha256", view.contract_sha256])
     if view.contract is not None and view.contract.model is not None:
         rows.append(["model", view.contract.model.primary])
+    if view.contract is not None and view.contract.repo_alias is not None:
+        # What an approval covers: the repository and the exact commit the run starts from.
+        rows.append(["repository", view.contract.repo_alias])
+        rows.append(["base commit", view.contract.base_commit or "-"])
+        rows.append(["task type", view.contract.task_type.value])
+        rows.append(["budget", f"{view.contract.budgets.runtime_seconds} s runtime"])
     if view.error is not None:
         rows.append(["error", f"{view.error.type}: {view.error.message}"])
     console.print(table(f"run {view.run_id}", ["", ""], rows))

@@ -5,7 +5,9 @@ evidence of what git says changed, and where the attempt's worktree is kept. Thi
 much of it the operator sees:
 
 - always: who executed it, the changed files (status, path, lines added and deleted), how many paths
-  changed, the diff's sha256 and size, and the fail-closed failure type when the attempt failed;
+  changed, the diff's sha256 and size, and the fail-closed failure type when the attempt failed; for
+  the ``command`` executor, the agent's exit status, duration, whether it was network-isolated and the
+  sizes of its stdout and stderr (``--json`` carries its report, output included);
 - with ``--diff``: the full diff (inline), or where it is stored by reference (with its sha256);
 - with ``--recovery``: the worktree location (worktree, evidence directory, repository, base commit,
   attempt; detached at the base commit, no branch).
@@ -131,12 +133,43 @@ def _execution_rows(execution: ExecutionRecord, recovery: bool) -> list[list[str
             ],
         ]
     elif execution.failure_type is None:
-        rows.append(["evidence", "none yet (the patch has not been applied)"])
+        rows.append(["evidence", "none yet (the change has not been made)"])
     if execution.patch_sha256 is not None:
         rows.append(["patch sha256", execution.patch_sha256])
+    rows += _command_rows(execution)
     if not recovery and execution.location is not None:
         rows.append(["worktree", RECOVERY_HINT])
     return rows
+
+
+def _command_rows(execution: ExecutionRecord) -> list[list[str]]:
+    """The ``command`` executor's report: exit status, duration, network isolation, output sizes."""
+    report = execution.command
+    if report is None:
+        return []
+    if report.timed_out:
+        status = f"none: killed after its {report.timeout_seconds:g} s budget"
+    elif report.exit_status is None:
+        status = "none (not started)"
+    elif report.exit_status < 0:
+        status = f"killed by signal {-report.exit_status}"
+    else:
+        status = str(report.exit_status)
+    if report.network_isolated:
+        network = "yes (own network namespace)"
+    elif report.network_granted:
+        network = "no (network = true was approved)"
+    else:
+        network = "no: isolation is not available on the worker, the agent had the network"
+    output = f"stdout {report.stdout_bytes} bytes, stderr {report.stderr_bytes} bytes"
+    if report.output_too_large:
+        output += " (over the bound: the agent was stopped)"
+    return [
+        ["agent exit status", status],
+        ["agent duration", f"{report.duration_seconds:.1f} s"],
+        ["network isolated", network],
+        ["agent output", output],
+    ]
 
 
 def _file_rows(execution: ExecutionRecord) -> list[list[str]]:

@@ -9,14 +9,16 @@ Lifecycle (DESIGN.md "Run lifecycle"), as this module runs it::
             awaiting_approval ─(approval window)─► expired
     approved ─(execute: worktree only)─► queued ─► running ─► verifying ─► reviewing
             ─► awaiting_decision ─(decide)─► accepted | rejected
+            (executor ``command``: no change job in running; the agent runs in verifying)
     any non-terminal ─(cancel)─► cancelled         (a running model job finishes first: cancel_requested)
     any ─► failed (error type + message)           running/reviewing ─(runtime budget)─► expired
 
 Activities do every piece of I/O: ``capture_contract`` (route, policy, model snapshot, digest),
 ``project_run`` (the SQL projection), ``authorize_action`` (who may act: a registered human with a
-valid proof of the action token), ``execute_worktree_attempt`` (an approved worktree run's patch,
-applied and checked in a fresh worktree). Model calls are ``ModelJob`` child workflows. Handlers only change
-state; ``run`` tells the story and waits on conditions.
+valid proof of the action token), ``execute_worktree_attempt`` (an approved worktree run's patch
+applied, or its repository's agent run, and checked in a fresh worktree). Model calls are
+``ModelJob`` child workflows. Handlers only change state; ``run`` tells the story and waits on
+conditions.
 """
 
 from __future__ import annotations
@@ -34,12 +36,14 @@ with workflow.unsafe.imports_passed_through():
     from contracts.enums import Tier
     from contracts.errors import ErrorType
     from contracts.execution import (
-        PATCH_EXECUTOR,
+        COMMAND_EXECUTOR,
         ChangeUnderReview,
+        CommandReport,
         ExecuteAttemptRequest,
         ExecutionRecord,
         WorktreeExecution,
         WorktreeLocation,
+        command_task_text,
     )
     from contracts.model_jobs import JobContext, ModelJobInput, ModelJobResult
     from contracts.output import JobKind, SpecialistOutput
@@ -89,6 +93,10 @@ _BOOKKEEPING_RETRY = RetryPolicy(maximum_attempts=3, initial_interval=timedelta(
 # mid-attempt (it claims the next attempt and makes a new worktree); fail-closed errors never retry.
 _EXECUTION_TIMEOUT = timedelta(minutes=5)
 _EXECUTION_RETRY = RetryPolicy(maximum_attempts=2, initial_interval=timedelta(seconds=1))
+# The command executor's attempt also runs the repository's agent (its captured timeout, on top of
+# the git work above); it heartbeats while the agent runs, so a lost worker is noticed in a minute.
+_COMMAND_HEARTBEAT_TIMEOUT = timedelta(seconds=60)
+_COMMAND_GIT_MARGIN_SECONDS = 60.0
 
 # workflow.patched() ids: each marks a change to logic that recorded histories already exercise.
 PATCH_AUTHORIZE_CREATE = "authorize-protected-create"
@@ -262,21 +270,34 @@ class SpecialistRunWorkflow:
 
     async def _execute_worktree(self, request: ExecuteRequest) -> RunView:
         """The approved contract, carried out: the change job writes a patch; one activity applies it
-        in a fresh worktree at the base commit and fails closed; the reviewer sees git's diff."""
+        in a fresh worktree at the base commit and fails closed; the reviewer sees git's diff.
+
+        A run that captured the ``command`` executor has no change job: the activity runs the
+        repository's agent in the worktree instead (a branch no run before that executor reaches)."""
         assert self._captured is not None
         contract = self._captured.contract
         await self._transition(RunStatus.QUEUED)
         await self._transition(RunStatus.RUNNING)
         deadline = workflow.now() + timedelta(seconds=contract.budgets.runtime_seconds)
-        change_job = await self._model_job(JobKind.ANALYSIS, deadline, expects_patch=True)
-        if change_job is None:
-            return await self._finish(self._status)
-        self._result = change_job.output
-        if self._cancel is not None:
-            return await self._finish(RunStatus.CANCELLED)
-        patch = change_job.output.patch
-        assert patch is not None  # call_model checks that a change job's result carries one
-        self._execution = ExecutionRecord(actor=request.actor)
+        config = contract.repository_config
+        command = config is not None and config.executor.value == COMMAND_EXECUTOR
+        if command:
+            patch = ""  # the agent makes the change itself
+        else:
+            change_job = await self._model_job(JobKind.ANALYSIS, deadline, expects_patch=True)
+            if change_job is None:
+                return await self._finish(self._status)
+            self._result = change_job.output
+            if self._cancel is not None:
+                return await self._finish(RunStatus.CANCELLED)
+            change_patch = change_job.output.patch
+            assert change_patch is not None  # call_model checks that a change job's result carries one
+            patch = change_patch
+        self._execution = (
+            ExecutionRecord(actor=request.actor, executor=COMMAND_EXECUTOR)
+            if command
+            else ExecutionRecord(actor=request.actor)
+        )
         # From here a cancel waits for the attempt (cancel_requested), and one that arrived meanwhile,
         # or is still being authorised, stops the run before any worktree is made.
         self._executing = True
@@ -305,21 +326,49 @@ class SpecialistRunWorkflow:
         contract = self._captured.contract
         assert contract.repo_alias is not None and contract.base_commit is not None
         remaining = max((deadline - workflow.now()).total_seconds(), 1.0)
+        config = contract.repository_config
         self._executing = True
         try:
-            execution: WorktreeExecution = await workflow.execute_activity(
-                EXECUTE_WORKTREE_ACTIVITY,
-                ExecuteAttemptRequest(
-                    run_id=contract.run_id,
-                    repo_alias=contract.repo_alias,
-                    base_commit=contract.base_commit,
-                    patch=patch,
-                ),
-                result_type=WorktreeExecution,
-                start_to_close_timeout=_EXECUTION_TIMEOUT,
-                schedule_to_close_timeout=timedelta(seconds=remaining),
-                retry_policy=_EXECUTION_RETRY,
-            )
+            if config is not None and config.executor.value == COMMAND_EXECUTOR:
+                # The agent's budget: the captured timeout, bounded by what is left of the run's
+                # budget (less a margin for git's checks), so the activity kills it before Temporal
+                # gives up on the activity.
+                margin = min(_COMMAND_GIT_MARGIN_SECONDS, remaining / 4)
+                agent_budget = max(min(float(config.command_timeout_seconds), remaining - margin), 1.0)
+                execution: WorktreeExecution = await workflow.execute_activity(
+                    EXECUTE_WORKTREE_ACTIVITY,
+                    ExecuteAttemptRequest(
+                        run_id=contract.run_id,
+                        repo_alias=contract.repo_alias,
+                        base_commit=contract.base_commit,
+                        patch="",
+                        executor=COMMAND_EXECUTOR,
+                        repository_config=config,
+                        task_text=command_task_text(
+                            contract.task, contract.evidence_refs, contract.stop_conditions
+                        ),
+                        command_timeout_seconds=agent_budget,
+                    ),
+                    result_type=WorktreeExecution,
+                    start_to_close_timeout=_EXECUTION_TIMEOUT + timedelta(seconds=agent_budget),
+                    schedule_to_close_timeout=timedelta(seconds=remaining),
+                    heartbeat_timeout=_COMMAND_HEARTBEAT_TIMEOUT,
+                    retry_policy=_EXECUTION_RETRY,
+                )
+            else:
+                execution = await workflow.execute_activity(
+                    EXECUTE_WORKTREE_ACTIVITY,
+                    ExecuteAttemptRequest(
+                        run_id=contract.run_id,
+                        repo_alias=contract.repo_alias,
+                        base_commit=contract.base_commit,
+                        patch=patch,
+                    ),
+                    result_type=WorktreeExecution,
+                    start_to_close_timeout=_EXECUTION_TIMEOUT,
+                    schedule_to_close_timeout=timedelta(seconds=remaining),
+                    retry_policy=_EXECUTION_RETRY,
+                )
         except ActivityError as error:
             cause = error.cause
             if isinstance(cause, ApplicationError):
@@ -337,10 +386,14 @@ class SpecialistRunWorkflow:
             else:
                 error_type, message = ErrorType.EXECUTION_FAILED, str(cause or error)
             location = None
+            report = None
             if isinstance(cause, ApplicationError) and cause.details and isinstance(cause.details[0], dict):
                 location = WorktreeLocation.model_validate(cause.details[0])
+                if len(cause.details) > 1 and isinstance(cause.details[1], dict):
+                    report = CommandReport.model_validate(cause.details[1])
             self._execution = self._execution.model_copy(
                 update={"location": location, "failure_type": error_type}
+                | ({"command": report} if report is not None else {})
             )
             self._record(
                 "worktree_failed",
@@ -356,10 +409,12 @@ class SpecialistRunWorkflow:
         finally:
             self._executing = False
         evidence = execution.evidence
+        patch_sha256 = execution.applied.patch_sha256 if execution.applied is not None else None
         self._execution = self._execution.model_copy(
             update={
                 "evidence": evidence,
-                "patch_sha256": execution.applied.patch_sha256,
+                "patch_sha256": patch_sha256,
+                "command": execution.command,
                 "location": WorktreeLocation(
                     attempt=execution.attempt.attempt,
                     worktree=str(execution.attempt.worktree),
@@ -378,7 +433,16 @@ class SpecialistRunWorkflow:
                 "files_changed": evidence.files_changed,
                 "diff_sha256": evidence.diff_sha256,
                 "diff_bytes": evidence.diff_bytes,
-                "patch_sha256": execution.applied.patch_sha256,
+                "patch_sha256": patch_sha256,
+                **(
+                    {
+                        "command_exit_status": execution.command.exit_status,
+                        "command_duration_seconds": execution.command.duration_seconds,
+                        "network_isolated": execution.command.network_isolated,
+                    }
+                    if execution.command is not None
+                    else {}
+                ),
             },
         )
         return execution
@@ -658,13 +722,6 @@ class SpecialistRunWorkflow:
         if tier is Tier.PR_READY:
             raise ApplicationError(
                 f"run {self._input.run_id} is pr_ready: its execution is not available in this version",
-                type="execution_not_available",
-            )
-        config = self._captured.contract.repository_config if self._captured is not None else None
-        if config is not None and config.executor.value != PATCH_EXECUTOR:
-            raise ApplicationError(
-                f"run {self._input.run_id} captured the {config.executor.value!r} executor, which is "
-                "not available in this version",
                 type="execution_not_available",
             )
         if self._execute is not None:

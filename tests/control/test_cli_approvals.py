@@ -133,6 +133,10 @@ def test_worktree_run_freezes_the_base_commit_and_awaits_approval(deployment: De
     )
     assert listed[0]["tier"] == "worktree"
 
+    # What the operator approves is on `show`: the repository and the full base commit.
+    shown = " ".join(deployment.cli.call("show", run["run_id"]).stdout.split())
+    assert f"repository │ {ALIAS}" in shown and f"base commit │ {head}" in shown
+
 
 def test_a_new_commit_changes_new_contracts_only(deployment: Deployment, waiting: dict[str, Any]) -> None:
     (deployment.repository / "docs" / "index.md").write_text("orders\n")

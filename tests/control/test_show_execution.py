@@ -211,3 +211,37 @@ def test_a_diff_stored_by_reference_is_described_by_sha256_and_size_and_its_path
     assert show_run.run_json(view, diff=True)["execution"]["evidence"]["diff_path"] is None
     assert f"stored by reference in {path}" in " ".join(show(view, diff=True, recovery=True).split())
     assert show_run.run_json(view, diff=True, recovery=True)["execution"]["evidence"]["diff_path"] == path
+
+
+def test_show_reports_the_command_executors_exit_status_duration_isolation_and_output_sizes() -> None:
+    from contracts.execution import CommandReport
+
+    def shown(report: CommandReport) -> str:
+        view = executed_view()
+        assert view.execution is not None
+        execution = view.execution.model_copy(
+            update={"executor": "command", "patch_sha256": None, "command": report}
+        )
+        return show(view.model_copy(update={"execution": execution}))
+
+    isolated = CommandReport(
+        exit_status=0,
+        duration_seconds=12.34,
+        network_isolated=True,
+        stdout="done\n",
+        stdout_bytes=5,
+        stderr_bytes=0,
+    )
+    out = shown(isolated)
+    assert re.search(r"executor\W+command", out)
+    assert re.search(r"agent exit status\W+0", out) and re.search(r"agent duration\W+12\.3 s", out)
+    assert re.search(r"network isolated\W+yes", out)
+    assert re.search(r"agent output\W+stdout 5 bytes, stderr 0 bytes", out)
+    assert "done" not in out, "the agent's output itself is only in --json"
+
+    not_isolated = isolated.model_copy(update={"network_isolated": False})
+    assert re.search(r"network isolated\W+no: isolation is not available", shown(not_isolated))
+    granted = not_isolated.model_copy(update={"network_granted": True})
+    assert re.search(r"network isolated\W+no \(network = true was approved\)", shown(granted))
+    timed_out = isolated.model_copy(update={"exit_status": None, "timed_out": True, "timeout_seconds": 30})
+    assert re.search(r"agent exit status\W+none: killed after its 30 s budget", shown(timed_out))

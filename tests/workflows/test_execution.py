@@ -444,21 +444,93 @@ async def test_the_repository_configuration_is_frozen_in_the_contract_and_later_
     assert second.contract is not None and second.contract.repository_config == RepositoryConfig()
 
 
-@within(60)
-async def test_execute_of_a_run_that_captured_the_command_executor_is_refused_as_not_available(
+EDITING_AGENT = """
+import pathlib, sys
+task = sys.stdin.read()
+readme = pathlib.Path("docs/README.md")
+readme.write_text(readme.read_text() + "Orders report: add an index (written by the agent).\\n")
+print("task lines:", len(task.splitlines()))
+"""
+
+
+@within(90)
+async def test_a_run_that_captured_the_command_executor_runs_the_agent_without_a_change_job(
     temporal_client: Client, task_queue: str, tmp_path: Path
 ) -> None:
+    import sys
+
+    from activities.command_executor import network_isolation_available
     from contracts.config import RepositoryConfig, RepositoryExecutor
 
+    agent = tmp_path / "agent.py"
+    agent.write_text(EDITING_AGENT)
     async with (
-        execution_bench(temporal_client, task_queue, tmp_path, GOOD_PATCH) as (b, _, _),
+        execution_bench(temporal_client, task_queue, tmp_path, GOOD_PATCH) as (b, tree, provider),
         b.worker(),
     ):
-        config = RepositoryConfig(executor=RepositoryExecutor.COMMAND, command=("agent",))
+        config = RepositoryConfig(
+            executor=RepositoryExecutor.COMMAND,
+            command=(sys.executable, str(agent)),
+            command_timeout_seconds=30,
+        )
+        b.store.update_repository_config(ALIAS, config, "alice")
+        base = git(tree, "rev-parse", "HEAD")
+        run = await approved(b)
+        assert run.contract is not None and run.contract.repository_config == config
+        view = await executed(b, run.run_id)
+    assert view.status is RunStatus.AWAITING_DECISION, view.error
+    assert transitions(view)[-5:] == [
+        ("approved", "queued"),
+        ("queued", "running"),
+        ("running", "verifying"),
+        ("verifying", "reviewing"),
+        ("reviewing", "awaiting_decision"),
+    ]
+    # No change model job ran: the agent made the change; only the blinded review called a model.
+    assert [r.identity.kind.value for r in provider.requests] == ["review"]
+    assert [e["kind"] for e in events(view, "model_job_started")] == ["review"]
+    execution = view.execution
+    assert execution is not None and execution.executor == "command" and execution.patch_sha256 is None
+    evidence = execution.evidence
+    assert evidence is not None and evidence.base_commit == base
+    assert [(f.path, f.status.value) for f in evidence.files] == [("docs/README.md", "modified")]
+    assert (
+        evidence.diff is not None and "+Orders report: add an index (written by the agent)." in evidence.diff
+    )
+    report = execution.command
+    assert report is not None and report.exit_status == 0 and report.stdout.startswith("task lines:")
+    assert report.network_isolated is network_isolation_available()
+    (done,) = events(view, "worktree_executed")
+    assert done["command_exit_status"] == 0 and done["diff_sha256"] == evidence.diff_sha256
+    review = provider.requests[0]
+    assert evidence.diff_sha256 in review.context
+    assert git(tree, "status", "--porcelain") == ""
+
+
+@within(90)
+async def test_a_failing_agent_fails_the_run_closed_with_its_report_and_keeps_the_worktree(
+    temporal_client: Client, task_queue: str, tmp_path: Path
+) -> None:
+    import sys
+
+    from contracts.config import RepositoryConfig, RepositoryExecutor
+
+    agent = tmp_path / "agent.py"
+    agent.write_text("import sys\nprint('cannot do it', file=sys.stderr)\nsys.exit(7)\n")
+    async with (
+        execution_bench(temporal_client, task_queue, tmp_path, GOOD_PATCH) as (b, _, provider),
+        b.worker(),
+    ):
+        config = RepositoryConfig(executor=RepositoryExecutor.COMMAND, command=(sys.executable, str(agent)))
         b.store.update_repository_config(ALIAS, config, "alice")
         run = await approved(b)
-        with pytest.raises(Refused) as refused:
-            await b.execute(run.run_id)
-        view = await get_view(temporal_client, run.run_id)
-    assert refused.value.code == "execution_not_available"
-    assert view.status is RunStatus.APPROVED and view.execution is None
+        view = await executed(b, run.run_id)
+    assert view.status is RunStatus.FAILED
+    assert view.error is not None and view.error.type == "command_failed", view.error
+    assert "exited with status 7" in view.error.message
+    assert provider.requests == []
+    execution = view.execution
+    assert execution is not None and execution.failure_type == "command_failed"
+    assert execution.command is not None and execution.command.exit_status == 7
+    assert execution.command.stderr == "cannot do it\n"
+    assert execution.location is not None and Path(execution.location.worktree).is_dir()
