@@ -24,6 +24,7 @@ reaches the console only as :func:`control.output.table` cells or through ``safe
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from control import run_views
@@ -215,15 +216,26 @@ def _render_location(console: Console, location: WorktreeLocation | None) -> Non
     if location is None:
         console.print(safe_text("recovery: no worktree was made for this run (yet)"))
         return
+    # The path is the worker's; on this machine it may be gone (pruned) or never have been.
+    present = Path(location.worktree).is_dir()
     rows = [
         ["attempt", str(location.attempt)],
         ["worktree", location.worktree],
+        [
+            "on this machine",
+            "yes"
+            if present
+            else "no: pruned, or kept on the worker's host"
+            + (f" ({location.host})" if location.host else ""),
+        ],
         ["evidence dir", location.evidence_dir or "-"],
         ["repository", location.repository or "-"],
         ["base commit", location.base_commit],
         ["HEAD", "detached at the base commit (no branch)"],
     ]
     console.print(table("recovery: worktree location", ["", ""], rows))
+    if not present:
+        return
     console.print(
         safe_text(
             f"The worktree is detached at {location.base_commit} and has no branch: to keep its change, "

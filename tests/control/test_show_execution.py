@@ -11,6 +11,7 @@ import io
 import json
 import re
 from collections.abc import Callable
+from pathlib import Path
 
 from rich.console import Console
 
@@ -245,3 +246,22 @@ def test_show_reports_the_command_executors_exit_status_duration_isolation_and_o
     assert re.search(r"network isolated\W+no \(network = true was approved\)", shown(granted))
     timed_out = isolated.model_copy(update={"exit_status": None, "timed_out": True, "timeout_seconds": 30})
     assert re.search(r"agent exit status\W+none: killed after its 30 s budget", shown(timed_out))
+
+
+def test_show_recovery_says_when_the_worktree_is_not_on_this_machine_and_gives_no_branch_advice() -> None:
+    # WORKTREE is a path on a worker's host that does not exist here (pruned, or another machine).
+    out = " ".join(show(executed_view(), recovery=True).split())
+
+    assert "on this machine │ no: pruned, or kept on the worker's host" in out
+    assert "git switch -c" not in out
+
+
+def test_show_recovery_gives_the_branch_advice_for_a_worktree_that_is_here(tmp_path: Path) -> None:
+    here = location().model_copy(update={"worktree": str(tmp_path)})
+    view = executed_view()
+    assert view.execution is not None
+    view = view.model_copy(update={"execution": view.execution.model_copy(update={"location": here})})
+
+    out = " ".join(show(view, recovery=True).split())
+
+    assert "on this machine │ yes" in out and "git switch -c NAME" in out
