@@ -40,7 +40,7 @@ from pathlib import Path
 from typing import IO, Final
 
 from contracts.config import RepositoryConfig
-from contracts.execution import MAX_COMMAND_OUTPUT_BYTES, CommandReport
+from contracts.execution import MAX_COMMAND_OUTPUT_BYTES, CommandReport, VerificationResult
 from contracts.worktree import ExecutionFailure, WorktreeAttempt, WorktreeExecutionFailed
 
 SAFE_PATH: Final = "/usr/local/bin:/usr/bin:/bin"
@@ -252,3 +252,137 @@ def run_agent_command(
         how = f"was killed by signal {-status}" if status < 0 else f"exited with status {status}"
         raise CommandFailed(ExecutionFailure.COMMAND_FAILED, f"the agent {how}", report)
     return report
+
+
+VERIFY_HOME_DIR: Final = "verify-home"
+VERIFY_TMP_DIR: Final = "verify-tmp"
+
+
+def run_verification_command(
+    attempt: WorktreeAttempt,
+    argv: list[str],
+    *,
+    timeout_seconds: float,
+    heartbeat: Callable[[], None] | None = None,
+) -> VerificationResult:
+    """Run one of a pr_ready run's ``verify`` commands in ``attempt.worktree``: no shell, own process
+    group, stdin empty, the same reduced environment as the agent (no configured variables), never
+    network (isolated where the OS allows it), ``timeout_seconds`` of wall clock, output bounded.
+
+    A non-zero exit is returned (evidence, not a failure). Raises :class:`CommandFailed`
+    (``command_timeout``, ``command_output_too_large``, ``command_failed`` when it cannot be started)
+    with the result's fields in a :class:`CommandReport`."""
+    home = attempt.evidence_dir / VERIFY_HOME_DIR
+    tmpdir = attempt.evidence_dir / VERIFY_TMP_DIR
+    home.mkdir(mode=0o700, exist_ok=True)
+    tmpdir.mkdir(mode=0o700, exist_ok=True)
+    isolated = network_isolation_available()
+    command = list(argv)
+    if isolated:
+        unshare = shutil.which("unshare", path=SAFE_PATH)
+        assert unshare is not None
+        command = [unshare, "--net", "--map-root-user", "--", *command]
+    environment = agent_environment((), home, tmpdir, {})
+    environment["PYTHONDONTWRITEBYTECODE"] = "1"
+    budget = float(timeout_seconds)
+    started = time.monotonic()
+    base = VerificationResult(argv=list(argv), network_isolated=isolated, timeout_seconds=budget)
+    try:
+        process = subprocess.Popen(
+            command,
+            cwd=attempt.worktree,
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            env=environment,
+            start_new_session=True,
+            shell=False,
+            close_fds=True,
+        )
+    except OSError as error:
+        result = base.model_copy(update={"duration_seconds": round(time.monotonic() - started, 3)})
+        raise CommandFailed(
+            ExecutionFailure.COMMAND_FAILED,
+            f"the verify command {argv[0]!r} could not be started: {error.strerror or type(error).__name__}",
+            _as_report(result),
+        ) from None
+    pgid = process.pid
+    over = threading.Event()
+
+    def on_over() -> None:
+        over.set()
+        _kill_group(pgid)
+
+    assert process.stdout is not None and process.stderr is not None
+    readers = [
+        _BoundedReader(process.stdout, MAX_COMMAND_OUTPUT_BYTES, on_over),
+        _BoundedReader(process.stderr, MAX_COMMAND_OUTPUT_BYTES, on_over),
+    ]
+    for reader in readers:
+        reader.start()
+    timed_out = False
+    try:
+        while True:
+            try:
+                process.wait(timeout=_POLL_SECONDS)
+                break
+            except subprocess.TimeoutExpired:
+                pass
+            if heartbeat is not None:
+                heartbeat()
+            if time.monotonic() - started >= budget:
+                timed_out = True
+                _kill_group(pgid)
+                process.wait()
+                break
+    finally:
+        _kill_group(pgid)
+        if process.poll() is None:
+            process.kill()
+            process.wait()
+        for reader in readers:
+            reader.join(_DRAIN_SECONDS)
+        process.stdout.close()
+        process.stderr.close()
+    out, err = readers
+    result = base.model_copy(
+        update={
+            "exit_status": None if timed_out else process.returncode,
+            "duration_seconds": round(time.monotonic() - started, 3),
+            "timed_out": timed_out,
+            "stdout": bytes(out.data).decode("utf-8", "backslashreplace"),
+            "stderr": bytes(err.data).decode("utf-8", "backslashreplace"),
+            "stdout_bytes": len(out.data),
+            "stderr_bytes": len(err.data),
+            "output_too_large": over.is_set() or out.over or err.over,
+        }
+    )
+    if timed_out:
+        raise CommandFailed(
+            ExecutionFailure.COMMAND_TIMEOUT,
+            f"the verify command {argv[0]!r} did not exit within {budget:g} s; its process group was killed",
+            _as_report(result),
+        )
+    if result.output_too_large:
+        raise CommandFailed(
+            ExecutionFailure.COMMAND_OUTPUT_TOO_LARGE,
+            f"the verify command {argv[0]!r} wrote more than {MAX_COMMAND_OUTPUT_BYTES} bytes to stdout "
+            "or stderr; its process group was killed (output is never cut silently)",
+            _as_report(result),
+        )
+    return result
+
+
+def _as_report(result: VerificationResult) -> CommandReport:
+    return CommandReport(
+        exit_status=result.exit_status,
+        duration_seconds=result.duration_seconds,
+        network_isolated=result.network_isolated,
+        timeout_seconds=result.timeout_seconds,
+        timed_out=result.timed_out,
+        stdout=result.stdout,
+        stderr=result.stderr,
+        stdout_bytes=result.stdout_bytes,
+        stderr_bytes=result.stderr_bytes,
+        output_too_large=result.output_too_large,
+    )

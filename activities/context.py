@@ -311,10 +311,26 @@ def _render_change(pack: ContextPack) -> list[str]:
         for entry in change.numstat
     )
     fence = _fence(change.diff)
-    return [
+    parts = [
         f"## The change under review (computed by git against {change.base_commit}; "
         "what really changed, not the author's description)",
         "### Files\n" + (files or "(none)"),
         "### Lines added and deleted\n" + (counts or "(none)"),
         f"### Diff (sha256 {change.diff_sha256})\n{fence}\n{change.diff}\n{fence}",
     ]
+    if change.verification:
+        parts.append(
+            "## Verification (the repository's verify commands, run in the worktree after the change, "
+            "without network; a non-zero exit is evidence, not a failure of the run)"
+        )
+        for number, result in enumerate(change.verification, 1):
+            status = "killed" if result.exit_status is None else str(result.exit_status)
+            section = [
+                f"### Verify command {number}: {json.dumps(result.argv)}",
+                f"exit status {status}, {result.duration_seconds:g} s",
+            ]
+            for name, text in (("stdout", result.stdout), ("stderr", result.stderr)):
+                output_fence = _fence(text)
+                section.append(f"{name}:\n{output_fence}\n{text}\n{output_fence}")
+            parts.append("\n".join(section))
+    return parts

@@ -11,7 +11,10 @@ on another machine. The steps are those of :mod:`activities.worktree` (DESIGN.md
 3. check the patch strictly and apply it with ``git apply`` — or, for a run that captured the
    ``command`` executor, run the repository's agent in the worktree (:mod:`activities.command_executor`);
 4. check the result (HEAD, commits and refs in the worktree and the source repository, ``git diff
-   --check``, at most 40 changed paths, nothing outside the worktree) and collect git's evidence.
+   --check``, at most 40 changed paths, nothing outside the worktree) and collect git's evidence;
+5. for a pr_ready run: run the captured ``verify`` commands in the worktree (no network, reduced
+   environment, bounded; a non-zero exit is evidence), check and collect again — evidence that differs
+   fails ``verification_changed_tree`` — and write the complete patch file (``pr-ready.patch``).
 
 Any fail-closed rule raises a non-retryable ``ApplicationError`` whose ``type`` is the rule
 (``contracts.worktree.ExecutionFailure``) and whose one detail says where the preserved worktree is.
@@ -23,17 +26,24 @@ from __future__ import annotations
 
 import os
 import socket
+import time
 from pathlib import Path
+from typing import Any
 
 from temporalio import activity
 from temporalio.exceptions import ApplicationError
 
-from activities.command_executor import CommandFailed, run_agent_command
+from activities.command_executor import CommandFailed, run_agent_command, run_verification_command
 from activities.config import ActivityConfig
 from activities.errors import refusal
 from activities.logs import run_logger
 from activities.store_access import SharedStore
-from activities.worktree import apply_patch, check_and_collect, create_attempt_worktree
+from activities.worktree import (
+    apply_patch,
+    check_and_collect,
+    create_attempt_worktree,
+    write_pr_ready_patch,
+)
 from contracts.config import RepositoryExecutor
 from contracts.errors import ErrorType, NotFound, OperatorError, ServiceUnavailable
 from contracts.execution import (
@@ -41,10 +51,18 @@ from contracts.execution import (
     PATCH_EXECUTOR,
     CommandReport,
     ExecuteAttemptRequest,
+    PrReadyPatch,
+    VerificationResult,
     WorktreeExecution,
     WorktreeLocation,
 )
-from contracts.worktree import AppliedPatch, WorktreeAttempt
+from contracts.worktree import (
+    AppliedPatch,
+    ChangeEvidence,
+    ExecutionFailure,
+    WorktreeAttempt,
+    WorktreeExecutionFailed,
+)
 
 
 def _worker_identity() -> str:
@@ -87,7 +105,8 @@ class ExecutionActivities:
         a fail-closed type (``base_commit_unavailable``, ``patch_invalid``, ``patch_does_not_apply``,
         ``command_timeout``, ``command_output_too_large``, ``command_failed``,
         ``head_moved``, ``new_commit``, ``new_ref``, ``diff_check_failed``, ``too_many_files``,
-        ``path_outside_worktree``) with the worktree's :class:`WorktreeLocation` as its first detail
+        ``path_outside_worktree``, ``verification_changed_tree``) with the worktree's
+        :class:`WorktreeLocation` as its first detail
         whenever the worktree directory exists (failed or not, it is kept) and, once the agent ran, its
         :class:`CommandReport` as the second, messages naming the state
         directory as ``<state>``; ``attempt_claimed``; ``repository_unavailable`` (the alias is no longer
@@ -139,6 +158,8 @@ class ExecutionActivities:
             host=socket.gethostname(),
         )
         report: CommandReport | None = None
+        verification: list[VerificationResult] = []
+        pr_patch: PrReadyPatch | None = None
         try:
             attempt = create_attempt_worktree(
                 repository, request.base_commit, state_dir, request.run_id, attempt=info.attempt
@@ -163,6 +184,19 @@ class ExecutionActivities:
             else:
                 applied = apply_patch(attempt, request.patch)
             evidence = check_and_collect(attempt)
+            if request.pr_ready:
+                verification = self._verify(attempt, request, log)
+                after = check_and_collect(attempt)
+                if _fingerprint(after) != _fingerprint(evidence):
+                    raise WorktreeExecutionFailed(
+                        ExecutionFailure.VERIFICATION_CHANGED_TREE,
+                        "a verify command changed the worktree: git's evidence after verification "
+                        f"(diff sha256 {after.diff_sha256}) differs from the evidence before it "
+                        f"(diff sha256 {evidence.diff_sha256})",
+                    )
+                path, digest, size = write_pr_ready_patch(attempt)
+                pr_patch = PrReadyPatch(sha256=digest, size_bytes=size, path=str(path))
+                log.info("pr_ready_patch_written", sha256=digest, size_bytes=size)
         except OperatorError as error:  # fail closed (or a refused input): the worktree stays
             log.warning("worktree_failed_closed", error_type=error.code)
             made = Path(planned.worktree).exists()
@@ -190,4 +224,46 @@ class ExecutionActivities:
             execution_attempt=info.attempt,
             host=planned.host,
             command=report,
+            verification=verification,
+            pr_patch=pr_patch,
         )
+
+    def _verify(
+        self, attempt: WorktreeAttempt, request: ExecuteAttemptRequest, log: Any
+    ) -> list[VerificationResult]:
+        """Run the pr_ready run's verify commands one after another; each bounded by its own timeout
+        and by what is left of the budget. A non-zero exit is evidence; a timeout or too much output
+        raises :class:`CommandFailed`."""
+        results: list[VerificationResult] = []
+        budget = request.verify_budget_seconds
+        started = time.monotonic()
+        for argv in request.verify:
+            bound = float(request.verify_timeout_seconds or 600)
+            if budget is not None:
+                bound = min(bound, budget - (time.monotonic() - started))
+            if bound <= 0:
+                raise CommandFailed(
+                    ExecutionFailure.COMMAND_TIMEOUT,
+                    f"no budget is left for the verify command {argv[0]!r}",
+                    CommandReport(timed_out=True),
+                )
+            result = run_verification_command(
+                attempt, list(argv), timeout_seconds=bound, heartbeat=activity.heartbeat
+            )
+            log.info(
+                "verification_finished",
+                argv0=argv[0],
+                exit_status=result.exit_status,
+                duration_seconds=result.duration_seconds,
+            )
+            results.append(result)
+        return results
+
+
+def _fingerprint(evidence: ChangeEvidence) -> tuple[object, ...]:
+    """What must not change while verify commands run: git's diff and file list."""
+    return (
+        evidence.diff_sha256,
+        evidence.diff_bytes,
+        tuple(entry.model_dump_json() for entry in evidence.files),
+    )

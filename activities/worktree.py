@@ -999,3 +999,34 @@ def _store(directory: Path, name: str, data: bytes) -> Path:
         Path(temporary).unlink(missing_ok=True)
         raise
     return target
+
+
+PR_READY_PATCH_FILE: Final = "pr-ready.patch"
+
+
+def write_pr_ready_patch(attempt: WorktreeAttempt) -> tuple[Path, str, int]:
+    """Write the complete patch of a pr_ready attempt to ``pr-ready.patch`` in its evidence directory:
+    ``git diff --binary --full-index <base>`` of the working tree (untracked files are intent-to-add
+    after :func:`check_and_collect`, so they are in it), which ``git apply`` takes at the base commit.
+    Returns its path, sha256 and size. Nothing is committed."""
+    tree = _open_attempt(attempt)
+    patch = tree.ok(
+        "diff",
+        *_DIFF_OPTIONS,
+        "--binary",
+        "--full-index",
+        "--src-prefix=a/",
+        "--dst-prefix=b/",
+        attempt.base_commit,
+        "--",
+    )
+    target = attempt.evidence_dir / PR_READY_PATCH_FILE
+    descriptor, temporary = tempfile.mkstemp(dir=attempt.evidence_dir, prefix=f".{PR_READY_PATCH_FILE}.")
+    try:
+        with os.fdopen(descriptor, "wb") as handle:
+            handle.write(patch)
+        os.replace(temporary, target)
+    except BaseException:
+        Path(temporary).unlink(missing_ok=True)
+        raise
+    return target, _sha256(patch), len(patch)

@@ -67,6 +67,38 @@ class CommandReport(BaseModel):
     output_too_large: bool = False
 
 
+class VerificationResult(BaseModel):
+    """One of a pr_ready run's ``verify`` commands, run in the worktree after the change (test
+    evidence): its argument vector, exit status (``None`` when killed before it exited), wall-clock
+    duration, whether it was network-isolated, and its stdout and stderr (at most
+    :data:`MAX_COMMAND_OUTPUT_BYTES` each). A non-zero exit does not fail the run: it is evidence."""
+
+    model_config = ConfigDict(frozen=True)
+
+    argv: list[str]
+    exit_status: int | None = None
+    duration_seconds: float = Field(default=0.0, ge=0)
+    network_isolated: bool = False
+    timeout_seconds: float = Field(default=0.0, ge=0)
+    timed_out: bool = False
+    stdout: str = ""
+    stderr: str = ""
+    stdout_bytes: int = Field(default=0, ge=0)
+    stderr_bytes: int = Field(default=0, ge=0)
+    output_too_large: bool = False
+
+
+class PrReadyPatch(BaseModel):
+    """The complete patch file of a pr_ready run (``git diff --binary --full-index <base>``, untracked
+    files included): its sha256, size and path in the state directory (``show --recovery`` only)."""
+
+    model_config = ConfigDict(frozen=True)
+
+    sha256: str
+    size_bytes: int = Field(ge=0)
+    path: str
+
+
 class ChangeUnderReview(BaseModel):
     """The change a reviewer of a worktree run is given: git's file list, numstat and full diff
     against the base commit (inline only: a change too big for a review request fails the run)."""
@@ -78,9 +110,13 @@ class ChangeUnderReview(BaseModel):
     numstat: list[NumstatEntry]
     diff: str
     diff_sha256: str
+    verification: list[VerificationResult] = Field(default_factory=list)
+    """The pr_ready run's verification commands and what they did (empty for a worktree run)."""
 
     @classmethod
-    def from_evidence(cls, evidence: ChangeEvidence) -> ChangeUnderReview:
+    def from_evidence(
+        cls, evidence: ChangeEvidence, verification: list[VerificationResult] | None = None
+    ) -> ChangeUnderReview:
         """The reviewable form of ``evidence``. Raises ``ValueError`` when its diff is stored by
         reference (over 256 KiB or not UTF-8): it cannot be put in front of a reviewer."""
         if evidence.diff is None:
@@ -94,6 +130,7 @@ class ChangeUnderReview(BaseModel):
             numstat=evidence.numstat,
             diff=evidence.diff,
             diff_sha256=evidence.diff_sha256,
+            verification=list(verification or []),
         )
 
 
@@ -116,6 +153,14 @@ class ExecuteAttemptRequest(BaseModel):
     repository_config: RepositoryConfig | None = None
     task_text: str = ""
     command_timeout_seconds: float | None = None
+    pr_ready: bool = False
+    """A pr_ready run: after the checks, run ``verify`` (the captured configuration's commands, each
+    bounded by ``verify_timeout_seconds``), check again, and write the complete patch file."""
+    verify: list[list[str]] = Field(default_factory=list)
+    verify_timeout_seconds: float | None = None
+    """Each verify command's wall-clock bound (the captured ``command_timeout_seconds``)."""
+    verify_budget_seconds: float | None = None
+    """What is left of the run's budget for all verify commands together."""
 
 
 class WorktreeExecution(BaseModel):
@@ -134,6 +179,10 @@ class WorktreeExecution(BaseModel):
     """The host whose worker made the worktree (housekeeping prunes it there)."""
     command: CommandReport | None = None
     """What the ``command`` executor's agent did (``None`` for the patch executor)."""
+    verification: list[VerificationResult] = Field(default_factory=list)
+    """A pr_ready run's verification commands (test evidence)."""
+    pr_patch: PrReadyPatch | None = None
+    """A pr_ready run's complete patch file."""
 
 
 class WorktreeLocation(BaseModel):
@@ -167,3 +216,7 @@ class ExecutionRecord(BaseModel):
     failure_type: str | None = None
     command: CommandReport | None = None
     """The ``command`` executor's report (exit status, duration, network isolation, output)."""
+    verification: list[VerificationResult] = Field(default_factory=list)
+    """A pr_ready run's verification commands and what they did (test evidence)."""
+    pr_patch: PrReadyPatch | None = None
+    """A pr_ready run's complete patch file (its path withheld unless ``--recovery``)."""

@@ -70,6 +70,9 @@ class ExecutionFailure:
     is cut silently)."""
     COMMAND_FAILED: Final = "command_failed"
     """The agent exited with a non-zero status, was killed by a signal, or could not be started."""
+    VERIFICATION_CHANGED_TREE: Final = "verification_changed_tree"
+    """A pr_ready run's verification command changed the worktree: git's evidence after verification
+    differs from the evidence before it (a verify command must not change what is reviewed)."""
 
 
 EXECUTION_FAILURE_TYPES: Final = frozenset(
@@ -86,6 +89,7 @@ EXECUTION_FAILURE_TYPES: Final = frozenset(
         ExecutionFailure.COMMAND_TIMEOUT,
         ExecutionFailure.COMMAND_OUTPUT_TOO_LARGE,
         ExecutionFailure.COMMAND_FAILED,
+        ExecutionFailure.VERIFICATION_CHANGED_TREE,
     }
 )
 

@@ -19,8 +19,9 @@ import os
 import secrets
 import subprocess
 import sys
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import Any, Final
 
 from catalog.loaded import LoadedCatalog
 from catalog.loader import load_catalog
@@ -143,16 +144,6 @@ async def _run_jobs(
     settings: Any, items: list[tuple[str, WorkItem]], token: bytes
 ) -> list[tuple[str, RunView]]:
     from activities.config import ActivityConfig
-    from control.actions import proof_for
-    from control.runs import (
-        approve_run,
-        create_run,
-        decide_run,
-        execute_run,
-        request_digest,
-        settled,
-        wait_for_view,
-    )
     from control.temporal import connect
     from worker import build_worker
 
@@ -168,47 +159,119 @@ async def _run_jobs(
         jobs.append(
             (READ_ONLY_EXAMPLE, worktree_work_item(dict(items)[READ_ONLY_EXAMPLE]), Tier.WORKTREE, False)
         )
+        jobs.append(
+            (READ_ONLY_EXAMPLE, worktree_work_item(dict(items)[READ_ONLY_EXAMPLE]), Tier.PR_READY, False)
+        )
         for name, item, tier, enqueue in jobs:
-            run_id = new_run_id()
-            draft = RunInput(
-                run_id=run_id,
-                work_item=item,
-                requested_tier=tier,
-                enqueue=enqueue,
-                request_digest="",
-                created_by=DEMO_ACTOR,
-            )
-            run_input = draft.model_copy(update={"request_digest": request_digest(draft)})
-            if enqueue:
-                proof = proof_for(
-                    run_id=run_id, action="create", actor=DEMO_ACTOR, digest=run_input.request_digest
-                )
-                run_input = run_input.model_copy(update={"proof": proof})
-            view, _ = await create_run(client, run_input, task_queue=settings.task_queue)
-            view = await wait_for_view(client, view.run_id, settled, timeout=120)
-            if view.status is RunStatus.AWAITING_APPROVAL and view.contract_sha256 is not None:
-                digest = view.contract_sha256
-                base = view.contract.base_commit if view.contract else None
-                print(f"  {run_id}  awaiting approval of contract {digest} (base commit {base})")
-                proof = proof_for(run_id=run_id, action="approve", actor=DEMO_ACTOR, digest=digest)
-                view = await approve_run(client, run_id, DEMO_ACTOR, digest, proof)
-                print(f"  {run_id}  approved; executing it (proof bound to the contract digest)")
-                proof = proof_for(run_id=run_id, action="execute", actor=DEMO_ACTOR, digest=digest)
-                await execute_run(client, run_id, DEMO_ACTOR, proof)
-                view = await wait_for_view(client, run_id, settled, timeout=180)
-                if view.execution is not None:
-                    for line in diff_stat_lines(view.execution):
-                        print(f"    {line}")
-            if view.status is RunStatus.AWAITING_DECISION:
-                note = "demo: change accepted" if tier is Tier.WORKTREE else "demo: findings accepted"
-                proof = proof_for(run_id=run_id, action="decide", actor=DEMO_ACTOR)
-                await decide_run(client, run_id, DEMO_ACTOR, DecisionOutcome.ACCEPTED, note, proof)
-                view = await wait_for_view(client, run_id, lambda v: v.status.terminal, timeout=30)
-            print(f"  {view.run_id}  {tier.value:<9}  {view.status.value:<12}  {name}", flush=True)
-            if view.error is not None:
-                print(f"    error: {view.error}", flush=True)
+            restore = _set_demo_verify(settings.database_url) if tier is Tier.PR_READY else None
+            try:
+                view = await _run_one(client, settings, name, item, tier, enqueue)
+            finally:
+                if restore is not None:
+                    restore()
             results.append((name, view))
     return results
+
+
+async def _run_one(
+    client: Any, settings: Any, name: str, item: WorkItem, tier: Tier, enqueue: bool
+) -> RunView:
+    """Create one demo run; approve, execute and decide it as its tier needs."""
+    from control.actions import proof_for
+    from control.runs import (
+        approve_run,
+        create_run,
+        decide_run,
+        execute_run,
+        request_digest,
+        settled,
+        wait_for_view,
+    )
+
+    run_id = new_run_id()
+    draft = RunInput(
+        run_id=run_id,
+        work_item=item,
+        requested_tier=tier,
+        enqueue=enqueue,
+        request_digest="",
+        created_by=DEMO_ACTOR,
+    )
+    run_input = draft.model_copy(update={"request_digest": request_digest(draft)})
+    if enqueue:
+        proof = proof_for(run_id=run_id, action="create", actor=DEMO_ACTOR, digest=run_input.request_digest)
+        run_input = run_input.model_copy(update={"proof": proof})
+    view, _ = await create_run(client, run_input, task_queue=settings.task_queue)
+    view = await wait_for_view(client, view.run_id, settled, timeout=120)
+    if view.status is RunStatus.AWAITING_APPROVAL and view.contract_sha256 is not None:
+        digest = view.contract_sha256
+        base = view.contract.base_commit if view.contract else None
+        print(f"  {run_id}  awaiting approval of contract {digest} (base commit {base})")
+        proof = proof_for(run_id=run_id, action="approve", actor=DEMO_ACTOR, digest=digest)
+        view = await approve_run(client, run_id, DEMO_ACTOR, digest, proof)
+        print(f"  {run_id}  approved; executing it (proof bound to the contract digest)")
+        proof = proof_for(run_id=run_id, action="execute", actor=DEMO_ACTOR, digest=digest)
+        await execute_run(client, run_id, DEMO_ACTOR, proof)
+        view = await wait_for_view(client, run_id, settled, timeout=180)
+        if view.execution is not None:
+            for line in diff_stat_lines(view.execution) + verification_lines(view.execution):
+                print(f"    {line}")
+    if view.status is RunStatus.AWAITING_DECISION:
+        note = (
+            "demo: change accepted" if tier in (Tier.WORKTREE, Tier.PR_READY) else "demo: findings accepted"
+        )
+        proof = proof_for(run_id=run_id, action="decide", actor=DEMO_ACTOR)
+        await decide_run(client, run_id, DEMO_ACTOR, DecisionOutcome.ACCEPTED, note, proof)
+        view = await wait_for_view(client, run_id, lambda v: v.status.terminal, timeout=30)
+    print(f"  {view.run_id}  {tier.value:<9}  {view.status.value:<12}  {name}", flush=True)
+    if view.error is not None:
+        print(f"    error: {view.error}", flush=True)
+    return view
+
+
+DEMO_VERIFY: Final = (
+    (
+        "python3",
+        "-c",
+        "import pathlib, sys; p = pathlib.Path('migrations/0001_orders_customer_created_idx.sql'); "
+        "print('migration file present:', p.is_file()); sys.exit(0 if p.is_file() else 1)",
+    ),
+)
+"""The demo repository's verify command for the pr_ready run: the migration file the change adds exists."""
+
+
+def _set_demo_verify(database_url: str) -> Callable[[], None]:
+    """Give the demo repository a ``verify`` command (the pr_ready run's contract captures it); the
+    returned function restores the previous configuration."""
+    from contracts.config import RepositoryConfig
+    from store.database import open_store
+
+    with open_store(database_url) as store:
+        previous = store.get_repository(DEMO_REPOSITORY).config
+        config = (previous or RepositoryConfig()).model_copy(update={"verify": DEMO_VERIFY})
+        store.update_repository_config(DEMO_REPOSITORY, config, DEMO_ACTOR)
+
+    def restore() -> None:
+        with open_store(database_url) as store:
+            store.update_repository_config(DEMO_REPOSITORY, previous or RepositoryConfig(), DEMO_ACTOR)
+
+    return restore
+
+
+def verification_lines(execution: ExecutionRecord) -> list[str]:
+    """A pr_ready run's verification evidence and its patch file (path relative to the state directory)."""
+    lines = []
+    for item in execution.verification:
+        status = "killed" if item.exit_status is None else str(item.exit_status)
+        lines.append(f"verify {item.argv[0]} … exit {status} in {item.duration_seconds:.1f} s")
+        lines += [f"  | {line}" for line in (item.stdout + item.stderr).splitlines()[:5]]
+    if execution.pr_patch is not None:
+        kept = "/".join(Path(execution.pr_patch.path).parts[-4:])
+        lines.append(
+            f"pr-ready patch file ({execution.pr_patch.size_bytes} bytes, sha256 "
+            f"{execution.pr_patch.sha256[:16]}…) kept in the state directory: {kept}"
+        )
+    return lines
 
 
 def diff_stat_lines(execution: ExecutionRecord) -> list[str]:
@@ -266,7 +329,7 @@ def print_summary(results: list[tuple[str, RunView]]) -> None:
         )
         if view.execution is not None:
             out.print(f"{view.run_id} change (computed by git):")
-            for line in diff_stat_lines(view.execution):
+            for line in diff_stat_lines(view.execution) + verification_lines(view.execution):
                 out.print(f"  {line}")
         if view.review is not None and view.review.verdict is not None:
             out.print(
@@ -326,7 +389,8 @@ def main() -> int:
     unfinished = [
         f"{view.run_id} ({view.tier.value}) ended {view.status.value}"
         for _, view in results
-        if view.tier in (Tier.READ_ONLY, Tier.WORKTREE) and view.status is not RunStatus.ACCEPTED
+        if view.tier in (Tier.READ_ONLY, Tier.WORKTREE, Tier.PR_READY)
+        and view.status is not RunStatus.ACCEPTED
     ]
     ui_port = settings.temporal_ui_port
     print(

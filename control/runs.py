@@ -257,7 +257,7 @@ async def execute_run(
     client: Client, run_id: str, actor: str, proof: ActionProof | None = None
 ) -> ActionResult:
     """Update ``execute``: carry out an approved worktree run (accepted once). Raises the refusal
-    (``not_approved``, ``already_executing``, ``execution_not_available``, an authorisation code) as
+    (``not_approved``, ``already_executing``, an authorisation code) as
     an operator error."""
     return await _update(client, run_id, "execute", ExecuteRequest(actor=actor, proof=proof))
 

@@ -24,6 +24,7 @@ reaches the console only as :func:`control.output.table` cells or through ``safe
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -59,6 +60,14 @@ def run_json(view: RunView, *, diff: bool = False, recovery: bool = False) -> di
             evidence["diff"] = None
         if not (diff and recovery):  # the stored diff's path is inside the attempt's evidence dir
             evidence["diff_path"] = None
+    pr_patch = execution.get("pr_patch")
+    if isinstance(pr_patch, dict) and not recovery:
+        pr_patch["path"] = None
+    if not diff:  # verification output is shown with the diff
+        for item in execution.get("verification") or []:
+            if isinstance(item, dict):
+                item["stdout"] = None
+                item["stderr"] = None
     result = data.get("result")
     if isinstance(result, dict) and not diff:
         # The model's own patch text: withheld with git's diff, which is the evidence.
@@ -111,8 +120,30 @@ def render_execution(console: Console, view: RunView, *, diff: bool = False, rec
                 _file_rows(execution),
             )
         )
+    if execution.verification:
+        console.print(
+            table(
+                "verification (the repository's verify commands in the worktree, no network; "
+                "a non-zero exit is evidence, not a failure)",
+                ["argv", "exit", "duration", "output"],
+                [
+                    [
+                        json.dumps(item.argv),
+                        "none (killed)" if item.exit_status is None else str(item.exit_status),
+                        f"{item.duration_seconds:.1f} s",
+                        f"stdout {item.stdout_bytes} bytes, stderr {item.stderr_bytes} bytes",
+                    ]
+                    for item in execution.verification
+                ],
+            )
+        )
     if diff:
         _render_diff(console, execution, recovery)
+        for number, item in enumerate(execution.verification, 1):
+            for name, text in (("stdout", item.stdout), ("stderr", item.stderr)):
+                if text:
+                    console.print(safe_text(f"verify command {number} {name}:"))
+                    console.print(safe_text(text))
     if recovery:
         _render_location(console, execution.location)
 
@@ -138,6 +169,10 @@ def _execution_rows(execution: ExecutionRecord, recovery: bool) -> list[list[str
     if execution.patch_sha256 is not None:
         rows.append(["patch sha256", execution.patch_sha256])
     rows += _command_rows(execution)
+    if execution.pr_patch is not None:
+        rows.append(["pr-ready patch sha256", execution.pr_patch.sha256])
+        rows.append(["pr-ready patch size", f"{execution.pr_patch.size_bytes} bytes"])
+        rows.append(["pr-ready patch file", execution.pr_patch.path if recovery else RECOVERY_HINT])
     if not recovery and execution.location is not None:
         rows.append(["worktree", RECOVERY_HINT])
     return rows

@@ -259,7 +259,7 @@ class SpecialistRunWorkflow:
         if self._cancel is not None:
             return await self._finish(RunStatus.CANCELLED)
         await self._transition(RunStatus.APPROVED)
-        # An approved run waits for `execute` (worktree tier; pr_ready refuses it) or a cancel. Before
+        # An approved run waits for `execute` (worktree and pr_ready tiers) or a cancel. Before
         # `execute` existed the run could only be cancelled here; a recorded history of that path
         # takes the cancel branch with the same commands, and none holds an execute.
         await workflow.wait_condition(lambda: self._execute is not None or self._cancel is not None)
@@ -312,7 +312,7 @@ class SpecialistRunWorkflow:
         if self._cancel is not None:
             return await self._finish(RunStatus.CANCELLED)
         try:
-            change = ChangeUnderReview.from_evidence(execution.evidence)
+            change = ChangeUnderReview.from_evidence(execution.evidence, execution.verification)
         except ValueError as error:
             self._error = RunError(type=ErrorType.CHANGE_TOO_LARGE_FOR_REVIEW, message=str(error))
             self._record("step_failed", data={"step": "review", "error_type": self._error.type})
@@ -335,6 +335,7 @@ class SpecialistRunWorkflow:
                 # gives up on the activity.
                 margin = min(_COMMAND_GIT_MARGIN_SECONDS, remaining / 4)
                 agent_budget = max(min(float(config.command_timeout_seconds), remaining - margin), 1.0)
+                pr_ready = self._pr_ready_fields(remaining - margin - agent_budget)
                 execution: WorktreeExecution = await workflow.execute_activity(
                     EXECUTE_WORKTREE_ACTIVITY,
                     ExecuteAttemptRequest(
@@ -348,9 +349,30 @@ class SpecialistRunWorkflow:
                             contract.task, contract.evidence_refs, contract.stop_conditions
                         ),
                         command_timeout_seconds=agent_budget,
+                        **pr_ready,
                     ),
                     result_type=WorktreeExecution,
-                    start_to_close_timeout=_EXECUTION_TIMEOUT + timedelta(seconds=agent_budget),
+                    start_to_close_timeout=_EXECUTION_TIMEOUT
+                    + timedelta(seconds=agent_budget + float(pr_ready.get("verify_budget_seconds", 0.0))),
+                    schedule_to_close_timeout=timedelta(seconds=remaining),
+                    heartbeat_timeout=_COMMAND_HEARTBEAT_TIMEOUT,
+                    retry_policy=_EXECUTION_RETRY,
+                )
+            elif contract.tier is Tier.PR_READY:
+                # A pr_ready run's verify commands get what is left of the budget, less git's margin.
+                pr_ready = self._pr_ready_fields(remaining - min(_COMMAND_GIT_MARGIN_SECONDS, remaining / 4))
+                execution = await workflow.execute_activity(
+                    EXECUTE_WORKTREE_ACTIVITY,
+                    ExecuteAttemptRequest(
+                        run_id=contract.run_id,
+                        repo_alias=contract.repo_alias,
+                        base_commit=contract.base_commit,
+                        patch=patch,
+                        **pr_ready,
+                    ),
+                    result_type=WorktreeExecution,
+                    start_to_close_timeout=_EXECUTION_TIMEOUT
+                    + timedelta(seconds=float(pr_ready["verify_budget_seconds"])),
                     schedule_to_close_timeout=timedelta(seconds=remaining),
                     heartbeat_timeout=_COMMAND_HEARTBEAT_TIMEOUT,
                     retry_policy=_EXECUTION_RETRY,
@@ -415,6 +437,8 @@ class SpecialistRunWorkflow:
                 "evidence": evidence,
                 "patch_sha256": patch_sha256,
                 "command": execution.command,
+                "verification": execution.verification,
+                "pr_patch": execution.pr_patch,
                 "location": WorktreeLocation(
                     attempt=execution.attempt.attempt,
                     worktree=str(execution.attempt.worktree),
@@ -443,9 +467,32 @@ class SpecialistRunWorkflow:
                     if execution.command is not None
                     else {}
                 ),
+                **(
+                    {
+                        "verification_exit_statuses": [item.exit_status for item in execution.verification],
+                        "pr_patch_sha256": execution.pr_patch.sha256,
+                    }
+                    if execution.pr_patch is not None
+                    else {}
+                ),
             },
         )
         return execution
+
+    def _pr_ready_fields(self, budget_seconds: float) -> dict[str, Any]:
+        """The ``ExecuteAttemptRequest`` fields of a pr_ready run (none for a worktree run): its
+        captured verify commands, each bounded by the captured timeout, all by ``budget_seconds``."""
+        assert self._captured is not None
+        contract = self._captured.contract
+        if contract.tier is not Tier.PR_READY:
+            return {}
+        config = contract.repository_config
+        return {
+            "pr_ready": True,
+            "verify": [list(argv) for argv in config.verify] if config is not None else [],
+            "verify_timeout_seconds": float(config.command_timeout_seconds) if config is not None else None,
+            "verify_budget_seconds": max(budget_seconds, 1.0),
+        }
 
     async def _model_job(
         self,
@@ -718,12 +765,6 @@ class SpecialistRunWorkflow:
 
     @execute.validator
     def _validate_execute(self, request: ExecuteRequest) -> None:
-        tier = self._captured.contract.tier if self._captured is not None else None
-        if tier is Tier.PR_READY:
-            raise ApplicationError(
-                f"run {self._input.run_id} is pr_ready: its execution is not available in this version",
-                type="execution_not_available",
-            )
         if self._execute is not None:
             raise ApplicationError(
                 f"run {self._input.run_id} is already executing or executed ({self._status.value})",

@@ -165,15 +165,18 @@ def test_execute_with_another_token_or_none_is_refused_and_the_run_stays_approve
     deployment.cli.call("cancel", run["run_id"], "--actor", "alice", "--json").ok()
 
 
-def test_execute_of_an_approved_pr_ready_run_is_not_available(deployment: Deployment) -> None:
+def test_execute_wait_of_an_approved_pr_ready_run_writes_its_patch_file_and_withholds_its_path(
+    deployment: Deployment,
+) -> None:
     run = deployment.approved(tier="pr_ready")
 
-    deployment.cli.call("execute", run["run_id"], "--actor", "alice", "--json").error(
-        4, "execution_not_available"
-    )
+    result = deployment.cli.run("execute", run["run_id"], "--actor", "alice", "--wait", "--json")
 
-    assert deployment.show(run["run_id"])["status"] == "approved"
-    deployment.cli.call("cancel", run["run_id"], "--actor", "alice", "--json").ok()
+    view = result.ok()
+    assert view["status"] == "awaiting_decision", view["error"]
+    execution = view["execution"]
+    assert execution["verification"] == []  # the repository has no verify commands
+    assert re.fullmatch(SHA256_HEX, execution["pr_patch"]["sha256"]) and execution["pr_patch"]["path"] is None
 
 
 def test_execute_of_unknown_or_malformed_run_ids_is_refused(deployment: Deployment) -> None:

@@ -265,3 +265,49 @@ def test_show_recovery_gives_the_branch_advice_for_a_worktree_that_is_here(tmp_p
     out = " ".join(show(view, recovery=True).split())
 
     assert "on this machine │ yes" in out and "git switch -c NAME" in out
+
+
+def pr_ready_view() -> RunView:
+    from contracts.execution import PrReadyPatch, VerificationResult
+
+    view = executed_view()
+    assert view.execution is not None
+    execution = view.execution.model_copy(
+        update={
+            "verification": [
+                VerificationResult(
+                    argv=["make", "test"],
+                    exit_status=2,
+                    duration_seconds=3.21,
+                    stdout="1 failed, 4 passed\n",
+                    stdout_bytes=19,
+                    stderr_bytes=0,
+                ),
+                VerificationResult(argv=["ruff", "check", "."], exit_status=0, duration_seconds=0.5),
+            ],
+            "pr_patch": PrReadyPatch(sha256="9" * 64, size_bytes=1234, path=f"{EVIDENCE}/pr-ready.patch"),
+        }
+    )
+    return view.model_copy(update={"tier": Tier.PR_READY, "execution": execution})
+
+
+def test_show_prints_verification_results_and_the_patch_files_sha256_its_path_only_with_recovery() -> None:
+    out = show(pr_ready_view())
+    assert '["make", "test"]' in out and '["ruff", "check", "."]' in out
+    assert re.search(r"\W2\W+3\.2 s\W+stdout 19 bytes, stderr 0 bytes", out)
+    assert "1 failed, 4 passed" not in out, "the output itself needs --diff"
+    assert re.search(r"pr-ready patch sha256\W+" + "9" * 64, out)
+    assert "pr-ready.patch" not in out
+    assert "1 failed, 4 passed" in show(pr_ready_view(), diff=True)
+    assert f"{EVIDENCE}/pr-ready.patch" in show(pr_ready_view(), recovery=True)
+
+    data = show_json(pr_ready_view())
+    assert "pr-ready.patch" not in data and "1 failed, 4 passed" not in data and "9" * 64 in data
+    assert "1 failed, 4 passed" in show_json(pr_ready_view(), diff=True)
+    assert "pr-ready.patch" in show_json(pr_ready_view(), recovery=True)
+
+
+def test_an_execution_record_without_verification_fields_still_decodes() -> None:
+    old = {"actor": "alice", "executor": "patch", "patch_sha256": "e" * 64}
+    record = ExecutionRecord.model_validate(old)
+    assert record.verification == [] and record.pr_patch is None

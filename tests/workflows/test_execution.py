@@ -391,21 +391,55 @@ async def test_execute_needs_a_proof_bound_to_the_approved_contract(
     assert view.status is RunStatus.APPROVED and view.execution is None
 
 
-@within(60)
-async def test_execute_on_a_pr_ready_run_is_refused_as_not_available(
+@within(120)
+async def test_a_pr_ready_run_verifies_writes_its_patch_file_and_the_reviewer_sees_the_evidence(
     temporal_client: Client, task_queue: str, tmp_path: Path
 ) -> None:
+    import subprocess
+    import sys
+
+    from contracts.config import RepositoryConfig
+
+    check = "import pathlib; print('index file:', pathlib.Path('db/indexes.sql').is_file())"
+    failing = "import sys; print('2 tests failed', file=sys.stderr); sys.exit(1)"
     async with (
-        execution_bench(temporal_client, task_queue, tmp_path, GOOD_PATCH) as (b, _, _),
+        execution_bench(temporal_client, task_queue, tmp_path, GOOD_PATCH) as (b, tree, provider),
         b.worker(),
     ):
+        base = git(tree, "rev-parse", "HEAD")
+        config = RepositoryConfig(
+            verify=((sys.executable, "-c", check), (sys.executable, "-c", failing)),
+            command_timeout_seconds=60,
+        )
+        b.store.update_repository_config(ALIAS, config, "alice")
         run = await approved(b, Tier.PR_READY)
-        with pytest.raises(Refused) as refused:
-            await b.execute(run.run_id)
-        view = await get_view(temporal_client, run.run_id)
-    assert refused.value.code == "execution_not_available"
-    assert view.status is RunStatus.APPROVED
-    assert "execute_requested" not in audit_kinds(view)
+        view = await executed(b, run.run_id)
+        assert view.status is RunStatus.AWAITING_DECISION, view.error
+        execution = view.execution
+        assert execution is not None and execution.evidence is not None
+        passed, failed = execution.verification
+        assert passed.exit_status == 0 and "index file: True" in passed.stdout
+        assert failed.exit_status == 1 and "2 tests failed" in failed.stderr
+        assert execution.pr_patch is not None
+        (done,) = events(view, "worktree_executed")
+        assert done["verification_exit_statuses"] == [0, 1]
+        assert done["pr_patch_sha256"] == execution.pr_patch.sha256
+
+        # The reviewer saw the diff and the verification evidence.
+        review = [r for r in provider.requests if r.identity.kind.value == "review"][-1]
+        assert "The change under review (computed by git" in review.context
+        assert "## Verification" in review.context and "2 tests failed" in review.context
+
+        # The patch file applies to a fresh clone at the base commit; nothing was committed.
+        clone = tmp_path / "clone"
+        subprocess.run(["git", "clone", "--quiet", str(tree), str(clone)], check=True)
+        git(clone, "checkout", "--quiet", "--detach", base)
+        subprocess.run(["git", "apply", execution.pr_patch.path], cwd=clone, check=True)
+        assert (clone / "db" / "indexes.sql").is_file()
+        assert git(tree, "rev-parse", "HEAD") == base and git(tree, "status", "--porcelain") == ""
+
+        await b.decide(run.run_id, DecisionOutcome.ACCEPTED, "verified")
+        assert (await b.terminal(run.run_id)).status is RunStatus.ACCEPTED
 
 
 @within(60)
