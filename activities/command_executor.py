@@ -28,6 +28,7 @@ and bounded output. Plain functions (no Temporal here); ``activities.execution``
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import functools
 import os
 import shutil
@@ -127,6 +128,106 @@ def _kill_group(pgid: int) -> None:
         os.killpg(pgid, signal.SIGKILL)
 
 
+@dataclasses.dataclass(frozen=True)
+class _Outcome:
+    """How one bounded process ended: its exit status (``None`` when timed out), whether it ran over
+    its budget or its output bound, how long it took, and what it wrote (at most the bound)."""
+
+    returncode: int | None
+    timed_out: bool
+    duration_seconds: float
+    stdout: bytes
+    stderr: bytes
+    stdout_over: bool
+    stderr_over: bool
+
+    @property
+    def output_too_large(self) -> bool:
+        return self.stdout_over or self.stderr_over
+
+    def fields(self) -> dict[str, object]:
+        """The fields :class:`CommandReport` and :class:`VerificationResult` share."""
+        return {
+            "exit_status": self.returncode,
+            "duration_seconds": round(self.duration_seconds, 3),
+            "timed_out": self.timed_out,
+            "stdout": self.stdout.decode("utf-8", "backslashreplace"),
+            "stderr": self.stderr.decode("utf-8", "backslashreplace"),
+            "stdout_bytes": len(self.stdout),
+            "stderr_bytes": len(self.stderr),
+            "output_too_large": self.output_too_large,
+        }
+
+
+def _run_bounded(
+    argv: list[str],
+    *,
+    cwd: Path,
+    stdin: IO[bytes] | int,
+    environment: dict[str, str],
+    budget: float,
+    heartbeat: Callable[[], None] | None,
+) -> _Outcome:
+    """Run ``argv`` (no shell) in its own process group with ``budget`` seconds of wall clock and
+    output bounded per stream; the whole group is killed at the end, whatever it left running.
+    Raises ``OSError`` when the program cannot be started."""
+    started = time.monotonic()
+    process = subprocess.Popen(
+        argv,
+        cwd=cwd,
+        stdin=stdin,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        env=environment,
+        start_new_session=True,
+        shell=False,
+        close_fds=True,
+    )
+    pgid = process.pid  # start_new_session: the program leads its own process group
+    assert process.stdout is not None and process.stderr is not None
+    readers = [
+        _BoundedReader(process.stdout, MAX_COMMAND_OUTPUT_BYTES, lambda: _kill_group(pgid)),
+        _BoundedReader(process.stderr, MAX_COMMAND_OUTPUT_BYTES, lambda: _kill_group(pgid)),
+    ]
+    for reader in readers:
+        reader.start()
+    timed_out = False
+    try:
+        while True:
+            try:
+                process.wait(timeout=_POLL_SECONDS)
+                break
+            except subprocess.TimeoutExpired:
+                pass
+            if heartbeat is not None:
+                heartbeat()
+            if time.monotonic() - started >= budget:
+                timed_out = True
+                _kill_group(pgid)
+                process.wait()
+                break
+    finally:
+        # Whatever it left running (a background child) goes too, before git looks at the tree.
+        _kill_group(pgid)
+        if process.poll() is None:
+            process.kill()
+            process.wait()
+        for reader in readers:
+            reader.join(_DRAIN_SECONDS)
+        process.stdout.close()
+        process.stderr.close()
+    out, err = readers
+    return _Outcome(
+        returncode=None if timed_out else process.returncode,
+        timed_out=timed_out,
+        duration_seconds=time.monotonic() - started,
+        stdout=bytes(out.data),
+        stderr=bytes(err.data),
+        stdout_over=out.over,
+        stderr_over=err.over,
+    )
+
+
 def run_agent_command(
     attempt: WorktreeAttempt,
     config: RepositoryConfig,
@@ -162,16 +263,13 @@ def run_agent_command(
     started = time.monotonic()
     try:
         with stdin_path.open("rb") as stdin:
-            process = subprocess.Popen(
+            outcome = _run_bounded(
                 argv,
                 cwd=attempt.worktree,
                 stdin=stdin,
-                stdout=subprocess.PIPE,
-                stderr=subprocess.PIPE,
-                env=agent_environment(config.env, home, tmpdir, source_environment),
-                start_new_session=True,
-                shell=False,
-                close_fds=True,
+                environment=agent_environment(config.env, home, tmpdir, source_environment),
+                budget=budget,
+                heartbeat=heartbeat,
             )
     except OSError as error:
         report = base.model_copy(update={"duration_seconds": time.monotonic() - started})
@@ -180,59 +278,8 @@ def run_agent_command(
             f"the agent {config.command[0]!r} could not be started: {error.strerror or type(error).__name__}",
             report,
         ) from None
-    pgid = process.pid  # start_new_session: the agent leads its own process group
-    over = threading.Event()
-
-    def on_over() -> None:
-        over.set()
-        _kill_group(pgid)
-
-    assert process.stdout is not None and process.stderr is not None
-    readers = [
-        _BoundedReader(process.stdout, MAX_COMMAND_OUTPUT_BYTES, on_over),
-        _BoundedReader(process.stderr, MAX_COMMAND_OUTPUT_BYTES, on_over),
-    ]
-    for reader in readers:
-        reader.start()
-    timed_out = False
-    try:
-        while True:
-            try:
-                process.wait(timeout=_POLL_SECONDS)
-                break
-            except subprocess.TimeoutExpired:
-                pass
-            if heartbeat is not None:
-                heartbeat()
-            if time.monotonic() - started >= budget:
-                timed_out = True
-                _kill_group(pgid)
-                process.wait()
-                break
-    finally:
-        # Whatever the agent left running (a background child) goes too, before git looks at the tree.
-        _kill_group(pgid)
-        if process.poll() is None:
-            process.kill()
-            process.wait()
-        for reader in readers:
-            reader.join(_DRAIN_SECONDS)
-        process.stdout.close()
-        process.stderr.close()
-    duration = time.monotonic() - started
-    out, err = readers
-    report = base.model_copy(
-        update={
-            "exit_status": None if timed_out else process.returncode,
-            "duration_seconds": round(duration, 3),
-            "timed_out": timed_out,
-            "stdout": bytes(out.data).decode("utf-8", "backslashreplace"),
-            "stderr": bytes(err.data).decode("utf-8", "backslashreplace"),
-            "stdout_bytes": len(out.data),
-            "stderr_bytes": len(err.data),
-            "output_too_large": over.is_set() or out.over or err.over,
-        }
-    )
+    report = base.model_copy(update=outcome.fields())
+    timed_out = outcome.timed_out
     if timed_out:
         raise CommandFailed(
             ExecutionFailure.COMMAND_TIMEOUT,
@@ -240,15 +287,17 @@ def run_agent_command(
             report,
         )
     if report.output_too_large:
-        streams = [name for name, reader in (("stdout", out), ("stderr", err)) if reader.over]
+        streams = [
+            name for name, over in (("stdout", outcome.stdout_over), ("stderr", outcome.stderr_over)) if over
+        ]
         raise CommandFailed(
             ExecutionFailure.COMMAND_OUTPUT_TOO_LARGE,
             f"the agent wrote more than {MAX_COMMAND_OUTPUT_BYTES} bytes to {' and '.join(streams)}; "
             "its process group was killed (output is never cut silently)",
             report,
         )
-    if process.returncode != 0:
-        status = process.returncode
+    if outcome.returncode != 0:
+        status = outcome.returncode or 0
         how = f"was killed by signal {-status}" if status < 0 else f"exited with status {status}"
         raise CommandFailed(ExecutionFailure.COMMAND_FAILED, f"the agent {how}", report)
     return report
@@ -288,16 +337,13 @@ def run_verification_command(
     started = time.monotonic()
     base = VerificationResult(argv=list(argv), network_isolated=isolated, timeout_seconds=budget)
     try:
-        process = subprocess.Popen(
+        outcome = _run_bounded(
             command,
             cwd=attempt.worktree,
             stdin=subprocess.DEVNULL,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            env=environment,
-            start_new_session=True,
-            shell=False,
-            close_fds=True,
+            environment=environment,
+            budget=budget,
+            heartbeat=heartbeat,
         )
     except OSError as error:
         result = base.model_copy(update={"duration_seconds": round(time.monotonic() - started, 3)})
@@ -306,57 +352,8 @@ def run_verification_command(
             f"the verify command {argv[0]!r} could not be started: {error.strerror or type(error).__name__}",
             _as_report(result),
         ) from None
-    pgid = process.pid
-    over = threading.Event()
-
-    def on_over() -> None:
-        over.set()
-        _kill_group(pgid)
-
-    assert process.stdout is not None and process.stderr is not None
-    readers = [
-        _BoundedReader(process.stdout, MAX_COMMAND_OUTPUT_BYTES, on_over),
-        _BoundedReader(process.stderr, MAX_COMMAND_OUTPUT_BYTES, on_over),
-    ]
-    for reader in readers:
-        reader.start()
-    timed_out = False
-    try:
-        while True:
-            try:
-                process.wait(timeout=_POLL_SECONDS)
-                break
-            except subprocess.TimeoutExpired:
-                pass
-            if heartbeat is not None:
-                heartbeat()
-            if time.monotonic() - started >= budget:
-                timed_out = True
-                _kill_group(pgid)
-                process.wait()
-                break
-    finally:
-        _kill_group(pgid)
-        if process.poll() is None:
-            process.kill()
-            process.wait()
-        for reader in readers:
-            reader.join(_DRAIN_SECONDS)
-        process.stdout.close()
-        process.stderr.close()
-    out, err = readers
-    result = base.model_copy(
-        update={
-            "exit_status": None if timed_out else process.returncode,
-            "duration_seconds": round(time.monotonic() - started, 3),
-            "timed_out": timed_out,
-            "stdout": bytes(out.data).decode("utf-8", "backslashreplace"),
-            "stderr": bytes(err.data).decode("utf-8", "backslashreplace"),
-            "stdout_bytes": len(out.data),
-            "stderr_bytes": len(err.data),
-            "output_too_large": over.is_set() or out.over or err.over,
-        }
-    )
+    result = base.model_copy(update=outcome.fields())
+    timed_out = outcome.timed_out
     if timed_out:
         raise CommandFailed(
             ExecutionFailure.COMMAND_TIMEOUT,
