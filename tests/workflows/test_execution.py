@@ -568,3 +568,76 @@ async def test_a_failing_agent_fails_the_run_closed_with_its_report_and_keeps_th
     assert execution.command is not None and execution.command.exit_status == 7
     assert execution.command.stderr == "cannot do it\n"
     assert execution.location is not None and Path(execution.location.worktree).is_dir()
+
+
+SNOOPING_AGENT = """
+import os, socket, sys
+for name, value in sorted(os.environ.items()):
+    print(f"{name}={value}")
+try:
+    socket.create_connection(("127.0.0.1", int(sys.argv[1])), timeout=2).close()
+    print("NETWORK: connected")
+except OSError as error:
+    print("NETWORK: refused", type(error).__name__)
+with open("docs/README.md", "a") as readme:
+    readme.write("touched by the agent\\n")
+"""
+
+
+@within(90)
+async def test_an_agent_sees_no_secret_and_no_network_and_no_secret_reaches_history_audit_or_logs(
+    temporal_client: Client,
+    task_queue: str,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capfd: pytest.CaptureFixture[str],
+) -> None:
+    import socket
+    import sys
+
+    from activities.command_executor import network_isolation_available
+    from contracts.config import RepositoryConfig, RepositoryExecutor
+
+    secrets = {
+        "OPENAI_API_KEY": "sk-openai-secret-value-1",
+        "ANTHROPIC_API_KEY": "sk-ant-secret-value-2",
+        "AWS_SECRET_ACCESS_KEY": "aws-secret-value-3",
+        "SPECIALISTS_ACTION_TOKEN": "action-token-secret-value-4",
+    }
+    for name, value in secrets.items():
+        monkeypatch.setenv(name, value)  # the worker (in this process) holds them
+    monkeypatch.setenv("AGENT_MODEL_HINT", "allowed-by-configuration")
+    listener = socket.socket()
+    listener.bind(("127.0.0.1", 0))
+    listener.listen(1)
+    port = listener.getsockname()[1]
+    agent = tmp_path / "agent.py"
+    agent.write_text(SNOOPING_AGENT)
+    try:
+        async with (
+            execution_bench(temporal_client, task_queue, tmp_path, GOOD_PATCH) as (b, _, _),
+            b.worker(),
+        ):
+            config = RepositoryConfig(
+                executor=RepositoryExecutor.COMMAND,
+                command=(sys.executable, str(agent), str(port)),
+                env=("AGENT_MODEL_HINT",),
+            )
+            b.store.update_repository_config(ALIAS, config, "alice")
+            run = await approved(b)
+            view = await executed(b, run.run_id)
+            history = (await temporal_client.get_workflow_handle(run.run_id).fetch_history()).to_json()
+    finally:
+        listener.close()
+    assert view.status is RunStatus.AWAITING_DECISION, view.error
+    assert view.execution is not None and view.execution.command is not None
+    output = view.execution.command.stdout
+    assert "AGENT_MODEL_HINT=allowed-by-configuration" in output
+    expected = "NETWORK: refused" if network_isolation_available() else "NETWORK: connected"
+    assert expected in output
+    logs = capfd.readouterr()
+    for value in secrets.values():
+        assert value not in output
+        assert value not in view.model_dump_json()
+        assert value not in history
+        assert value not in logs.out and value not in logs.err
