@@ -82,6 +82,22 @@ def network_isolation_available() -> bool:
     return result.returncode == 0
 
 
+def _in_network_namespace(argv: list[str]) -> list[str]:
+    """``argv`` run in a new network namespace (only its own loopback); call only when
+    :func:`network_isolation_available`."""
+    unshare = shutil.which("unshare", path=SAFE_PATH)
+    assert unshare is not None
+    return [unshare, "--net", "--map-root-user", "--", *argv]
+
+
+def _private_directories(evidence_dir: Path, home_name: str, tmp_name: str) -> tuple[Path, Path]:
+    """A HOME and a TMPDIR (mode 0700) inside the attempt's evidence directory, outside the tree."""
+    home, tmpdir = evidence_dir / home_name, evidence_dir / tmp_name
+    home.mkdir(mode=0o700, exist_ok=True)
+    tmpdir.mkdir(mode=0o700, exist_ok=True)
+    return home, tmpdir
+
+
 def agent_environment(
     names: tuple[str, ...], home: Path, tmpdir: Path, source: Mapping[str, str] | None = None
 ) -> dict[str, str]:
@@ -247,18 +263,13 @@ def run_agent_command(
     if not config.command:
         raise ValueError("the repository configuration names no command")
     budget = float(config.command_timeout_seconds if timeout_seconds is None else timeout_seconds)
-    home = attempt.evidence_dir / HOME_DIR
-    tmpdir = attempt.evidence_dir / TMP_DIR
-    home.mkdir(mode=0o700)
-    tmpdir.mkdir(mode=0o700)
+    home, tmpdir = _private_directories(attempt.evidence_dir, HOME_DIR, TMP_DIR)
     stdin_path = attempt.evidence_dir / STDIN_FILE
     stdin_path.write_text(task_text, encoding="utf-8")
     isolated = not config.network and network_isolation_available()
     argv = list(config.command)
     if isolated:
-        unshare = shutil.which("unshare", path=SAFE_PATH)
-        assert unshare is not None
-        argv = [unshare, "--net", "--map-root-user", "--", *argv]
+        argv = _in_network_namespace(argv)
     base = CommandReport(network_isolated=isolated, network_granted=config.network, timeout_seconds=budget)
     started = time.monotonic()
     try:
@@ -321,16 +332,11 @@ def run_verification_command(
     A non-zero exit is returned (evidence, not a failure). Raises :class:`CommandFailed`
     (``command_timeout``, ``command_output_too_large``, ``command_failed`` when it cannot be started)
     with the result's fields in a :class:`CommandReport`."""
-    home = attempt.evidence_dir / VERIFY_HOME_DIR
-    tmpdir = attempt.evidence_dir / VERIFY_TMP_DIR
-    home.mkdir(mode=0o700, exist_ok=True)
-    tmpdir.mkdir(mode=0o700, exist_ok=True)
+    home, tmpdir = _private_directories(attempt.evidence_dir, VERIFY_HOME_DIR, VERIFY_TMP_DIR)
     isolated = network_isolation_available()
     command = list(argv)
     if isolated:
-        unshare = shutil.which("unshare", path=SAFE_PATH)
-        assert unshare is not None
-        command = [unshare, "--net", "--map-root-user", "--", *command]
+        command = _in_network_namespace(command)
     environment = agent_environment((), home, tmpdir, {})
     environment["PYTHONDONTWRITEBYTECODE"] = "1"
     budget = float(timeout_seconds)

@@ -69,17 +69,6 @@ def _worker_identity() -> str:
     return f"{socket.gethostname()}:{os.getpid()}"[:200]
 
 
-def location_of(attempt: WorktreeAttempt) -> WorktreeLocation:
-    """Where ``attempt``'s worktree is kept (for ``show --recovery``)."""
-    return WorktreeLocation(
-        attempt=attempt.attempt,
-        worktree=str(attempt.worktree),
-        evidence_dir=str(attempt.evidence_dir),
-        repository=str(attempt.repository),
-        base_commit=attempt.base_commit,
-    )
-
-
 class ExecutionActivities:
     """``execute_worktree_attempt`` bound to the deployment's state directory and store."""
 

@@ -200,6 +200,18 @@ class WorktreeLocation(BaseModel):
     base_commit: str
     host: str | None = None
 
+    @classmethod
+    def of_attempt(cls, attempt: WorktreeAttempt, host: str | None = None) -> WorktreeLocation:
+        """Where ``attempt``'s worktree is kept, made on ``host``."""
+        return cls(
+            attempt=attempt.attempt,
+            worktree=str(attempt.worktree),
+            evidence_dir=str(attempt.evidence_dir),
+            repository=str(attempt.repository),
+            base_commit=attempt.base_commit,
+            host=host,
+        )
+
 
 class ExecutionRecord(BaseModel):
     """What a run keeps of its execution: who executed it and when (ISO), the change (when the

@@ -439,14 +439,7 @@ class SpecialistRunWorkflow:
                 "command": execution.command,
                 "verification": execution.verification,
                 "pr_patch": execution.pr_patch,
-                "location": WorktreeLocation(
-                    attempt=execution.attempt.attempt,
-                    worktree=str(execution.attempt.worktree),
-                    evidence_dir=str(execution.attempt.evidence_dir),
-                    repository=str(execution.attempt.repository),
-                    base_commit=execution.attempt.base_commit,
-                    host=execution.host,
-                ),
+                "location": WorktreeLocation.of_attempt(execution.attempt, execution.host),
             }
         )
         self._record(
