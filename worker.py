@@ -31,6 +31,7 @@ from activities.execution import ExecutionActivities
 from activities.models import ModelActivities
 from activities.projection import ProjectionActivities
 from activities.providers.base import ModelProvider
+from activities.research import ResearchActivities
 from activities.routing import RoutingActivities
 from activities.store_access import SharedStore
 from activities.worktree_prune import WorktreePruneActivities, worker_host
@@ -38,6 +39,7 @@ from contracts.worktree_prune import host_task_queue
 from workflows.model_ceiling import ModelCeilingWorkflow
 from workflows.model_check import ModelCheckWorkflow
 from workflows.model_job import ModelJobWorkflow
+from workflows.research_team import ResearchTeamWorkflow
 from workflows.specialist_run import SpecialistRunWorkflow
 from workflows.worktree_prune import WorktreePruneWorkflow
 
@@ -47,6 +49,7 @@ WORKFLOWS: Sequence[type] = (
     ModelCheckWorkflow,
     ModelCeilingWorkflow,
     WorktreePruneWorkflow,
+    ResearchTeamWorkflow,
 )
 
 # A worker killed without a graceful stop strands its sticky queue; the server waits this long before
@@ -99,6 +102,7 @@ def activities_for(
     packs = ContextPackActivities(config, store)
     execution = ExecutionActivities(config, store)
     prune = WorktreePruneActivities(config, store)
+    research = ResearchActivities(config, store)
     return [
         routing.capture_contract,
         models.call_model,
@@ -109,6 +113,9 @@ def activities_for(
         packs.build_context_pack,
         execution.execute_worktree_attempt,
         prune.check_prune_target,
+        research.capture_team,
+        research.check_team_inputs,
+        research.store_job_output,
     ]
 
 
@@ -196,6 +203,7 @@ async def run_worker(stop: asyncio.Event | None = None) -> None:
         read_only_budget_seconds=budgets.read_only_seconds,
         edit_budget_seconds=budgets.edit_seconds,
         approval_window_seconds=budgets.approval_window_seconds,
+        team_deadline_seconds=budgets.team_deadline_seconds,
         action_token=token,
         state_dir=settings.state_dir,
     )

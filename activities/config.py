@@ -8,6 +8,7 @@ from pathlib import Path
 DEFAULT_READ_ONLY_BUDGET_SECONDS = 30 * 60
 DEFAULT_EDIT_BUDGET_SECONDS = 60 * 60
 DEFAULT_APPROVAL_WINDOW_SECONDS = 7 * 24 * 3600
+DEFAULT_TEAM_DEADLINE_SECONDS = 24 * 3600
 DEFAULT_RECORDINGS_DIR = Path(__file__).resolve().parent.parent / "examples" / "recordings"
 
 
@@ -24,6 +25,7 @@ class ActivityConfig:
     activity uses to check proofs (``None``: every protected action is refused); never logged.
     ``state_dir``: the deployment's state directory, where worktree attempts are made
     (``<state_dir>/worktrees/<run>/attempt-<n>``; ``None``: this worker cannot execute worktree runs).
+    ``team_deadline_seconds``: how long a research team may run before it ends ``expired`` (24 h).
     """
 
     database_url: str
@@ -34,3 +36,4 @@ class ActivityConfig:
     recordings_dir: Path = DEFAULT_RECORDINGS_DIR
     action_token: bytes | None = field(default=None, repr=False)
     state_dir: Path | None = None
+    team_deadline_seconds: int = DEFAULT_TEAM_DEADLINE_SECONDS

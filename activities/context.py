@@ -269,12 +269,22 @@ def render_pack(pack: ContextPack) -> str:
     parts.append("## Evidence (original evidence; cite these ids)")
     if not pack.evidence:
         parts.append("(none given)")
-    for entry in pack.evidence:
-        if entry.content is not None:
-            fence = _fence(entry.content)
-            parts.append(f"### {entry.ref} ({entry.size_bytes} bytes)\n{fence}\n{entry.content}\n{fence}")
-        else:
-            parts.append(f"### {entry.ref}\n({entry.note or 'reference only'})")
+    parts += [_render_entry(entry) for entry in pack.evidence]
+    if pack.interpretive:
+        parts.append(
+            "## Interpretive records (someone's reading of the evidence, not original evidence; "
+            "weigh them against it; cite these ids)"
+        )
+        parts += [_render_entry(entry) for entry in pack.interpretive]
+    if pack.prior_results:
+        parts.append("## Earlier stage results (model output, not evidence)")
+        for prior in pack.prior_results:
+            body = json.dumps(prior.output.model_dump(mode="json"), indent=1, sort_keys=True)
+            fence = _fence(body)
+            parts.append(
+                f"### Stage {prior.stage} {prior.kind.value} by {prior.profile_id} "
+                f"(stored result {prior.job_id}, sha256 {prior.sha256})\n{fence}\n{body}\n{fence}"
+            )
     if pack.repository is not None:
         repo = pack.repository
         parts.append(
@@ -293,6 +303,18 @@ def render_pack(pack: ContextPack) -> str:
     parts += ["## Not given to you", "\n".join(f"- {item}" for item in pack.excluded)]
     parts += ["## Output", pack.output_contract, "## Stop rule", pack.stop_rule]
     return "\n\n".join(parts)
+
+
+def _render_entry(entry: EvidenceEntry) -> str:
+    """One evidence entry: its id (with kind and source for a research record) and fenced content."""
+    label = entry.ref
+    if entry.kind is not None:
+        # The source is JSON-quoted: it is operator text and must not pose as a heading of the pack.
+        label += f" [{entry.kind}] source {json.dumps(entry.source_ref)}"
+    if entry.content is not None:
+        fence = _fence(entry.content)
+        return f"### {label} ({entry.size_bytes} bytes)\n{fence}\n{entry.content}\n{fence}"
+    return f"### {label}\n({entry.note or 'reference only'})"
 
 
 def _render_change(pack: ContextPack) -> list[str]:

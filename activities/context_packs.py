@@ -28,11 +28,18 @@ from activities.context import (
 )
 from activities.errors import refusal
 from activities.logs import run_logger
+from activities.research_packs import ResearchInputChanged, build_research_pack
 from activities.store_access import SharedStore
 from catalog.hashing import canonical_sha256
 from catalog.schema import Profile
-from contracts.context_packs import MAX_TRACKED_PATHS, ContextPackResult, EvidenceEntry, RepositoryContext
-from contracts.errors import ErrorType, OperatorError, ServiceUnavailable
+from contracts.context_packs import (
+    MAX_TRACKED_PATHS,
+    ContextPack,
+    ContextPackResult,
+    EvidenceEntry,
+    RepositoryContext,
+)
+from contracts.errors import ErrorType, NotFound, OperatorError, ServiceUnavailable
 from contracts.model_jobs import ContextPackRequest
 from contracts.output import MAX_REQUEST_BYTES
 from contracts.worktree import ExecutionFailure
@@ -71,6 +78,8 @@ class ContextPackActivities:
             raise refusal(error) from None
 
     def _build(self, request: ContextPackRequest, profile: Profile) -> ContextPackResult:
+        if request.context.research is not None:
+            return self._finish(request, self._research_pack(request, profile), profile, [])
         tree = self._repository_tree(request)
         repository = None
         if tree is not None and request.repo_alias is not None and request.base_commit is not None:
@@ -89,6 +98,30 @@ class ContextPackActivities:
             )
         evidence = [self._evidence(ref, tree, request.base_commit) for ref in request.context.evidence_refs]
         pack = build_pack(profile, request.kind, request.context, request.task_type, evidence, repository)
+        return self._finish(request, pack, profile, evidence)
+
+    def _research_pack(self, request: ContextPackRequest, profile: Profile) -> ContextPack:
+        """A research job's pack from the case's records and the team's stored outputs (by reference).
+        Raises ``research_input_changed`` (non-retryable) when one no longer matches its sha256."""
+        research = request.context.research
+        assert research is not None
+        store = self._store.get()
+        try:
+            case = store.get_case(research.case_id)
+            refs = [*research.prior_results, *([research.under_review] if research.under_review else [])]
+            outputs = {ref.job_id: store.get_job_output(ref.job_id) for ref in refs}
+        except NotFound as error:
+            raise _fail(ErrorType.RESEARCH_INPUT_CHANGED, error.message) from None
+        records = {record.evidence_id: record for record in case.evidence}
+        try:
+            return build_research_pack(profile, request.kind, request.context, records, outputs)
+        except ResearchInputChanged as error:
+            raise _fail(ErrorType.RESEARCH_INPUT_CHANGED, str(error)) from None
+
+    def _finish(
+        self, request: ContextPackRequest, pack: ContextPack, profile: Profile, evidence: list[EvidenceEntry]
+    ) -> ContextPackResult:
+        """Check the rendered request's size and return the pack with its sha256."""
         instructions = build_instructions(profile, request.kind, request.context.expects_patch)
         size = len(instructions.encode("utf-8")) + len(render_pack(pack).encode("utf-8"))
         # A file too large to be read at all counts with its full size: the request could never fit.
@@ -105,7 +138,7 @@ class ContextPackActivities:
             pack_sha256=digest,
             request_bytes=size,
             evidence=len(evidence),
-            files=sum(1 for entry in evidence if entry.content is not None),
+            files=sum(1 for entry in pack.evidence if entry.content is not None),
         )
         return ContextPackResult(pack=pack, sha256=digest, request_bytes=size)
 

@@ -13,7 +13,7 @@ from __future__ import annotations
 from pydantic import BaseModel, ConfigDict
 
 from contracts.execution import ChangeUnderReview
-from contracts.output import Finding, JobKind
+from contracts.output import Finding, JobKind, SpecialistOutput
 
 MAX_TRACKED_PATHS = 200
 """How many of a repository's tracked paths a pack lists (it says how many there are in all)."""
@@ -29,6 +29,23 @@ class EvidenceEntry(BaseModel):
     content: str | None = None
     size_bytes: int | None = None
     note: str | None = None
+    kind: str | None = None
+    source_ref: str | None = None
+    sha256: str | None = None
+
+
+class PriorResult(BaseModel):
+    """An earlier research stage's stored output as a later stage is shown it: labelled model output,
+    named by its job id and sha256."""
+
+    model_config = ConfigDict(frozen=True)
+
+    job_id: str
+    sha256: str
+    stage: int
+    kind: JobKind
+    profile_id: str
+    output: SpecialistOutput
 
 
 class RepositoryContext(BaseModel):
@@ -46,7 +63,10 @@ class RepositoryContext(BaseModel):
 class ContextPack(BaseModel):
     """What one model job sees (see the module docstring). ``findings_under_review`` is set for a
     review job only: the primary's findings, labelled as model output and without their author;
-    ``change`` for the review of a worktree run: the change as git computed it."""
+    ``change`` for the review of a worktree run: the change as git computed it. A research job's pack
+    may add ``interpretive`` records (someone's reading of the evidence, never shown to the skeptical
+    stage or a reviewer) and ``prior_results`` (earlier stages' outputs, labelled as model output);
+    its ``evidence`` entries carry their kind, source and sha256."""
 
     model_config = ConfigDict(frozen=True)
 
@@ -60,6 +80,8 @@ class ContextPack(BaseModel):
     repository: RepositoryContext | None = None
     findings_under_review: list[Finding] = []
     change: ChangeUnderReview | None = None
+    interpretive: list[EvidenceEntry] = []
+    prior_results: list[PriorResult] = []
     excluded: list[str]
     output_contract: str
     output_schema_sha256: str

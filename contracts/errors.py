@@ -96,6 +96,11 @@ class ErrorType:
     REPOSITORY_UNAVAILABLE = "repository_unavailable"
     CHANGE_TOO_LARGE_FOR_REVIEW = "change_too_large_for_review"
     EXECUTION_FAILED = "execution_failed"
+    # Research teams: a referenced evidence record or stored result no longer matches its sha256;
+    # the team's job budget (12) is spent; the stored output of a job could not be written.
+    RESEARCH_INPUT_CHANGED = "research_input_changed"
+    JOB_BUDGET_EXHAUSTED = "job_budget_exhausted"
+    JOB_OUTPUT_NOT_STORED = "job_output_not_stored"
 
 
 FALLBACK_ERROR_TYPES = frozenset(

@@ -1,5 +1,5 @@
 """Domain ids (DESIGN.md "Operator contract"): run ``SOR-`` + 16, team ``RTM-`` + 16, case ``RSC-`` + 12;
-model check ``SMC-`` + 16.
+evidence ``EVD-`` + 12; model check ``SMC-`` + 16.
 
 With a request id, the id is derived from sha256 of the request id (first 16 hex digits, upper case),
 so repeated delivery of the same request maps to the same workflow id.
@@ -15,6 +15,7 @@ from typing import Final
 RUN_PREFIX: Final = "SOR-"
 TEAM_PREFIX: Final = "RTM-"
 CASE_PREFIX: Final = "RSC-"
+EVIDENCE_PREFIX: Final = "EVD-"
 CHECK_PREFIX: Final = "SMC-"
 _ALPHABET: Final = "0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZ"
 RUN_ID_PATTERN: Final = re.compile(r"^SOR-[0-9A-Z]{16}$")
@@ -34,6 +35,16 @@ def run_id_for_request(request_id: str) -> str:
 def new_run_id() -> str:
     """A fresh random run id: ``SOR-`` + 16 characters from ``[0-9A-Z]``."""
     return RUN_PREFIX + "".join(secrets.choice(_ALPHABET) for _ in range(16))
+
+
+def new_case_id() -> str:
+    """A fresh random research case id: ``RSC-`` + 12 characters from ``[0-9A-Z]``."""
+    return CASE_PREFIX + "".join(secrets.choice(_ALPHABET) for _ in range(12))
+
+
+def new_evidence_id() -> str:
+    """A fresh random evidence record id: ``EVD-`` + 12 characters from ``[0-9A-Z]``."""
+    return EVIDENCE_PREFIX + "".join(secrets.choice(_ALPHABET) for _ in range(12))
 
 
 def new_check_id() -> str:

@@ -14,6 +14,7 @@ from contracts.enums import TaskType
 from contracts.execution import ChangeUnderReview
 from contracts.output import Finding, JobKind, SpecialistOutput
 from contracts.proofs import ActionProof
+from contracts.research_teams import JobOutputRef, ResearchJobContext
 from contracts.runs import ModelSnapshot
 
 
@@ -22,7 +23,11 @@ class JobContext(BaseModel):
 
     A worktree run's change job has ``expects_patch`` (its result must carry the change as a unified
     diff); the review of that change gets ``change``: what git says changed in the worktree, never
-    the author's own patch text."""
+    the author's own patch text.
+
+    A research team's job has ``research``: the evidence records and stored results it may see, by
+    reference (``contracts.research_teams``); its pack is built from the store, and its output is
+    stored there and returned by reference."""
 
     model_config = ConfigDict(frozen=True)
 
@@ -32,6 +37,7 @@ class JobContext(BaseModel):
     findings_under_review: list[Finding] = []
     expects_patch: bool = False
     change: ChangeUnderReview | None = None
+    research: ResearchJobContext | None = None
 
 
 class ModelJobInput(BaseModel):
@@ -133,15 +139,25 @@ class ModelAttempt(BaseModel):
 
 
 class ModelJobResult(BaseModel):
-    """The job's validated output, the model that produced it and every attempt along the chain."""
+    """The job's validated output, the model that produced it and every attempt along the chain.
+
+    A research job's output (and its pack) is stored instead and comes back by reference:
+    ``output`` and ``pack`` are ``None`` and ``output_ref`` names it. Every other job has ``output``."""
 
     model_config = ConfigDict(frozen=True)
 
-    output: SpecialistOutput
+    output: SpecialistOutput | None
     model_id: str
     attempts: list[ModelAttempt]
     pack: ContextPack | None = None
     pack_sha256: str | None = None
+    output_ref: JobOutputRef | None = None
+
+    def require_output(self) -> SpecialistOutput:
+        """The output carried inline. Raises ``ValueError`` for a result stored by reference."""
+        if self.output is None:
+            raise ValueError("this model job's output is stored by reference")
+        return self.output
 
 
 class ModelCheckRequest(BaseModel):

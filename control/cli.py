@@ -14,6 +14,7 @@ from typing import Annotated, Any
 import typer
 
 from contracts.errors import InvalidInput, OperatorError
+from control.research_cases import research_app
 
 app = typer.Typer(
     name="specialists",
@@ -28,6 +29,7 @@ actors_app = typer.Typer(help="Show or register human actors.", invoke_without_c
 app.add_typer(models_app, name="models")
 app.add_typer(repos_app, name="repos")
 app.add_typer(actors_app, name="actors")
+app.add_typer(research_app, name="research")
 
 JsonFlag = Annotated[bool, typer.Option("--json", help="Print exactly one JSON object on stdout.")]
 

@@ -1,5 +1,5 @@
 """The SQLAlchemy schema of the store: operator configuration, run projection, spent proof nonces,
-worktree claims (DESIGN.md "Storage").
+worktree claims, research cases and their evidence, research job outputs (DESIGN.md "Storage").
 
 Every change to these classes ships with an Alembic migration in ``store/migrations/versions/`` and a
 new :data:`SCHEMA_REVISION`. Times are stored in UTC and read back timezone-aware.
@@ -21,12 +21,13 @@ from sqlalchemy import (
     MetaData,
     String,
     Text,
+    UniqueConstraint,
 )
 from sqlalchemy.engine import Dialect
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
 from sqlalchemy.types import TypeDecorator
 
-SCHEMA_REVISION: Final = "0007"
+SCHEMA_REVISION: Final = "0008"
 """The Alembic head this code expects; a store at another revision is not read without upgrading."""
 
 ACTOR_ID_LENGTH: Final = 64
@@ -264,3 +265,76 @@ class WorktreeClaimRow(Base):
     worker: Mapped[str] = mapped_column(String(WORKER_LENGTH))
     worktree_attempt: Mapped[int] = mapped_column(Integer)
     claimed_at: Mapped[dt.datetime] = mapped_column(UtcDateTime())
+
+
+CASE_ID_LENGTH: Final = 16
+EVIDENCE_ID_LENGTH: Final = 16
+SUBJECT_KIND_LENGTH: Final = 40
+SUBJECT_TEXT_LENGTH: Final = 200
+SOURCE_REF_LENGTH: Final = 500
+
+
+class ResearchCaseRow(Base):
+    """A research case (``RSC-`` + 12): its subject, who created it and when. Never edited."""
+
+    __tablename__ = "research_cases"
+
+    case_id: Mapped[str] = mapped_column(String(CASE_ID_LENGTH), primary_key=True)
+    subject_kind: Mapped[str] = mapped_column(String(SUBJECT_KIND_LENGTH))
+    subject_identifier: Mapped[str] = mapped_column(String(SUBJECT_TEXT_LENGTH))
+    subject_title: Mapped[str] = mapped_column(String(SUBJECT_TEXT_LENGTH))
+    created_by: Mapped[str] = mapped_column(String(ACTOR_ID_LENGTH), ForeignKey("actors.id"))
+    created_at: Mapped[dt.datetime] = mapped_column(UtcDateTime())
+
+
+class ResearchEvidenceRow(Base):
+    """One evidence record of a case (``EVD-`` + 12). ``seq`` orders the records of a case by addition
+    (1, 2, ...); ``sha256`` is the digest of ``content`` in UTF-8, computed by the store. Content is
+    never edited: a record is only deactivated (``active`` false, with who and when)."""
+
+    __tablename__ = "research_evidence"
+    __table_args__ = (
+        UniqueConstraint("case_id", "seq", name="uq_research_evidence_case_id_seq"),
+        CheckConstraint("seq >= 1", name="seq_positive"),
+    )
+
+    evidence_id: Mapped[str] = mapped_column(String(EVIDENCE_ID_LENGTH), primary_key=True)
+    case_id: Mapped[str] = mapped_column(
+        String(CASE_ID_LENGTH), ForeignKey("research_cases.case_id"), index=True
+    )
+    seq: Mapped[int] = mapped_column(Integer)
+    kind: Mapped[str] = mapped_column(String(ENUM_LENGTH))
+    content: Mapped[str] = mapped_column(Text)
+    source_ref: Mapped[str] = mapped_column(String(SOURCE_REF_LENGTH))
+    sha256: Mapped[str] = mapped_column(String(DIGEST_LENGTH))
+    active: Mapped[bool] = mapped_column(Boolean)
+    added_by: Mapped[str] = mapped_column(String(ACTOR_ID_LENGTH), ForeignKey("actors.id"))
+    added_at: Mapped[dt.datetime] = mapped_column(UtcDateTime())
+    deactivated_by: Mapped[str | None] = mapped_column(String(ACTOR_ID_LENGTH), ForeignKey("actors.id"))
+    deactivated_at: Mapped[dt.datetime | None] = mapped_column(UtcDateTime())
+
+
+JOB_ID_LENGTH: Final = 120
+TEAM_ID_LENGTH: Final = 20
+
+
+class ResearchJobOutputRow(Base):
+    """The validated output of one research model job, written once per job id and never edited.
+
+    ``output_sha256`` is the RFC 8785 canonical-JSON sha256 of ``output``; ``pack`` is the context pack
+    the job was given, with its sha256 (both null when none was recorded). Nothing links job outputs to
+    evidence: model output is never evidence."""
+
+    __tablename__ = "research_job_outputs"
+    __table_args__ = (Index("ix_research_job_outputs_team_id", "team_id"),)
+
+    job_id: Mapped[str] = mapped_column(String(JOB_ID_LENGTH), primary_key=True)
+    team_id: Mapped[str] = mapped_column(String(TEAM_ID_LENGTH))
+    kind: Mapped[str] = mapped_column(String(ENUM_LENGTH))
+    profile_id: Mapped[str] = mapped_column(String(PROFILE_ID_LENGTH))
+    model_id: Mapped[str] = mapped_column(String(MODEL_ID_LENGTH))
+    output: Mapped[dict[str, Any]] = mapped_column(JSON)
+    output_sha256: Mapped[str] = mapped_column(String(DIGEST_LENGTH))
+    pack: Mapped[dict[str, Any] | None] = mapped_column(JSON(none_as_null=True))
+    pack_sha256: Mapped[str | None] = mapped_column(String(DIGEST_LENGTH))
+    created_at: Mapped[dt.datetime] = mapped_column(UtcDateTime())

@@ -24,6 +24,7 @@ from contracts.enums import Tier
 from contracts.errors import InvalidInput, NotFound, OperatorError, Refused
 from contracts.models import ModelRecord, ModelRegistration, ModelSelection, ModelSelectionRecord
 from contracts.policy import AutomationPolicy
+from contracts.research import CaseInput, EvidenceInput, EvidenceRecord, JobOutputRecord, ResearchCase
 from contracts.runs import AuditEvent, RunSummary
 from contracts.worktree import WorktreeClaim
 from store import (
@@ -32,6 +33,7 @@ from store import (
     model_registry,
     model_selection,
     repositories,
+    research,
     runs,
     spent_proofs,
     worktree_claims,
@@ -369,6 +371,92 @@ class Store:
         worktree_claims.check_run_id(run_id)
         with self._reading() as session:
             return worktree_claims.list_worktree_claims(session, run_id)
+
+    # Research cases and evidence
+
+    def create_case(self, case: CaseInput, actor: str) -> ResearchCase:
+        """Create a research case from ``case`` as ``actor``; returns the stored case.
+
+        Every record of ``case.evidence`` must carry its content (the CLI reads a ``path`` first); the
+        records are stored in the given order, active, each with the sha256 of its content (computed
+        here) and a new ``EVD-`` id; the case gets a new ``RSC-`` id. Raises :class:`InvalidInput`
+        ``evidence_path_unresolved`` (an input still has a path) or ``invalid_evidence`` (blank or
+        oversize content, content with NUL, or not 1..100 records), or :class:`NotFound`
+        ``unknown_actor``; nothing is written then.
+        """
+        research.check_resolved_evidence(case.evidence)
+        with self._writing() as session:
+            return research.create_case(session, case, actor, self._now())
+
+    def get_case(self, case_id: str) -> ResearchCase:
+        """The case ``case_id`` with every evidence record (active or not) in the order of addition.
+
+        Raises :class:`InvalidInput` ``invalid_case_id`` (not ``RSC-`` + 12 of ``[0-9A-Z]``) or
+        :class:`NotFound` ``unknown_case``.
+        """
+        research.check_case_id(case_id)
+        with self._reading() as session:
+            return research.get_case(session, case_id)
+
+    def list_cases(self) -> list[ResearchCase]:
+        """Every research case with its evidence records, newest first (empty when there are none)."""
+        with self._reading() as session:
+            return research.list_cases(session)
+
+    def add_evidence(self, case_id: str, evidence: list[EvidenceInput], actor: str) -> list[EvidenceRecord]:
+        """Add ``evidence`` (1..100 records with their content) to the case ``case_id`` as ``actor``;
+        returns the new records, active, in the given order after the case's existing ones.
+
+        All are added or none. Raises :class:`InvalidInput` ``invalid_case_id``,
+        ``evidence_path_unresolved`` or ``invalid_evidence``, or :class:`NotFound` ``unknown_actor`` or
+        ``unknown_case``; nothing is written then.
+        """
+        research.check_case_id(case_id)
+        research.check_resolved_evidence(evidence)
+        with self._writing() as session:
+            return research.add_evidence(session, case_id, evidence, actor, self._now())
+
+    def deactivate_evidence(self, case_id: str, evidence_id: str, actor: str) -> EvidenceRecord:
+        """Deactivate the evidence record ``evidence_id`` of the case ``case_id`` as ``actor``; returns
+        the record, now inactive with who deactivated it and when (its content never changes).
+
+        Raises :class:`InvalidInput` ``invalid_case_id`` or ``invalid_evidence_id``, :class:`NotFound`
+        ``unknown_actor``, ``unknown_case`` or ``unknown_evidence`` (also when the record belongs to
+        another case), or :class:`Refused` ``evidence_inactive`` (deactivated already); nothing is
+        written then.
+        """
+        research.check_case_id(case_id)
+        research.check_evidence_id(evidence_id)
+        with self._writing() as session:
+            return research.deactivate_evidence(session, case_id, evidence_id, actor, self._now())
+
+    # Research job outputs
+
+    def save_job_output(self, record: JobOutputRecord) -> JobOutputRecord:
+        """Store the output of one research model job, once per ``record.job_id``; returns the stored
+        record (``created_at`` is the time it was first stored; a given one is ignored).
+
+        ``output_sha256`` (and ``pack_sha256`` with a ``pack``) must be the RFC 8785 canonical-JSON
+        sha256 of ``output`` (``pack``). Idempotent: when the job id is stored already with the same
+        output digest, team, kind, profile, model and pack digest (a retried write), the stored record
+        is returned. The primary key decides, so of concurrent writers exactly one inserts. Raises
+        :class:`InvalidInput` ``invalid_job_output`` or ``job_output_digest_mismatch``, or
+        :class:`Refused` ``job_output_conflict`` (the job id holds a different output); nothing is
+        written then.
+        """
+        research.check_job_output(record)
+        with self._writing() as session:
+            return research.save_job_output(session, record, self._now())
+
+    def get_job_output(self, job_id: str) -> JobOutputRecord:
+        """The stored output of ``job_id``. Raises :class:`NotFound` ``unknown_job_output``."""
+        with self._reading() as session:
+            return research.get_job_output(session, job_id)
+
+    def team_job_outputs(self, team_id: str) -> list[JobOutputRecord]:
+        """The stored job outputs of ``team_id`` in the order they were stored (empty when none)."""
+        with self._reading() as session:
+            return research.team_job_outputs(session, team_id)
 
     # Run projection
 

@@ -56,12 +56,21 @@ with workflow.unsafe.imports_passed_through():
         ModelJobResult,
     )
     from contracts.models import is_replay_model
+    from contracts.research_teams import (
+        JobOutputRef,
+        StoredJobOutput,
+        StoreJobOutputRequest,
+        highest_severity,
+    )
 
 _Prepared = TypeVar("_Prepared", ContextPackResult, LeaseTerms)
 
 CALL_MODEL_ACTIVITY = "call_model"
 REQUEST_LEASE_ACTIVITY = "request_model_lease"
 BUILD_CONTEXT_PACK_ACTIVITY = "build_context_pack"
+STORE_JOB_OUTPUT_ACTIVITY = "store_job_output"
+_STORE_OUTPUT_TIMEOUT = timedelta(seconds=10)
+_STORE_OUTPUT_RETRY = RetryPolicy(maximum_attempts=5, initial_interval=timedelta(milliseconds=200))
 MODEL_CALL_TIMEOUT = timedelta(minutes=10)
 MODEL_CALL_HEARTBEAT = timedelta(seconds=15)
 """``call_model`` heartbeats every 5 s; a worker that dies mid-call is noticed after this."""
@@ -160,6 +169,9 @@ class ModelJobWorkflow:
                     ModelAttempt(model_id=model_id, outcome="ok", attempt=attempt, usage=result.usage)
                 )
                 assert self._pack is not None  # a call is only made once the pack is built
+                if job.context.research is not None:
+                    # Only research jobs have this context (no recorded history before it): no patch.
+                    return await self._stored_result(job, result)
                 return ModelJobResult(
                     output=result.output,
                     model_id=model_id,
@@ -168,6 +180,51 @@ class ModelJobWorkflow:
                     pack_sha256=self._pack.sha256,
                 )
         raise self._empty_chain(job)
+
+    async def _stored_result(self, job: ModelJobInput, result: ModelCallResult) -> ModelJobResult:
+        """Store a research job's output and pack (activity ``store_job_output``) and return them by
+        reference, so the team's history holds ids and digests only. Raises the job's failure
+        (``job_output_not_stored``) when the store stays unreachable through the retries."""
+        research = job.context.research
+        assert research is not None and self._pack is not None
+        try:
+            stored = await workflow.execute_activity(
+                STORE_JOB_OUTPUT_ACTIVITY,
+                StoreJobOutputRequest(
+                    job_id=job.job_id,
+                    team_id=research.team_id,
+                    kind=job.kind,
+                    profile_id=job.profile_id,
+                    model_id=result.model_id,
+                    output=result.output.model_dump(mode="json"),
+                    pack=self._pack.pack.model_dump(mode="json"),
+                    pack_sha256=self._pack.sha256,
+                ),
+                result_type=StoredJobOutput,
+                start_to_close_timeout=_STORE_OUTPUT_TIMEOUT,
+                retry_policy=_STORE_OUTPUT_RETRY,
+            )
+        except ActivityError as error:
+            _, message = _error_type(error)
+            raise self._failure(job, result.model_id, ErrorType.JOB_OUTPUT_NOT_STORED, message) from error
+        output = result.output
+        return ModelJobResult(
+            output=None,
+            model_id=result.model_id,
+            attempts=self._attempts,
+            pack_sha256=self._pack.sha256,
+            output_ref=JobOutputRef(
+                job_id=job.job_id,
+                sha256=stored.sha256,
+                stage=research.stage,
+                kind=job.kind,
+                profile_id=job.profile_id,
+                model_id=result.model_id,
+                verdict=output.verdict,
+                findings=len(output.findings),
+                max_severity=highest_severity([finding.severity for finding in output.findings]),
+            ),
+        )
 
     async def _build_pack(self, job: ModelJobInput) -> ContextPackResult:
         """The job's context pack, built once by an activity (so it is in this job's history).
@@ -239,7 +296,7 @@ class ModelJobWorkflow:
                 self._pack = await self._pack_task
             call_deadline = workflow.now() + timeout
             try:
-                result = await workflow.execute_activity(
+                result: ModelCallResult = await workflow.execute_activity(
                     CALL_MODEL_ACTIVITY,
                     self._request(job, model_id, attempt, lease_id if requested else None),
                     result_type=ModelCallResult,

@@ -211,7 +211,7 @@ class SpecialistRunWorkflow:
         analysis = await self._model_job(JobKind.ANALYSIS, deadline)
         if analysis is None:
             return await self._finish(self._status)
-        self._result = analysis.output
+        self._result = analysis.require_output()
         if self._cancel is not None:
             return await self._finish(RunStatus.CANCELLED)
 
@@ -223,7 +223,7 @@ class SpecialistRunWorkflow:
         review = await self._model_job(JobKind.REVIEW, deadline, change=change)
         if review is None:
             return await self._finish(self._status)
-        self._review = review.output
+        self._review = review.require_output()
         if self._cancel is not None:
             return await self._finish(RunStatus.CANCELLED)
 
@@ -287,10 +287,10 @@ class SpecialistRunWorkflow:
             change_job = await self._model_job(JobKind.ANALYSIS, deadline, expects_patch=True)
             if change_job is None:
                 return await self._finish(self._status)
-            self._result = change_job.output
+            self._result = change_job.require_output()
             if self._cancel is not None:
                 return await self._finish(RunStatus.CANCELLED)
-            change_patch = change_job.output.patch
+            change_patch = self._result.patch
             assert change_patch is not None  # call_model checks that a change job's result carries one
             patch = change_patch
         self._execution = (
@@ -591,6 +591,7 @@ class SpecialistRunWorkflow:
             self._set_status(RunStatus.FAILED)
             return None
         self._record_attempts(kind, [attempt.model_dump(mode="json") for attempt in result.attempts])
+        output = result.require_output()
         if result.pack is not None and result.pack_sha256 is not None:
             self._packs.append(ContextPackRecord(sha256=result.pack_sha256, pack=result.pack))
         self._record(
@@ -600,8 +601,8 @@ class SpecialistRunWorkflow:
                 "kind": kind.value,
                 "model": result.model_id,
                 "attempts": [attempt.model_dump(mode="json") for attempt in result.attempts],
-                "findings": len(result.output.findings),
-                "verdict": result.output.verdict.value if result.output.verdict else None,
+                "findings": len(output.findings),
+                "verdict": output.verdict.value if output.verdict else None,
             },
         )
         return result

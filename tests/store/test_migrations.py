@@ -30,6 +30,9 @@ TABLES = {
     "models",
     "spent_proofs",
     "worktree_claims",
+    "research_cases",
+    "research_evidence",
+    "research_job_outputs",
     "alembic_version",
 }
 

@@ -1,0 +1,310 @@
+"""Research team operations over the Temporal client: start (deduplicated), show, list, adjudicate, cancel.
+
+Every function takes the client as an argument so tests can pass their own. Refusals become
+:class:`contracts.errors.OperatorError` subclasses carrying DESIGN.md's exit codes.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import datetime as dt
+import hashlib
+import re
+from collections.abc import Callable
+from typing import Any, Final
+
+from temporalio.client import Client, WorkflowHandle, WorkflowQueryFailedError, WorkflowUpdateFailedError
+from temporalio.common import (
+    SearchAttributeKey,
+    SearchAttributePair,
+    TypedSearchAttributes,
+    WorkflowIDConflictPolicy,
+    WorkflowIDReusePolicy,
+)
+from temporalio.exceptions import ApplicationError
+from temporalio.service import RPCError, RPCStatusCode
+
+from catalog.hashing import canonical_sha256
+from contracts.errors import InvalidInput, NotFound, OperatorError, Refused, ServiceUnavailable
+from contracts.ids import MAX_REQUEST_ID_CHARS, TEAM_PREFIX
+from contracts.research import CASE_ID_PATTERN
+from contracts.research_teams import (
+    AdjudicateRequest,
+    TeamActionResult,
+    TeamCancelRequest,
+    TeamInput,
+    TeamStatus,
+    TeamView,
+)
+
+TEAM_WORKFLOW: Final = "ResearchTeam"
+TEAM_ID_PATTERN: Final = re.compile(r"^RTM-[0-9A-Z]{16}$")
+QUERY_TIMEOUT: Final = dt.timedelta(seconds=10)
+_STATUS_KEY = SearchAttributeKey.for_keyword("TeamStatus")
+_CASE_KEY = SearchAttributeKey.for_keyword("ResearchCaseId")
+_NOT_FOUND_CODES: Final = frozenset({"unknown_actor", "unknown_case"})
+START_REFUSALS: Final = frozenset(
+    {
+        "actor_required",
+        "unknown_actor",
+        "action_token_not_configured",
+        "proof_missing",
+        "proof_invalid",
+        "proof_expired",
+        "proof_replayed",
+        "unknown_case",
+        "team_evidence_empty",
+        "team_evidence_limit",
+        "team_evidence_too_large",
+        "no_model_selected",
+    }
+)
+"""Error types a team ends ``failed`` with when its start was refused (by authorisation or capture)."""
+
+
+def team_id_for_request(request_id: str) -> str:
+    """The team id for a caller's request id: ``RTM-`` + the first 16 hex digits of its sha256, upper
+    case (DESIGN.md "Operator contract"). Raises :class:`InvalidInput` for an empty request id or one
+    over 200 characters."""
+    if not request_id or len(request_id) > MAX_REQUEST_ID_CHARS:
+        raise InvalidInput("invalid_request_id", f"request id must be 1..{MAX_REQUEST_ID_CHARS} characters")
+    return TEAM_PREFIX + hashlib.sha256(request_id.encode("utf-8")).hexdigest()[:16].upper()
+
+
+def team_request_digest(case_id: str, request_id: str) -> str:
+    """sha256 of the canonical start request: what the operator asked for (case and request id)."""
+    return canonical_sha256({"case_id": case_id, "request_id": request_id})
+
+
+def check_team_id(team_id: str) -> None:
+    """Raises :class:`InvalidInput` (``invalid_team_id``) unless ``team_id`` is ``RTM-`` + 16."""
+    if not TEAM_ID_PATTERN.fullmatch(team_id):
+        raise InvalidInput("invalid_team_id", f"{team_id!r} is not a team id (RTM- followed by 16 of 0-9A-Z)")
+
+
+def check_case_id(case_id: str) -> None:
+    """Raises :class:`InvalidInput` (``invalid_case_id``) unless ``case_id`` is ``RSC-`` + 12."""
+    if not CASE_ID_PATTERN.fullmatch(case_id):
+        raise InvalidInput("invalid_case_id", f"{case_id!r} is not a case id (RSC- followed by 12 of 0-9A-Z)")
+
+
+def _temporal_error(error: RPCError) -> ServiceUnavailable:
+    return ServiceUnavailable("temporal_error", f"Temporal answered {error.status.name}: {error.message}")
+
+
+async def _memo(handle: WorkflowHandle[Any, Any]) -> dict[str, Any] | None:
+    """The team's memo, or ``None`` when no such workflow exists."""
+    try:
+        description = await handle.describe()
+    except RPCError as error:
+        if error.status == RPCStatusCode.NOT_FOUND:
+            return None
+        raise _temporal_error(error) from None
+    return dict(await description.memo())
+
+
+def raise_if_start_refused(view: TeamView) -> None:
+    """Raise the refusal when the team's start was refused (authorisation, or a case that does not fit:
+    exit 3 or 4). The team exists and ended ``failed``; the operator's action was refused."""
+    if view.status is TeamStatus.FAILED and view.error is not None and view.error.type in START_REFUSALS:
+        code = view.error.type
+        error_class: type[OperatorError] = NotFound if code in _NOT_FOUND_CODES else Refused
+        raise error_class(code, f"team {view.team_id} was refused at start: {view.error.message}")
+
+
+async def start_team(client: Client, team: TeamInput, *, task_queue: str) -> tuple[TeamView, bool]:
+    """Start the team, or return the existing one for the same request id.
+
+    Returns ``(view, deduplicated)`` once the team has left ``starting``. Raises :class:`Refused`
+    ``request_id_conflict`` when the request id was used for another case.
+    """
+    handle = client.get_workflow_handle(team.team_id)
+    memo = await _memo(handle)
+    deduplicated = memo is not None
+    if memo is None:
+        try:
+            await client.start_workflow(
+                TEAM_WORKFLOW,
+                team,
+                id=team.team_id,
+                task_queue=task_queue,
+                # A second delivery of the same start (even a racing one) finds the first team.
+                id_conflict_policy=WorkflowIDConflictPolicy.USE_EXISTING,
+                id_reuse_policy=WorkflowIDReusePolicy.REJECT_DUPLICATE,
+                memo={"request_digest": team.request_digest, "case_id": team.case_id},
+                search_attributes=TypedSearchAttributes(
+                    [
+                        SearchAttributePair(_STATUS_KEY, TeamStatus.STARTING.value),
+                        SearchAttributePair(_CASE_KEY, team.case_id),
+                    ]
+                ),
+            )
+        except RPCError as error:
+            if error.status != RPCStatusCode.ALREADY_EXISTS:
+                raise _temporal_error(error) from None
+            deduplicated = True
+        memo = await _memo(handle)
+    if memo is not None and memo.get("request_digest") != team.request_digest:
+        raise Refused(
+            "request_id_conflict",
+            f"request id {team.request_id!r} was already used for case {memo.get('case_id')} "
+            f"(team {team.team_id})",
+        )
+    view = await wait_for_team(client, team.team_id, lambda v: v.status is not TeamStatus.STARTING)
+    return view, deduplicated
+
+
+async def get_team(client: Client, team_id: str) -> TeamView:
+    """The team's view: by query while it runs, from its result once it has ended (no worker needed
+    then). Raises :class:`NotFound` (``unknown_team``) or :class:`ServiceUnavailable`."""
+    check_team_id(team_id)
+    handle = client.get_workflow_handle(team_id)
+    try:
+        description = await handle.describe()
+    except RPCError as error:
+        if error.status == RPCStatusCode.NOT_FOUND:
+            raise NotFound("unknown_team", f"no team {team_id}") from None
+        raise _temporal_error(error) from None
+    if description.close_time is not None:
+        # Terminated or failed without a result: the workers are asked instead.
+        with contextlib.suppress(Exception):
+            ended: TeamView = await client.get_workflow_handle(team_id, result_type=TeamView).result()
+            return ended
+    try:
+        view: TeamView = await handle.query("view", result_type=TeamView, rpc_timeout=QUERY_TIMEOUT)
+        return view
+    except RPCError as error:
+        if error.status in (RPCStatusCode.DEADLINE_EXCEEDED, RPCStatusCode.UNAVAILABLE):
+            raise ServiceUnavailable(
+                "no_worker",
+                f"no worker answered for team {team_id}: start one with `specialists worker` "
+                "(or `specialists dev`)",
+            ) from None
+        raise _temporal_error(error) from None
+    except WorkflowQueryFailedError as error:
+        raise ServiceUnavailable("query_failed", f"team {team_id} could not answer: {error}") from None
+
+
+async def wait_for_team(
+    client: Client,
+    team_id: str,
+    done: Callable[[TeamView], bool],
+    *,
+    timeout: float | None = 15.0,
+    on_change: Callable[[TeamView], None] | None = None,
+) -> TeamView:
+    """Poll the team's view until ``done(view)`` or ``timeout`` seconds (``None`` = no limit)."""
+    loop = asyncio.get_running_loop()
+    deadline = None if timeout is None else loop.time() + timeout
+    last: TeamStatus | None = None
+    while True:
+        view = await get_team(client, team_id)
+        if on_change is not None and view.status is not last:
+            on_change(view)
+        last = view.status
+        if done(view) or (deadline is not None and loop.time() >= deadline):
+            return view
+        await asyncio.sleep(0.1)
+
+
+def settled(view: TeamView) -> bool:
+    """True when the team needs a person or has ended (what ``--wait`` waits for)."""
+    return view.status.final or view.status.needs_person
+
+
+async def adjudicate_team(client: Client, team_id: str, request: AdjudicateRequest) -> TeamActionResult:
+    """Update ``adjudicate``. Raises :class:`Refused` with the workflow's code, :class:`NotFound`."""
+    check_team_id(team_id)
+    handle = client.get_workflow_handle(team_id)
+    if await _memo(handle) is None:
+        raise NotFound("unknown_team", f"no team {team_id}")
+    try:
+        result: TeamActionResult = await handle.execute_update(
+            "adjudicate", request, result_type=TeamActionResult
+        )
+    except WorkflowUpdateFailedError as error:
+        cause = error.cause
+        if isinstance(cause, ApplicationError):
+            raise Refused(cause.type or "refused", cause.message) from None
+        raise Refused("refused", str(cause or error)) from None
+    except RPCError as error:
+        if error.status == RPCStatusCode.NOT_FOUND:
+            raise Refused("team_finished", f"team {team_id} has ended") from None
+        raise _temporal_error(error) from None
+    if not result.accepted:
+        error_class: type[OperatorError] = NotFound if result.code in _NOT_FOUND_CODES else Refused
+        raise error_class(result.code or "refused", result.message or "refused")
+    return result
+
+
+async def cancel_team(client: Client, team_id: str, request: TeamCancelRequest) -> TeamView:
+    """Signal ``cancel`` and return the view once the cancel was recorded or refused.
+
+    Raises :class:`Refused` (``already_finished`` for an ended team, or the refusal's code) or
+    :class:`NotFound`.
+    """
+    check_team_id(team_id)
+    handle = client.get_workflow_handle(team_id)
+    if await _memo(handle) is None:
+        raise NotFound("unknown_team", f"no team {team_id}")
+    before = await get_team(client, team_id)
+    if before.status.final:
+        raise Refused("already_finished", f"team {team_id} is {before.status.value}")
+    seen = len(before.audit)
+    try:
+        await handle.signal("cancel", request)
+    except RPCError as error:
+        if error.status == RPCStatusCode.NOT_FOUND:
+            raise Refused("already_finished", f"team {team_id} has ended") from None
+        raise _temporal_error(error) from None
+
+    def answered(view: TeamView) -> bool:
+        return (
+            any(
+                event.kind in ("cancel_requested", "action_refused") and event.actor == request.actor
+                for event in view.audit[seen:]
+            )
+            or view.status.final
+        )
+
+    view = await wait_for_team(client, team_id, answered)
+    for event in view.audit[seen:]:
+        if event.kind == "action_refused" and event.actor == request.actor:
+            code = str(event.data.get("code", "refused"))
+            error_class: type[OperatorError] = NotFound if code in _NOT_FOUND_CODES else Refused
+            raise error_class(code, str(event.data.get("message", "refused")))
+    return view
+
+
+async def list_teams(client: Client, case_id: str | None = None) -> list[dict[str, Any]]:
+    """Teams from Temporal's visibility store, newest first: id, case, status, start and close times.
+
+    ``case_id`` keeps one case's teams. Raises :class:`ServiceUnavailable`.
+    """
+    query = f'WorkflowType = "{TEAM_WORKFLOW}"'
+    if case_id is not None:
+        check_case_id(case_id)
+        query += f' AND ResearchCaseId = "{case_id}"'
+    teams: list[dict[str, Any]] = []
+    try:
+        async for execution in client.list_workflows(query):
+            attributes = execution.typed_search_attributes
+            teams.append(
+                {
+                    "team_id": execution.id,
+                    "case_id": attributes.get(_CASE_KEY),
+                    "status": attributes.get(_STATUS_KEY),
+                    "started_at": _iso(execution.start_time),
+                    "closed_at": _iso(execution.close_time),
+                }
+            )
+    except RPCError as error:
+        raise _temporal_error(error) from None
+    return teams
+
+
+def _iso(value: dt.datetime | None) -> str | None:
+    if value is None:
+        return None
+    return value.astimezone(dt.UTC).isoformat().replace("+00:00", "Z")
