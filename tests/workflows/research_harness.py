@@ -5,6 +5,7 @@ team with a valid proof, adjudicating and cancelling, and a scripted model that 
 
 from __future__ import annotations
 
+import base64
 import json
 import re
 import threading
@@ -186,3 +187,23 @@ class ScriptedResearch:
     def for_job(self, number: int, kind: str) -> list[CompletionRequest]:
         """The requests sent for stage ``number``'s ``kind`` job."""
         return [r for r in self.requests if stage_of(r) == number and r.identity.kind.value == kind]
+
+
+def payload_text(history_json: str) -> str:
+    """Every payload of a history (``WorkflowHistory.to_json``) decoded to text, joined: what a
+    search for content in a history must look at (payload data is base64 in the JSON form)."""
+    found: list[str] = []
+
+    def walk(node: object) -> None:
+        if isinstance(node, dict):
+            data = node.get("data")
+            if isinstance(data, str) and "metadata" in node:
+                found.append(base64.b64decode(data).decode("utf-8", errors="replace"))
+            for value in node.values():
+                walk(value)
+        elif isinstance(node, list):
+            for value in node:
+                walk(value)
+
+    walk(json.loads(history_json))
+    return "\n".join(found)

@@ -12,6 +12,10 @@ recordings stay and replay too, each proving a change sits behind its patch mark
   before runs recorded a ``model_attempt`` audit event per call;
 - ``v3/``: before a ``ModelJob`` built its pack and asked for leases with local activities, and
   before the ``ModelCeiling`` answered lease requests by update (its own ``workflow-ids.json``).
+
+``teams/`` holds ``ResearchTeam`` histories (``python -m tests.histories.record_teams``), one per team
+path, and the first stage's two ``ModelJob`` histories of the completed team (its own
+``workflow-ids.json``).
 """
 
 from __future__ import annotations
@@ -26,6 +30,7 @@ from temporalio.contrib.pydantic import pydantic_data_converter
 from temporalio.worker import Replayer
 
 from tests.workflows.harness import within
+from tests.workflows.research_harness import payload_text
 from worker import WORKFLOWS, sandbox_runner
 from workflows.model_ceiling import PATCH_LEASE_RECORDS
 from workflows.model_job import PATCH_ATTEMPTS_IN_WORKFLOW, PATCH_LOCAL_PREPARE
@@ -37,7 +42,9 @@ CURRENT = sorted(path for path in HISTORIES.glob("*.json") if path.name != WORKF
 V1 = sorted((HISTORIES / "v1").glob("*.json"))
 V2 = sorted((HISTORIES / "v2").glob("*.json"))
 V3 = sorted(path for path in (HISTORIES / "v3").glob("*.json") if path.name != WORKFLOW_IDS)
-ALL = [*CURRENT, *V1, *V2, *V3]
+TEAMS = sorted(path for path in (HISTORIES / "teams").glob("*.json") if path.name != WORKFLOW_IDS)
+ALL = [*CURRENT, *V1, *V2, *V3, *TEAMS]
+TEAM_PATHS = {"completed", "adjudicated", "blocked_retried_stopped", "cancelled", "invalidated"}
 
 V1_PATHS = {
     "recommended",
@@ -109,6 +116,7 @@ def test_a_history_is_recorded_for_every_run_path() -> None:
     assert _names(V1) == V1_PATHS
     assert _names(V2) == V2_PATHS
     assert _names(V3) == V3_PATHS
+    assert _names(TEAMS) == TEAM_PATHS
 
 
 def _expected_run_patches(name: str, *, audits_attempts: bool) -> list[str]:
@@ -136,6 +144,26 @@ def test_current_histories_carry_every_patch_and_older_ones_predate_theirs() -> 
         assert _patches(path) == expected, path.name
     assert all(_patches(path) == [] for path in V1)
     assert PATCH_LEASE_RECORDS not in {patch for path in ALL for patch in _patches(path)}
+    for path in TEAMS:
+        expected = [PATCH_ATTEMPTS_IN_WORKFLOW, PATCH_LOCAL_PREPARE] if "." in path.stem else []
+        assert _patches(path) == expected, path.name
+
+
+def test_the_team_histories_carry_references_only_and_the_research_jobs_store_their_output() -> None:
+    completed = payload_text((HISTORIES / "teams" / "completed.json").read_text(encoding="utf-8"))
+    analysis = payload_text((HISTORIES / "teams" / "completed.s1-analysis.json").read_text(encoding="utf-8"))
+    # The demo case's evidence and the replay outputs never appear in the team's own history; the
+    # job's own history does hold them (its pack and the call's result), which shows the search works.
+    for text in ("rendered '412'", "Advisory and code agree"):
+        assert text not in completed and text in analysis
+    for kind in ("analysis", "review"):
+        events = _events(f"teams/completed.s1-{kind}.json")
+        scheduled = [
+            e["activityTaskScheduledEventAttributes"]["activityType"]["name"]  # type: ignore[index]
+            for e in events
+            if e["eventType"] == "EVENT_TYPE_ACTIVITY_TASK_SCHEDULED"
+        ]
+        assert scheduled == ["call_model", "store_job_output"], kind
 
 
 def _ceiling_messages(path: Path) -> tuple[list[str], int]:
