@@ -9,7 +9,10 @@
    digest and executes it: the change job's patch is applied with git in a fresh detached worktree at
    the contract's base commit (kept under ``<state>/worktrees/<run>/attempt-<n>``), checked, reviewed
    blind from git's diff, and the change is accepted. Its diff stat is printed.
-5. Prints a summary table and the Temporal UI URL, then stops what it started.
+5. Creates the demo research case (``examples/research/case.json``: five factual and two interpretive
+   evidence records) and runs one research team over it: six blinded stages, each an analysis and a
+   review, to ``awaiting_human_review``. Its stages, limitations and omissions are printed.
+6. Prints a summary table and the Temporal UI URL, then stops what it started.
 """
 
 from __future__ import annotations
@@ -30,6 +33,7 @@ from contracts.enums import TaskType, Tier
 from contracts.execution import ExecutionRecord
 from contracts.ids import new_run_id
 from contracts.models import ModelSelection
+from contracts.research_teams import TeamStatus, TeamView
 from contracts.runs import DecisionOutcome, RunInput, RunStatus, RunView
 from contracts.work_item import WorkItem
 from control.output import console, table
@@ -39,6 +43,7 @@ DEMO_ACTOR = "demo-operator"
 DEMO_MODEL = "replay:demo"
 READ_ONLY_EXAMPLE = "03-slow-query.json"
 DEMO_REPOSITORY = "demo-orders"
+DEMO_CASE = Path(__file__).resolve().parent.parent / "examples" / "research" / "case.json"
 
 
 def example_work_items(directory: Path = EXAMPLES_DIR) -> list[tuple[str, WorkItem]]:
@@ -142,7 +147,7 @@ def _prepare_store(database_url: str, token: bytes, repository: Path) -> None:
 
 async def _run_jobs(
     settings: Any, items: list[tuple[str, WorkItem]], token: bytes
-) -> list[tuple[str, RunView]]:
+) -> tuple[list[tuple[str, RunView]], TeamView | None]:
     from activities.config import ActivityConfig
     from control.temporal import connect
     from worker import build_worker
@@ -153,6 +158,7 @@ async def _run_jobs(
     )
     worker = build_worker(client, task_queue=settings.task_queue, config=config)
     results: list[tuple[str, RunView]] = []
+    team: TeamView | None = None
     async with worker:
         jobs = [(name, item, Tier.RECOMMEND, False) for name, item in items]
         jobs += [(name, item, Tier.READ_ONLY, True) for name, item in items if name == READ_ONLY_EXAMPLE]
@@ -170,7 +176,78 @@ async def _run_jobs(
                 if restore is not None:
                     restore()
             results.append((name, view))
-    return results
+        team = await _run_team(client, settings)
+    return results, team
+
+
+async def _run_team(client: Any, settings: Any) -> TeamView:
+    """Create the demo research case and run one research team over it to its end."""
+    from contracts.research import CaseInput
+    from contracts.research_teams import TeamInput
+    from control.actions import proof_for
+    from control.research_cases import read_input
+    from control.research_teams import start_team, team_id_for_request, team_request_digest, wait_for_team
+    from store.database import open_store
+
+    with open_store(settings.database_url) as store:
+        case_input = read_input(DEMO_CASE, CaseInput, what="case input", code="invalid_case_input")
+        case = store.create_case(case_input, DEMO_ACTOR)
+    request_id = f"demo-team-{case.case_id}"
+    team_id = team_id_for_request(request_id)
+    digest = team_request_digest(case.case_id, request_id)
+    team = TeamInput(
+        team_id=team_id,
+        case_id=case.case_id,
+        request_id=request_id,
+        actor=DEMO_ACTOR,
+        request_digest=digest,
+        proof=proof_for(run_id=team_id, action="team_start", actor=DEMO_ACTOR, digest=digest),
+    )
+    print(
+        f"research team {team_id} on case {case.case_id} "
+        f"({len(case.active_evidence)} evidence records: "
+        f"{sum(1 for record in case.active_evidence if record.kind.factual)} factual)",
+        flush=True,
+    )
+    view, _ = await start_team(client, team, task_queue=settings.task_queue)
+    view = await wait_for_team(
+        client, team_id, lambda v: v.status.final or v.status.needs_person, timeout=120
+    )
+    return view
+
+
+def print_team(view: TeamView) -> None:
+    """The demo team's stages: analysis and review, the review's verdict, limitations, omissions."""
+    out = console()
+    rows = []
+    for stage in view.stages:
+        verdict = stage.review.verdict.value if stage.review and stage.review.verdict else "-"
+        rows.append(
+            [
+                str(stage.number),
+                stage.name,
+                stage.profile_id,
+                stage.reviewer_id or "-",
+                verdict,
+                str(len(stage.limitations)),
+                str(sum(len(items) for items in stage.omitted.values())),
+            ]
+        )
+    out.print(
+        table(
+            f"research team {view.team_id}: {view.status.value} "
+            f"({view.jobs_used} of {view.jobs_limit} model jobs)",
+            ["stage", "name", "analysis by", "reviewed by", "verdict", "limitations", "omitted"],
+            rows,
+        )
+    )
+    for stage in view.stages:
+        for limitation in stage.limitations:
+            out.print(f"limitation: {limitation}")
+    writer = view.stages[-1]
+    out.print(
+        f"the writer drew on {len(writer.drew_on)} stored stage results; nothing was approved or published"
+    )
 
 
 async def _run_one(
@@ -378,7 +455,7 @@ def main() -> int:
             print(f"using the Temporal server already on {settings.temporal_address}", flush=True)
         try:
             print("runs:", flush=True)
-            results = asyncio.run(_run_jobs(settings, items, token))
+            results, team = asyncio.run(_run_jobs(settings, items, token))
         finally:
             if server is not None:
                 server.stop()
@@ -386,6 +463,8 @@ def main() -> int:
         sys.stderr.write(f"error [{error.code}]: {error.message}\n")
         return error.exit_code
     print_summary(results)
+    if team is not None:
+        print_team(team)
     unfinished = [
         f"{view.run_id} ({view.tier.value}) ended {view.status.value}"
         for _, view in results
@@ -398,6 +477,9 @@ def main() -> int:
         "(start the server again with `specialists dev` to browse the demo's runs); "
         "`specialists list` lists them from the projection."
     )
+    if team is None or team.status is not TeamStatus.AWAITING_HUMAN_REVIEW:
+        status = "did not run" if team is None else f"ended {team.status.value}: {team.error}"
+        unfinished.append(f"the research team {status}")
     if unfinished:
         sys.stderr.write(f"error: the demo's decided runs did not end accepted: {'; '.join(unfinished)}\n")
         return 1

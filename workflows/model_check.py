@@ -59,7 +59,7 @@ class ModelCheckWorkflow:
                 error_type=authorised.code,
                 message=authorised.message,
             )
-        return await workflow.execute_activity(
+        result: ModelCheckResult = await workflow.execute_activity(
             CHECK_MODEL_ACTIVITY,
             ModelCheckCall(check_id=request.check_id, model_id=request.model_id),
             result_type=ModelCheckResult,
@@ -67,3 +67,4 @@ class ModelCheckWorkflow:
             heartbeat_timeout=CHECK_HEARTBEAT,
             retry_policy=RetryPolicy(maximum_attempts=1),
         )
+        return result
