@@ -13,6 +13,7 @@ from typing import Annotated, Any
 
 import typer
 
+import control.research_team_commands  # noqa: F401  (registers the team commands on research_app)
 from contracts.errors import InvalidInput, OperatorError
 from control.research_cases import research_app
 

@@ -1,0 +1,295 @@
+"""``specialists research`` team commands: ``team-start``, ``teams``, ``team-show``, ``adjudicate`` and
+``team-cancel`` (DESIGN.md "Research team", "Operator contract").
+
+A team runs six blinded stages over one research case and ends at ``awaiting_human_review``; it never
+approves or publishes anything. Starting, adjudicating and cancelling are protected: the CLI sends a
+proof of the deployment's action token (``team_start`` bound to :func:`team_request_digest`,
+``adjudicate`` bound to :func:`adjudication_digest`, ``team_cancel``) that the workflow checks.
+
+``team-start`` checks, before anything is started, that the case exists (exit 3 ``unknown_case``), that
+the actor is registered (exit 3 ``unknown_actor``) and that the case's active evidence fits a team
+(exit 4 ``team_evidence_limit | team_evidence_too_large | team_evidence_empty``: narrow the case). The
+same request id for the same case returns the same team (``"deduplicated": true``); for another case it
+is refused (exit 4 ``request_id_conflict``). JSON shapes: :mod:`control.team_views`.
+
+The commands are registered on :data:`control.research_cases.research_app`; heavy modules are imported
+inside them, and annotations are evaluated at import, as Typer needs (no ``from __future__ import
+annotations``).
+"""
+
+import sys
+from pathlib import Path
+from typing import TYPE_CHECKING, Annotated, Any, Final
+
+import typer
+
+from contracts.errors import InvalidInput
+from control.research_cases import ActorOption, JsonFlag, research_app
+
+if TYPE_CHECKING:
+    from contracts.research_teams import AdjudicationOutcome, TeamView
+
+MAX_NOTE_CHARS: Final = 2_000
+"""Longest ``--note`` / ``--reason`` (the workflow's contracts take no more)."""
+ADJUDICATE_WAIT_SECONDS: Final = 10.0
+"""How long ``adjudicate`` (without ``--wait``) waits for the team to act on the outcome."""
+
+TeamOption = Annotated[str, typer.Option("--id", metavar="RTM-…", help="Research team id (RTM-…).")]
+TeamArgument = Annotated[str, typer.Argument(metavar="ID", help="Research team id (RTM-…).")]
+WaitFlag = Annotated[bool, typer.Option("--wait", help="Wait until the team needs a person or has ended.")]
+
+
+# ------------------------------------------------------------------------------------------- commands
+
+
+@research_app.command("team-start")
+def team_start_command(
+    case_id: Annotated[str, typer.Option("--case-id", metavar="RSC-…", help="Research case id (RSC-…).")],
+    input_file: Annotated[
+        Path, typer.Option("--input", help='JSON file: {"request_id": "..."} (the same id, the same team).')
+    ],
+    actor: ActorOption = None,
+    wait: WaitFlag = False,
+    as_json: JsonFlag = False,
+) -> None:
+    """Start a research team over a case: six reviewed, analysis-only stages ending in human review
+    (protected)."""
+    from contracts.errors import NotFound
+    from contracts.research_teams import TeamInput, TeamStartInput, check_team_evidence
+    from control.actions import proof_for
+    from control.cli import _client, _open_store, _run_async
+    from control.inputs import parse_model, read_json_argument
+    from control.research_teams import (
+        check_case_id,
+        raise_if_start_refused,
+        settled,
+        start_team,
+        team_id_for_request,
+        team_request_digest,
+        wait_for_team,
+    )
+    from control.settings import Settings
+    from store.action_token import require_action_token
+
+    actor = _actor_required(actor, "starting a research team")
+    check_case_id(case_id)
+    start = parse_model(
+        TeamStartInput,
+        read_json_argument(f"@{input_file}", what="team start input"),
+        what="team start input",
+        code="invalid_team_start_input",
+    )
+    team_id = team_id_for_request(start.request_id)
+    require_action_token()  # like every protected action: no token, nothing is read or started
+    # The checks the workflow's start makes again, so a refusal reaches the operator at once and
+    # nothing is started for a case that cannot run.
+    store = _open_store(create=False)
+    if store is None:
+        raise NotFound("unknown_case", f"no research case {case_id}")
+    with store:
+        case = store.get_case(case_id)
+        if not store.actor_exists(actor):
+            raise NotFound(
+                "unknown_actor", f"actor {actor!r} is not registered (see `specialists actors register`)"
+            )
+    check_team_evidence(case)
+    digest = team_request_digest(case_id, start.request_id)
+    team = TeamInput(
+        team_id=team_id,
+        case_id=case_id,
+        request_id=start.request_id,
+        actor=actor,
+        request_digest=digest,
+        proof=proof_for(run_id=team_id, action="team_start", actor=actor, digest=digest),
+    )
+    task_queue = Settings.from_env().task_queue
+
+    async def go() -> tuple[Any, bool]:
+        client = await _client()
+        view, deduplicated = await start_team(client, team, task_queue=task_queue)
+        if wait and not settled(view):
+            view = await wait_for_team(client, team_id, settled, timeout=None, on_change=_progress(as_json))
+        return view, deduplicated
+
+    view, deduplicated = _run_async(go())
+    raise_if_start_refused(view)
+    _emit_team(view, as_json, {"deduplicated": deduplicated})
+
+
+@research_app.command("teams")
+def teams_command(
+    case_id: Annotated[
+        str | None, typer.Option("--case-id", metavar="RSC-…", help="Only this case's teams.")
+    ] = None,
+    as_json: JsonFlag = False,
+) -> None:
+    """List research teams from Temporal's visibility store, newest first."""
+    from control import team_views
+    from control.cli import _client, _run_async
+    from control.output import emit
+    from control.research_teams import check_case_id, list_teams
+
+    if case_id is not None:
+        check_case_id(case_id)
+
+    async def go() -> list[dict[str, Any]]:
+        return await list_teams(await _client(), case_id)
+
+    teams = _run_async(go())
+    emit(team_views.teams_json(teams), as_json, lambda console: team_views.render_teams(console, teams))
+
+
+@research_app.command("team-show")
+def team_show_command(team_id: TeamArgument, as_json: JsonFlag = False) -> None:
+    """Show a research team: its stages, what it waits for and its audit trail."""
+    from control.cli import _client, _run_async
+    from control.research_teams import check_team_id, get_team
+
+    check_team_id(team_id)
+
+    async def go() -> Any:
+        return await get_team(await _client(), team_id)
+
+    _emit_team(_run_async(go()), as_json)
+
+
+@research_app.command("adjudicate")
+def adjudicate_command(
+    team_id: TeamOption,
+    stage: Annotated[int, typer.Option("--stage", help="The stage the team waits on (1..6).")],
+    outcome: Annotated[
+        str,
+        typer.Option("--outcome", help="accept_primary | accept_reviewer | record_both | retry_stage | stop"),
+    ],
+    actor: ActorOption = None,
+    note: Annotated[str, typer.Option("--note", help="Why (kept in the audit trail).")] = "",
+    wait: WaitFlag = False,
+    as_json: JsonFlag = False,
+) -> None:
+    """Record a person's outcome for the stage a team waits on: a disagreement (accept_primary,
+    accept_reviewer, record_both) or a blocked stage (retry_stage, stop) (protected)."""
+    from contracts.errors import Refused
+    from contracts.research_teams import AdjudicateRequest, adjudication_digest
+    from control.actions import proof_for
+    from control.cli import _client, _require_actor, _run_async
+    from control.research_teams import adjudicate_team, check_team_id, get_team, settled, wait_for_team
+
+    check_team_id(team_id)
+    chosen = _parse_outcome(outcome)
+    if not 1 <= stage <= 6:
+        raise InvalidInput("invalid_stage", f"--stage is {stage}; a team's stages are 1..6")
+    if len(note) > MAX_NOTE_CHARS:
+        raise InvalidInput(
+            "note_too_long", f"--note is {len(note)} characters; the limit is {MAX_NOTE_CHARS}"
+        )
+    actor = _require_actor(actor, "adjudicate")
+    request = AdjudicateRequest(
+        actor=actor,
+        stage=stage,
+        outcome=chosen,
+        note=note,
+        proof=proof_for(
+            run_id=team_id, action="adjudicate", actor=actor, digest=adjudication_digest(stage, chosen)
+        ),
+    )
+
+    async def go() -> Any:
+        client = await _client()
+        before = await get_team(client, team_id)
+        if before.status.final:  # the workflow has ended: no update can reach it
+            raise Refused(
+                "team_finished",
+                f"team {team_id} is {before.status.value}: it has ended and takes no adjudication",
+            )
+        seen = len(before.audit)
+        await adjudicate_team(client, team_id, request)
+
+        def moved_on(view: "TeamView") -> bool:
+            """The team took the outcome: it left the wait, or it already waits on something new."""
+            events = view.audit[seen:]
+            kinds = [event.kind for event in events]
+            if "adjudicated" not in kinds:
+                return view.status.final
+            after = kinds[kinds.index("adjudicated") + 1 :]
+            waits_again = any(kind in ("stage_blocked", "material_disagreement") for kind in after)
+            return view.status.final or not view.status.needs_person or waits_again
+
+        if wait:
+            return await wait_for_team(
+                client,
+                team_id,
+                lambda view: moved_on(view) and settled(view),
+                timeout=None,
+                on_change=_progress(as_json),
+            )
+        return await wait_for_team(client, team_id, moved_on, timeout=ADJUDICATE_WAIT_SECONDS)
+
+    _emit_team(_run_async(go()), as_json)
+
+
+@research_app.command("team-cancel")
+def team_cancel_command(
+    team_id: TeamOption,
+    actor: ActorOption = None,
+    reason: Annotated[str, typer.Option("--reason", help="Why (kept in the audit trail).")] = "",
+    as_json: JsonFlag = False,
+) -> None:
+    """Cancel a research team: no further stage starts (a running model job may finish) (protected)."""
+    from contracts.research_teams import TeamCancelRequest
+    from control.actions import proof_for
+    from control.cli import _client, _require_actor, _run_async
+    from control.research_teams import cancel_team, check_team_id
+
+    check_team_id(team_id)
+    if len(reason) > MAX_NOTE_CHARS:
+        raise InvalidInput(
+            "reason_too_long", f"--reason is {len(reason)} characters; the limit is {MAX_NOTE_CHARS}"
+        )
+    actor = _require_actor(actor, "team-cancel")
+    request = TeamCancelRequest(
+        actor=actor,
+        reason=reason,
+        proof=proof_for(run_id=team_id, action="team_cancel", actor=actor, digest=""),
+    )
+
+    async def go() -> Any:
+        return await cancel_team(await _client(), team_id, request)
+
+    _emit_team(_run_async(go()), as_json)
+
+
+# ------------------------------------------------------------------------------------------- helpers
+
+
+def _actor_required(actor: str | None, action: str) -> str:
+    if actor is None or not actor.strip():
+        raise InvalidInput("actor_required", f"{action} needs --actor ID (a registered human)")
+    return actor
+
+
+def _parse_outcome(value: str) -> "AdjudicationOutcome":
+    from contracts.research_teams import AdjudicationOutcome
+
+    try:
+        return AdjudicationOutcome(value)
+    except ValueError:
+        allowed = " | ".join(outcome.value for outcome in AdjudicationOutcome)
+        raise InvalidInput("unknown_outcome", f"unknown outcome {value!r}; use one of: {allowed}") from None
+
+
+def _progress(as_json: bool) -> Any:
+    def show(view: "TeamView") -> None:
+        if not as_json:
+            sys.stderr.write(f"{view.team_id}: {view.status.value}\n")
+
+    return show
+
+
+def _emit_team(view: "TeamView", as_json: bool, extra: dict[str, Any] | None = None) -> None:
+    """Print a team (``--json``: :func:`control.team_views.team_json` plus ``extra``)."""
+    from control import team_views
+    from control.output import emit
+
+    data = team_views.team_json(view)
+    data.update(extra or {})
+    emit(data, as_json, lambda console: team_views.render_team(console, view, extra))
