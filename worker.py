@@ -32,6 +32,7 @@ from activities.models import ModelActivities
 from activities.projection import ProjectionActivities
 from activities.providers.base import ModelProvider
 from activities.research import ResearchActivities
+from activities.research_coordination import CoordinationActivities
 from activities.routing import RoutingActivities
 from activities.store_access import SharedStore
 from activities.worktree_prune import WorktreePruneActivities, worker_host
@@ -39,6 +40,7 @@ from contracts.worktree_prune import host_task_queue
 from workflows.model_ceiling import ModelCeilingWorkflow
 from workflows.model_check import ModelCheckWorkflow
 from workflows.model_job import ModelJobWorkflow
+from workflows.research_coordinator import ResearchCoordinatorWorkflow
 from workflows.research_team import ResearchTeamWorkflow
 from workflows.specialist_run import SpecialistRunWorkflow
 from workflows.worktree_prune import WorktreePruneWorkflow
@@ -50,6 +52,7 @@ WORKFLOWS: Sequence[type] = (
     ModelCeilingWorkflow,
     WorktreePruneWorkflow,
     ResearchTeamWorkflow,
+    ResearchCoordinatorWorkflow,
 )
 
 # A worker killed without a graceful stop strands its sticky queue; the server waits this long before
@@ -103,6 +106,7 @@ def activities_for(
     execution = ExecutionActivities(config, store)
     prune = WorktreePruneActivities(config, store)
     research = ResearchActivities(config, store)
+    coordination = CoordinationActivities(config)
     return [
         routing.capture_contract,
         models.call_model,
@@ -116,6 +120,8 @@ def activities_for(
         research.capture_team,
         research.check_team_inputs,
         research.store_job_output,
+        coordination.request_team_admission,
+        coordination.request_stage_advance,
     ]
 
 
@@ -204,6 +210,7 @@ async def run_worker(stop: asyncio.Event | None = None) -> None:
         edit_budget_seconds=budgets.edit_seconds,
         approval_window_seconds=budgets.approval_window_seconds,
         team_deadline_seconds=budgets.team_deadline_seconds,
+        team_cycle_seconds=budgets.team_cycle_seconds,
         action_token=token,
         state_dir=settings.state_dir,
     )

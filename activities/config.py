@@ -9,6 +9,8 @@ DEFAULT_READ_ONLY_BUDGET_SECONDS = 30 * 60
 DEFAULT_EDIT_BUDGET_SECONDS = 60 * 60
 DEFAULT_APPROVAL_WINDOW_SECONDS = 7 * 24 * 3600
 DEFAULT_TEAM_DEADLINE_SECONDS = 24 * 3600
+DEFAULT_TEAM_CYCLE_SECONDS = 60
+DEFAULT_COORDINATOR_CONTINUE_AS_NEW_EVENTS = 1_000
 DEFAULT_RECORDINGS_DIR = Path(__file__).resolve().parent.parent / "examples" / "recordings"
 
 
@@ -26,6 +28,9 @@ class ActivityConfig:
     ``state_dir``: the deployment's state directory, where worktree attempts are made
     (``<state_dir>/worktrees/<run>/attempt-<n>``; ``None``: this worker cannot execute worktree runs).
     ``team_deadline_seconds``: how long a research team may run before it ends ``expired`` (24 h).
+    ``team_cycle_seconds``: the research coordinator's cycle (60 s), in which it grants at most 5
+    stage advances; ``coordinator_continue_as_new_events``: the history length at which the
+    coordinator continues as new (both taken when a coordinator is started).
     """
 
     database_url: str
@@ -37,3 +42,5 @@ class ActivityConfig:
     action_token: bytes | None = field(default=None, repr=False)
     state_dir: Path | None = None
     team_deadline_seconds: int = DEFAULT_TEAM_DEADLINE_SECONDS
+    team_cycle_seconds: float = DEFAULT_TEAM_CYCLE_SECONDS
+    coordinator_continue_as_new_events: int = DEFAULT_COORDINATOR_CONTINUE_AS_NEW_EVENTS

@@ -279,7 +279,8 @@ def render_pack(pack: ContextPack) -> str:
     if pack.prior_results:
         parts.append("## Earlier stage results (model output, not evidence)")
         for prior in pack.prior_results:
-            body = json.dumps(prior.output.model_dump(mode="json"), indent=1, sort_keys=True)
+            # Compact JSON: the writer's request carries ten of these within the request bound.
+            body = json.dumps(prior.output.model_dump(mode="json"), sort_keys=True, ensure_ascii=False)
             fence = _fence(body)
             parts.append(
                 f"### Stage {prior.stage} {prior.kind.value} by {prior.profile_id} "

@@ -63,6 +63,7 @@ from contracts.output import (
     SpecialistOutput,
     check_output_for_job,
 )
+from contracts.research_teams import MAX_RESEARCH_OUTPUT_BYTES
 
 HEARTBEAT_EVERY_SECONDS = 5.0
 """How often a call in progress heartbeats (the workflow's heartbeat timeout is 30 s)."""
@@ -115,6 +116,14 @@ def parse_output(raw: str, request: ModelCallRequest) -> SpecialistOutput:
         raise _fail(
             ErrorType.MODEL_OUTPUT_SCHEMA, f"model output is not a valid result: {first_line}"
         ) from None
+    if request.context.research is not None:
+        compact = len(json.dumps(output.model_dump(mode="json"), separators=(",", ":")).encode("utf-8"))
+        if compact > MAX_RESEARCH_OUTPUT_BYTES:
+            raise _fail(
+                ErrorType.RESULT_TOO_LARGE,
+                f"a research job's result is {compact} bytes as compact JSON; the limit is "
+                f"{MAX_RESEARCH_OUTPUT_BYTES} (later stages carry every earlier result)",
+            )
     try:
         check_output_for_job(
             output,

@@ -18,12 +18,36 @@ from contracts.enums import TaskType
 from contracts.model_jobs import JobContext
 from contracts.output import JobKind, SpecialistOutput
 from contracts.research import EvidenceRecord, JobOutputRecord
-from contracts.research_teams import JobOutputRef, ResearchJobContext
+from contracts.research_teams import MAX_RESEARCH_OUTPUT_BYTES, JobOutputRef, ResearchJobContext
 
 ALWAYS_EXCLUDED = (
     "deactivated evidence records of the case",
     "commands, network access and write access of any kind",
 )
+
+
+def research_output_contract(kind: JobKind, cites_results: bool) -> str:
+    """The output contract of a research job: the general one, the result's size bound and, for a job
+    shown earlier results, how to attribute to them."""
+    parts = [
+        output_contract(kind),
+        f"A research result is at most {MAX_RESEARCH_OUTPUT_BYTES} bytes as compact JSON: be brief.",
+    ]
+    if cites_results:
+        parts.append(
+            "Attribute a point taken from an earlier stage result by citing its stored result id "
+            "(as named in its heading) in evidence_refs, beside the evidence ids."
+        )
+    return " ".join(parts)
+
+
+def _withheld_note(kind: JobKind, withheld: list[str]) -> list[str]:
+    if kind is not JobKind.REVIEW or not withheld:
+        return []
+    return [
+        "evidence ids the findings under review cite for records withheld from you (taken out of "
+        f"their evidence_refs): {', '.join(withheld)}"
+    ]
 
 
 class ResearchInputChanged(ValueError):
@@ -90,12 +114,21 @@ def build_research_pack(
         for ref in research.prior_results
     ]
     findings = []
+    withheld: list[str] = []
     if kind is JobKind.REVIEW:
         if research.under_review is None:
             raise ResearchInputChanged("a review job names no findings under review")
         # The findings alone: Finding carries severity, title, evidence ids and detail — no author,
-        # confidence or verdict, which stay in the stored output.
-        findings = list(_stored_output(research.under_review, outputs).findings)
+        # confidence or verdict, which stay in the stored output. Ids of records this job is not
+        # shown are taken out of them (listed below), so it is never led to cite what it cannot see.
+        shown = {ref.evidence_id for ref in research.evidence}
+        findings_stored = _stored_output(research.under_review, outputs).findings
+        findings = [
+            finding.model_copy(update={"evidence_refs": [r for r in finding.evidence_refs if r in shown]})
+            for finding in findings_stored
+        ]
+        cited = {r for finding in findings_stored for r in finding.evidence_refs}
+        withheld = sorted(cited - shown)
     seen = [entry.ref for entry in [*factual, *interpretive]]
     if kind is JobKind.REVIEW:
         objective = (
@@ -115,8 +148,8 @@ def build_research_pack(
         interpretive=interpretive,
         prior_results=prior,
         findings_under_review=findings,
-        excluded=[*research.omitted, *ALWAYS_EXCLUDED],
-        output_contract=output_contract(kind),
+        excluded=[*research.omitted, *_withheld_note(kind, withheld), *ALWAYS_EXCLUDED],
+        output_contract=research_output_contract(kind, bool(prior)),
         output_schema_sha256=output_schema_sha256(),
         stop_rule=STOP_RULE,
     )

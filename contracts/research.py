@@ -23,6 +23,7 @@ import datetime as dt
 import hashlib
 import json
 import re
+import unicodedata
 from enum import StrEnum
 from typing import Annotated, Final
 
@@ -37,10 +38,12 @@ MAX_EVIDENCE_PER_INPUT: Final = 100
 """Most evidence records one ``case-create`` or ``evidence-add`` input may carry."""
 MAX_TEAM_EVIDENCE: Final = 25
 """Most active evidence records a research team may start with (DESIGN.md "Research team")."""
-MAX_TEAM_EVIDENCE_BYTES: Final = 36 * 1024
-"""Most UTF-8 bytes of active evidence content a team may start with: every stage's model request
-(at most 60 KiB) carries the evidence in full beside the instructions, output schema and, for later
-stages, earlier results; a case over this is refused at team start and must be narrowed."""
+MAX_TEAM_EVIDENCE_BYTES: Final = 16 * 1024
+"""Most UTF-8 bytes of active evidence content a team may start with. Every stage's model request (at
+most 60 KiB) carries the evidence in full beside the instructions and output schema (about 6 KiB), and
+the writer's also carries the ten earlier results (at most 3,000 bytes each:
+``contracts.research_teams.MAX_RESEARCH_OUTPUT_BYTES``): 16 KiB + 10 × 3,000 B + instructions fits.
+A case over this is refused at team start and must be narrowed."""
 
 
 class EvidenceKind(StrEnum):
@@ -79,11 +82,20 @@ SubjectText = Annotated[str, StringConstraints(min_length=1, max_length=200, str
 SourceRef = Annotated[str, StringConstraints(min_length=1, max_length=500)]
 
 
+_REFUSED_CATEGORIES: Final = frozenset({"Cc", "Cf", "Cs", "Zl", "Zp"})
+"""Unicode control, format (bidi and invisible), surrogate and line/paragraph separator characters:
+none may appear in one-line operator text, which is shown to models and operators as one line."""
+
+
 def _printable(value: str, field: str) -> str:
     if not value.strip():
         raise ValueError(f"{field} must not be blank")
-    if any(ord(ch) < 32 or ord(ch) == 127 for ch in value):
-        raise ValueError(f"{field} must be one line without control characters")
+    for ch in value:
+        if unicodedata.category(ch) in _REFUSED_CATEGORIES:
+            raise ValueError(
+                f"{field} must be one line without control, format or line-separator characters "
+                f"(found U+{ord(ch):04X})"
+            )
     return value
 
 

@@ -43,6 +43,10 @@ block counts again; the job beyond the limit is refused and blocks the team."""
 DEFAULT_TEAM_DEADLINE_SECONDS: Final = 24 * 3600
 """How long a team may run from its start before it ends ``expired`` (per deployment:
 ``SPECIALISTS_TEAM_DEADLINE_SECONDS``)."""
+MAX_RESEARCH_OUTPUT_BYTES: Final = 3_000
+"""Largest result of one research job (compact JSON, UTF-8 bytes): the writer's request carries ten of
+them beside the evidence, and must stay within the 60 KiB request bound. A longer result fails the job
+(``result_too_large``), which blocks the team; nothing is shortened."""
 MATERIAL_SEVERITIES: Final = frozenset({RiskLevel.HIGH, RiskLevel.CRITICAL})
 """A reviewer's ``disagree`` is material — the team pauses for a human — when the stage's findings or
 the reviewer's own include one of these severities."""

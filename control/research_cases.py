@@ -207,7 +207,7 @@ def _resolved(item: "EvidenceInput", index: int, base: Path) -> "EvidenceInput":
     if item.path is None:
         return item
     label = f"evidence[{index}] path {item.path!r}"
-    content = read_evidence_file(base / item.path, label=label)
+    content = read_evidence_file(_inside(base, item.path, label), label=label)
     try:
         check_evidence_content(content)
     except ValueError as error:
@@ -215,6 +215,33 @@ def _resolved(item: "EvidenceInput", index: int, base: Path) -> "EvidenceInput":
     if "\x00" in content:
         raise InvalidInput("invalid_evidence", f"{label}: the file holds NUL bytes; evidence is text")
     return EvidenceInput(kind=item.kind, content=content, source_ref=item.source_ref)
+
+
+def _inside(base: Path, relative: str, label: str) -> Path:
+    """``relative`` resolved inside ``base`` (the input file's directory), symlinks followed.
+
+    Evidence is sent to model providers in full, so a case file may only name files beside it: an
+    absolute path, ``..`` out of the directory or a symlink pointing out of it is refused
+    (``evidence_path_outside_input_dir``), as is a path that does not exist (``evidence_path_not_found``).
+    """
+    if Path(relative).is_absolute():
+        raise InvalidInput(
+            "evidence_path_outside_input_dir",
+            f"{label}: an absolute path is refused; name a file inside the input file's directory",
+        )
+    root = base.resolve()
+    try:
+        target = (root / relative).resolve(strict=True)
+    except FileNotFoundError:
+        raise InvalidInput("evidence_path_not_found", f"{label}: no such file") from None
+    except (OSError, RuntimeError) as error:
+        raise InvalidInput("evidence_path_unreadable", f"{label}: {type(error).__name__}") from None
+    if not target.is_relative_to(root):
+        raise InvalidInput(
+            "evidence_path_outside_input_dir",
+            f"{label}: it leads outside the input file's directory; evidence files must be inside it",
+        )
+    return target
 
 
 _FILE_ERRORS: Final = {

@@ -54,16 +54,16 @@ def team_start_command(
 ) -> None:
     """Start a research team over a case: six reviewed, analysis-only stages ending in human review
     (protected)."""
-    from contracts.errors import NotFound
-    from contracts.research_teams import TeamInput, TeamStartInput, check_team_evidence
+    from contracts.research_teams import TeamInput, TeamStartInput
     from control.actions import proof_for
-    from control.cli import _client, _open_store, _run_async
+    from control.cli import _client, _run_async
     from control.inputs import parse_model, read_json_argument
     from control.research_teams import (
         check_case_id,
         raise_if_start_refused,
         settled,
         start_team,
+        team_exists,
         team_id_for_request,
         team_request_digest,
         wait_for_team,
@@ -81,18 +81,15 @@ def team_start_command(
     )
     team_id = team_id_for_request(start.request_id)
     require_action_token()  # like every protected action: no token, nothing is read or started
-    # The checks the workflow's start makes again, so a refusal reaches the operator at once and
-    # nothing is started for a case that cannot run.
-    store = _open_store(create=False)
-    if store is None:
-        raise NotFound("unknown_case", f"no research case {case_id}")
-    with store:
-        case = store.get_case(case_id)
-        if not store.actor_exists(actor):
-            raise NotFound(
-                "unknown_actor", f"actor {actor!r} is not registered (see `specialists actors register`)"
-            )
-    check_team_evidence(case)
+
+    async def exists() -> bool:
+        return await team_exists(await _client(), team_id)
+
+    # A second delivery of a start returns the team it started, whatever the case holds now; a new
+    # start is checked first as the workflow's start checks it again, so a refusal reaches the
+    # operator at once and nothing is started for a case that cannot run.
+    if not _run_async(exists()):
+        _check_case_for_team(case_id, actor)
     digest = team_request_digest(case_id, start.request_id)
     team = TeamInput(
         team_id=team_id,
@@ -116,6 +113,25 @@ def team_start_command(
     _emit_team(view, as_json, {"deduplicated": deduplicated})
 
 
+def _check_case_for_team(case_id: str, actor: str) -> None:
+    """The checks a new team's start makes in the store: the case exists (exit 3 ``unknown_case``),
+    the actor is registered (exit 3 ``unknown_actor``), the active evidence fits a team (exit 4)."""
+    from contracts.errors import NotFound
+    from contracts.research_teams import check_team_evidence
+    from control.cli import _open_store
+
+    store = _open_store(create=False)
+    if store is None:
+        raise NotFound("unknown_case", f"no research case {case_id}")
+    with store:
+        case = store.get_case(case_id)
+        if not store.actor_exists(actor):
+            raise NotFound(
+                "unknown_actor", f"actor {actor!r} is not registered (see `specialists actors register`)"
+            )
+    check_team_evidence(case)
+
+
 @research_app.command("teams")
 def teams_command(
     case_id: Annotated[
@@ -137,6 +153,54 @@ def teams_command(
 
     teams = _run_async(go())
     emit(team_views.teams_json(teams), as_json, lambda console: team_views.render_teams(console, teams))
+
+
+@research_app.command("coordinator")
+def coordinator_command(as_json: JsonFlag = False) -> None:
+    """Show the research coordinator: active teams (at most 20), advances waiting, the current cycle
+    and what it granted (at most 5 per cycle)."""
+    from control.cli import _client, _run_async
+    from control.output import emit
+    from control.research_teams import get_coordinator
+    from control.settings import Settings
+
+    task_queue = Settings.from_env().task_queue
+
+    async def go() -> Any:
+        return await get_coordinator(await _client(), task_queue)
+
+    view = _run_async(go())
+    data = coordinator_json(view)
+
+    def render(console: Any) -> None:
+        if view is None:
+            console.print("no research coordinator is running: it starts with the first research team")
+            return
+        console.print(
+            f"research coordinator {view.workflow_id}: {view.active_count} of {view.max_active} teams "
+            f"active; cycle {view.cycle} ({view.cycle_seconds:g} s) granted "
+            f"{len(view.granted_this_cycle)} of {view.advances_per_cycle} advances; "
+            f"{len(view.waiting)} waiting; run {view.runs}"
+        )
+        for team_id in view.active:
+            console.print(f"  active  {team_id}")
+        for request in view.waiting:
+            console.print(f"  waiting {request.team_id} for stage {request.stage}")
+
+    emit(data, as_json, render)
+
+
+def coordinator_json(view: Any) -> dict[str, Any]:
+    """``research coordinator --json``: ``{"running": false}`` before the first team, else the state:
+    ``active``, ``active_count``, ``max_active``, ``waiting`` ([{team_id, stage}]), ``cycle``,
+    ``granted_this_cycle`` (``team:stage``), ``advances_per_cycle``, ``cycle_seconds``,
+    ``recent_cycles`` ([{cycle, at, granted}]), ``runs`` (continue-as-new count + 1), ``history_events``."""
+    if view is None:
+        return {"running": False}
+    data: dict[str, Any] = {"running": True, **view.model_dump(mode="json")}
+    for cycle in data["recent_cycles"]:
+        cycle["at"] = cycle["at"].replace("+00:00", "Z")
+    return data
 
 
 @research_app.command("team-show")

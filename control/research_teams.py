@@ -11,6 +11,7 @@ import contextlib
 import datetime as dt
 import hashlib
 import re
+import uuid
 from collections.abc import Callable
 from typing import Any, Final
 
@@ -29,6 +30,7 @@ from catalog.hashing import canonical_sha256
 from contracts.errors import InvalidInput, NotFound, OperatorError, Refused, ServiceUnavailable
 from contracts.ids import MAX_REQUEST_ID_CHARS, TEAM_PREFIX
 from contracts.research import CASE_ID_PATTERN
+from contracts.research_coordinator import CoordinatorView, coordinator_workflow_id
 from contracts.research_teams import (
     AdjudicateRequest,
     TeamActionResult,
@@ -37,12 +39,14 @@ from contracts.research_teams import (
     TeamStatus,
     TeamView,
 )
+from contracts.runs import AuditEvent
 
 TEAM_WORKFLOW: Final = "ResearchTeam"
 TEAM_ID_PATTERN: Final = re.compile(r"^RTM-[0-9A-Z]{16}$")
 QUERY_TIMEOUT: Final = dt.timedelta(seconds=10)
 _STATUS_KEY = SearchAttributeKey.for_keyword("TeamStatus")
 _CASE_KEY = SearchAttributeKey.for_keyword("ResearchCaseId")
+_NO_ANSWER: Final = (RPCStatusCode.DEADLINE_EXCEEDED, RPCStatusCode.UNAVAILABLE, RPCStatusCode.CANCELLED)
 _NOT_FOUND_CODES: Final = frozenset({"unknown_actor", "unknown_case"})
 START_REFUSALS: Final = frozenset(
     {
@@ -58,6 +62,8 @@ START_REFUSALS: Final = frozenset(
         "team_evidence_limit",
         "team_evidence_too_large",
         "no_model_selected",
+        "team_limit_reached",
+        "team_finished",
     }
 )
 """Error types a team ends ``failed`` with when its start was refused (by authorisation or capture)."""
@@ -104,6 +110,11 @@ async def _memo(handle: WorkflowHandle[Any, Any]) -> dict[str, Any] | None:
     return dict(await description.memo())
 
 
+async def team_exists(client: Client, team_id: str) -> bool:
+    """Whether a team workflow with ``team_id`` was ever started. Raises :class:`ServiceUnavailable`."""
+    return await _memo(client.get_workflow_handle(team_id)) is not None
+
+
 def raise_if_start_refused(view: TeamView) -> None:
     """Raise the refusal when the team's start was refused (authorisation, or a case that does not fit:
     exit 3 or 4). The team exists and ended ``failed``; the operator's action was refused."""
@@ -116,13 +127,17 @@ def raise_if_start_refused(view: TeamView) -> None:
 async def start_team(client: Client, team: TeamInput, *, task_queue: str) -> tuple[TeamView, bool]:
     """Start the team, or return the existing one for the same request id.
 
-    Returns ``(view, deduplicated)`` once the team has left ``starting``. Raises :class:`Refused`
-    ``request_id_conflict`` when the request id was used for another case.
+    Returns ``(view, deduplicated)`` once the team has left ``starting``; of racing deliveries of the
+    same request exactly one is not ``deduplicated``. Raises :class:`Refused` ``request_id_conflict``
+    when the request id was used for another case.
     """
     handle = client.get_workflow_handle(team.team_id)
     memo = await _memo(handle)
     deduplicated = memo is not None
     if memo is None:
+        # Which delivery started the workflow: with racing deliveries every start call succeeds
+        # (the conflict policy returns the existing workflow), so each compares its own id.
+        delivery = uuid.uuid4().hex
         try:
             await client.start_workflow(
                 TEAM_WORKFLOW,
@@ -132,7 +147,7 @@ async def start_team(client: Client, team: TeamInput, *, task_queue: str) -> tup
                 # A second delivery of the same start (even a racing one) finds the first team.
                 id_conflict_policy=WorkflowIDConflictPolicy.USE_EXISTING,
                 id_reuse_policy=WorkflowIDReusePolicy.REJECT_DUPLICATE,
-                memo={"request_digest": team.request_digest, "case_id": team.case_id},
+                memo={"request_digest": team.request_digest, "case_id": team.case_id, "delivery": delivery},
                 search_attributes=TypedSearchAttributes(
                     [
                         SearchAttributePair(_STATUS_KEY, TeamStatus.STARTING.value),
@@ -145,6 +160,7 @@ async def start_team(client: Client, team: TeamInput, *, task_queue: str) -> tup
                 raise _temporal_error(error) from None
             deduplicated = True
         memo = await _memo(handle)
+        deduplicated = deduplicated or memo is None or memo.get("delivery") != delivery
     if memo is not None and memo.get("request_digest") != team.request_digest:
         raise Refused(
             "request_id_conflict",
@@ -259,18 +275,25 @@ async def cancel_team(client: Client, team_id: str, request: TeamCancelRequest) 
             raise Refused("already_finished", f"team {team_id} has ended") from None
         raise _temporal_error(error) from None
 
-    def answered(view: TeamView) -> bool:
-        return (
-            any(
-                event.kind in ("cancel_requested", "action_refused") and event.actor == request.actor
-                for event in view.audit[seen:]
-            )
-            or view.status.final
+    nonce = request.proof.nonce if request.proof else None
+
+    def ours(event: AuditEvent) -> bool:
+        """The event answers this request: its proof's nonce when it carries one (racing cancels by
+        the same actor are told apart), else the same actor's cancel."""
+        if event.actor != request.actor:
+            return False
+        if nonce is not None and "request" in event.data:
+            return bool(event.data["request"] == nonce)
+        return event.kind == "cancel_requested" or (
+            event.kind == "action_refused" and event.data.get("action") == "team_cancel"
         )
+
+    def answered(view: TeamView) -> bool:
+        return any(ours(event) for event in view.audit[seen:]) or view.status.final
 
     view = await wait_for_team(client, team_id, answered)
     for event in view.audit[seen:]:
-        if event.kind == "action_refused" and event.actor == request.actor:
+        if event.kind == "action_refused" and ours(event):
             code = str(event.data.get("code", "refused"))
             error_class: type[OperatorError] = NotFound if code in _NOT_FOUND_CODES else Refused
             raise error_class(code, str(event.data.get("message", "refused")))
@@ -308,3 +331,34 @@ def _iso(value: dt.datetime | None) -> str | None:
     if value is None:
         return None
     return value.astimezone(dt.UTC).isoformat().replace("+00:00", "Z")
+
+
+async def get_coordinator(client: Client, task_queue: str) -> CoordinatorView | None:
+    """The deployment's research coordinator state by query, or ``None`` when none has been started
+    (it starts with the first team). Raises :class:`ServiceUnavailable`."""
+    handle = client.get_workflow_handle(coordinator_workflow_id(task_queue))
+    try:
+        description = await handle.describe()
+        if description.close_time is not None:
+            return None
+        view: CoordinatorView = await handle.query(
+            "state", result_type=CoordinatorView, rpc_timeout=QUERY_TIMEOUT
+        )
+        return view
+    except RPCError as error:
+        if error.status == RPCStatusCode.NOT_FOUND:
+            return None
+        if error.status in (
+            RPCStatusCode.DEADLINE_EXCEEDED,
+            RPCStatusCode.UNAVAILABLE,
+            RPCStatusCode.CANCELLED,
+        ):
+            raise ServiceUnavailable(
+                "no_worker",
+                "no worker answered for the research coordinator: start one with `specialists worker`",
+            ) from None
+        raise _temporal_error(error) from None
+    except WorkflowQueryFailedError as error:
+        raise ServiceUnavailable(
+            "query_failed", f"the research coordinator could not answer: {error}"
+        ) from None

@@ -174,6 +174,7 @@ ENV_READ_ONLY_BUDGET: Final = "SPECIALISTS_READ_ONLY_BUDGET_SECONDS"
 ENV_EDIT_BUDGET: Final = "SPECIALISTS_EDIT_BUDGET_SECONDS"
 ENV_APPROVAL_WINDOW: Final = "SPECIALISTS_APPROVAL_WINDOW_SECONDS"
 ENV_TEAM_DEADLINE: Final = "SPECIALISTS_TEAM_DEADLINE_SECONDS"
+ENV_TEAM_CYCLE: Final = "SPECIALISTS_TEAM_CYCLE_SECONDS"
 _MAX_SECONDS: Final = 365 * 24 * 3600
 
 
@@ -181,17 +182,19 @@ _MAX_SECONDS: Final = 365 * 24 * 3600
 class RunBudgets:
     """Per-deployment run limits in seconds (DESIGN.md "Run lifecycle", budgets), captured into each
     contract: runtime 30 min for read_only and 60 min for worktree/pr_ready, approval window 7 days;
-    and the research team deadline, 24 hours from the team's start (DESIGN.md "Research team")."""
+    the research team deadline, 24 hours from the team's start, and the research coordinator's cycle,
+    60 s (DESIGN.md "Research team")."""
 
     read_only_seconds: int = 30 * 60
     edit_seconds: int = 60 * 60
     approval_window_seconds: int = 7 * 24 * 3600
     team_deadline_seconds: int = 24 * 3600
+    team_cycle_seconds: int = 60
 
     @classmethod
     def from_env(cls, environ: Mapping[str, str] | None = None) -> RunBudgets:
-        """Read ``SPECIALISTS_{READ_ONLY_BUDGET,EDIT_BUDGET,APPROVAL_WINDOW,TEAM_DEADLINE}_SECONDS``;
-        each a whole number of seconds from 1 to one year.
+        """Read ``SPECIALISTS_<NAME>_SECONDS`` for READ_ONLY_BUDGET, EDIT_BUDGET, APPROVAL_WINDOW,
+        TEAM_DEADLINE and TEAM_CYCLE; each a whole number of seconds from 1 to one year.
         Raises :class:`InvalidInput` naming the variable."""
         env: Mapping[str, str] = os.environ if environ is None else environ
         defaults = cls()
@@ -200,6 +203,7 @@ class RunBudgets:
             edit_seconds=_seconds(env, ENV_EDIT_BUDGET, defaults.edit_seconds),
             approval_window_seconds=_seconds(env, ENV_APPROVAL_WINDOW, defaults.approval_window_seconds),
             team_deadline_seconds=_seconds(env, ENV_TEAM_DEADLINE, defaults.team_deadline_seconds),
+            team_cycle_seconds=_seconds(env, ENV_TEAM_CYCLE, defaults.team_cycle_seconds),
         )
 
 

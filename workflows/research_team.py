@@ -39,6 +39,14 @@ with workflow.unsafe.imports_passed_through():
     from contracts.model_jobs import JobContext, ModelJobInput
     from contracts.output import JobKind, ReviewVerdict
     from contracts.proofs import ActionProof
+    from contracts.research_coordinator import (
+        Admission,
+        AdmissionCall,
+        AdvanceCall,
+        AdvanceGrant,
+        TeamFinished,
+        coordinator_workflow_id,
+    )
     from contracts.research_teams import (
         BLOCK_OUTCOMES,
         DISAGREEMENT_OUTCOMES,
@@ -71,6 +79,13 @@ with workflow.unsafe.imports_passed_through():
 CAPTURE_TEAM_ACTIVITY = "capture_team"
 CHECK_TEAM_INPUTS_ACTIVITY = "check_team_inputs"
 AUTHORIZE_ACTION_ACTIVITY = "authorize_action"
+REQUEST_ADMISSION_ACTIVITY = "request_team_admission"
+REQUEST_ADVANCE_ACTIVITY = "request_stage_advance"
+
+# workflow.patched() ids: each marks a change to logic that recorded histories already exercise.
+PATCH_COORDINATED = "team-coordinated"
+"""Admission by the deployment's coordinator at the start, a grant before each stage, and the status
+back at ``running_stage`` as soon as a disagreement is adjudicated."""
 
 TEAM_STATUS_KEY = SearchAttributeKey.for_keyword("TeamStatus")
 CASE_KEY = SearchAttributeKey.for_keyword("ResearchCaseId")
@@ -105,6 +120,10 @@ class ResearchTeamWorkflow:
         self._adjudication: Adjudication | None = None
         self._used_nonces: set[str] = set()
         self._actions_in_flight = 0
+        self._expired = False
+        self._coordinated = False
+        self._admitted = False
+        self._grants: dict[int, AdvanceGrant] = {}
         self._record(
             "team_started",
             actor=team.actor,
@@ -126,6 +145,13 @@ class ResearchTeamWorkflow:
             return await self._finish(TeamStatus.FAILED)
         if self._cancel is not None:
             return await self._finish(TeamStatus.CANCELLED)
+        # Teams started before the coordinator existed replay without admission and grants.
+        if workflow.patched(PATCH_COORDINATED):
+            self._coordinated = True
+            refused = await self._admission(team)
+            if refused is not None:
+                self._error = refused
+                return await self._finish(TeamStatus.FAILED)
         try:
             capture = await workflow.execute_activity(
                 CAPTURE_TEAM_ACTIVITY,
@@ -139,9 +165,15 @@ class ResearchTeamWorkflow:
             self._record("step_failed", data={"step": "capture_team", **self._error.model_dump()})
             return await self._finish(TeamStatus.FAILED)
         self._capture = capture
+        # The stages as captured (a later deployment's stage list never changes a running team).
         self._stages = [
-            record.model_copy(update={"reviewer_id": assignment.reviewer_id})
-            for record, assignment in zip(self._stages, capture.stages, strict=True)
+            StageRecord(
+                number=a.spec.number,
+                name=a.spec.name,
+                profile_id=a.spec.profile_id,
+                reviewer_id=a.reviewer_id,
+            )
+            for a in capture.stages
         ]
         self._record(
             "inputs_captured",
@@ -160,7 +192,9 @@ class ResearchTeamWorkflow:
         work = asyncio.ensure_future(self._run_stages(capture))
         await workflow.wait_condition(lambda: work.done() or deadline.done())
         if not work.done():
-            # Queued work is cancelled: the running job (if any) gets a cancellation request.
+            # Queued work is cancelled: the running job (if any) gets a cancellation request, and
+            # whatever the work was waiting on ends as a cancellation, never as a block or a change.
+            self._expired = True
             work.cancel()
             with contextlib.suppress(asyncio.CancelledError):
                 await work
@@ -180,7 +214,11 @@ class ResearchTeamWorkflow:
             self._current = number
             if self._cancel is not None:
                 return TeamStatus.CANCELLED
+            if self._coordinated and not await self._granted(number):
+                return TeamStatus.CANCELLED
             changed = await self._inputs_changed(capture)
+            if changed is None and self._cancel is not None:
+                return TeamStatus.CANCELLED
             if changed is not None:
                 self._error = RunError(type="team_inputs_changed", message=changed)
                 self._record("inputs_changed", data={"stage": number, "message": changed})
@@ -201,15 +239,25 @@ class ResearchTeamWorkflow:
         """Why the team's inputs no longer hold (evidence digest or catalog sha256), or ``None``. A
         check that cannot be made (the case is gone, the worker's catalog no longer loads) is a
         change too: the team cannot show that its inputs still hold."""
-        try:
-            check = await workflow.execute_activity(
+        checking = asyncio.ensure_future(
+            workflow.execute_activity(
                 CHECK_TEAM_INPUTS_ACTIVITY,
                 TeamInputsCheckRequest(team_id=self._input.team_id, case_id=capture.case_id),
                 result_type=TeamInputsCheck,
                 start_to_close_timeout=_SHORT_ACTIVITY,
                 retry_policy=_CHECK_RETRY,
             )
+        )
+        # A cancel does not wait for a check that keeps retrying (the store may be down for long).
+        await workflow.wait_condition(lambda: checking.done() or self._cancel is not None)
+        if not checking.done():
+            checking.cancel()
+            return None
+        try:
+            check = checking.result()
         except ActivityError as error:
+            if self._expired:
+                raise asyncio.CancelledError() from error
             failure = _error_of(error)
             return f"the team's inputs could not be checked ({failure.type}): {failure.message}"
         if check.evidence_digest != capture.evidence_digest:
@@ -281,6 +329,8 @@ class ResearchTeamWorkflow:
             answer = await self._await_adjudication(number, DISAGREEMENT_OUTCOMES)
             if answer is None:
                 return TeamStatus.CANCELLED
+            if self._coordinated:  # (teams started before PATCH_COORDINATED kept the status)
+                self._set_status(TeamStatus.RUNNING_STAGE)
         elif review.verdict in (ReviewVerdict.DISAGREE, ReviewVerdict.INSUFFICIENT_EVIDENCE):
             assert review.verdict is not None
             limitation = f"stage {number} reviewer ({review.profile_id}) returned {review.verdict.value}" + (
@@ -340,7 +390,11 @@ class ResearchTeamWorkflow:
             context=JobContext(
                 title=f"{capture.subject_title} (stage {number})",
                 task=_task(capture, spec.focus, number, kind),
-                evidence_refs=[ref.evidence_id for ref in visibility.evidence],
+                # Earlier results it is shown may be cited too (attribution), by their stored ids.
+                evidence_refs=[
+                    *(ref.evidence_id for ref in visibility.evidence),
+                    *(ref.job_id for ref in visibility.prior_results),
+                ],
                 research=visibility,
             ),
             model=capture.model,
@@ -372,6 +426,8 @@ class ResearchTeamWorkflow:
                 ModelJobWorkflow.run, job, id=job.job_id, task_queue=workflow.info().task_queue
             )
         except ChildWorkflowError as error:
+            if self._expired:  # cancelled by the deadline: not a block
+                raise asyncio.CancelledError() from error
             cause = error.cause
             error_type = (cause.type if isinstance(cause, ApplicationError) else None) or ErrorType.MODEL_TASK
             message = cause.message if isinstance(cause, ApplicationError) else str(error)
@@ -419,9 +475,13 @@ class ResearchTeamWorkflow:
         """Wait for a human's outcome for stage ``number`` (one of ``allowed``); ``None`` on cancel."""
         self._adjudication = None
         self._awaiting = (number, allowed)
-        await workflow.wait_condition(lambda: self._adjudication is not None or self._cancel is not None)
+        await workflow.wait_condition(
+            lambda: self._adjudication is not None or self._cancel is not None or self._expired
+        )
         await self._settle_actions()
         self._awaiting = None
+        if self._expired:
+            raise asyncio.CancelledError()
         answer = self._adjudication
         if answer is not None:
             self._update_stage(number, adjudication=answer)
@@ -449,6 +509,11 @@ class ResearchTeamWorkflow:
             error=self._error,
             audit=list(self._audit),
         )
+
+    @workflow.signal(name="advance_granted")
+    def advance_granted(self, grant: AdvanceGrant) -> None:
+        """The coordinator granted this team's advance to ``grant.stage``."""
+        self._grants[grant.stage] = grant
 
     @workflow.update(name="adjudicate")
     async def adjudicate(self, request: AdjudicateRequest) -> TeamActionResult:
@@ -485,6 +550,8 @@ class ResearchTeamWorkflow:
 
     def _adjudication_problem(self, request: AdjudicateRequest) -> tuple[str, str] | None:
         """Why ``request`` cannot be taken now (code, message), or ``None``."""
+        if self._cancel is not None or self._expired:
+            return ("cancelling", f"team {self._input.team_id} is being cancelled or has expired")
         if self._awaiting is None or self._adjudication is not None:
             return (
                 "not_awaiting_adjudication",
@@ -519,16 +586,26 @@ class ResearchTeamWorkflow:
         refusal = await self._authorize("team_cancel", request.actor, proof=request.proof)
         if refusal is not None:
             return
+        # Each event names the request it answers (its proof's nonce), so the caller finds its own.
+        nonce = request.proof.nonce if request.proof else None
         if self._status.final:
-            self._refuse("team_cancel", request.actor, "already_finished", f"team is {self._status.value}")
+            self._refuse(
+                "team_cancel", request.actor, "already_finished", f"team is {self._status.value}", nonce
+            )
             return
         if self._cancel is not None:
             self._refuse(
-                "team_cancel", request.actor, "already_cancelling", "the team is already being cancelled"
+                "team_cancel",
+                request.actor,
+                "already_cancelling",
+                "the team is already being cancelled",
+                nonce,
             )
             return
         self._cancel = request
-        self._record("cancel_requested", actor=request.actor, data={"reason": request.reason})
+        self._record(
+            "cancel_requested", actor=request.actor, data={"reason": request.reason, "request": nonce}
+        )
 
     async def _authorize(
         self, action: str, actor: str | None, *, proof: ActionProof | None = None, digest: str = ""
@@ -537,7 +614,9 @@ class ResearchTeamWorkflow:
         nonce is accepted once."""
         if proof is not None:
             if proof.nonce in self._used_nonces:
-                return self._refuse(action, actor, "proof_replayed", "this proof was already used")
+                return self._refuse(
+                    action, actor, "proof_replayed", "this proof was already used", proof.nonce
+                )
             self._used_nonces.add(proof.nonce)
         self._actions_in_flight += 1
         try:
@@ -560,10 +639,16 @@ class ResearchTeamWorkflow:
             self._actions_in_flight -= 1
         if result.allowed:
             return None
-        return self._refuse(action, actor, result.code or "forbidden", result.message or "refused")
+        nonce = proof.nonce if proof is not None else None
+        return self._refuse(action, actor, result.code or "forbidden", result.message or "refused", nonce)
 
-    def _refuse(self, action: str, actor: str | None, code: str, message: str) -> TeamActionResult:
-        self._record("action_refused", actor=actor, data={"action": action, "code": code, "message": message})
+    def _refuse(
+        self, action: str, actor: str | None, code: str, message: str, request: str | None = None
+    ) -> TeamActionResult:
+        data: dict[str, Any] = {"action": action, "code": code, "message": message}
+        if request is not None:
+            data["request"] = request
+        self._record("action_refused", actor=actor, data=data)
         return TeamActionResult(accepted=False, status=self._status, code=code, message=message)
 
     async def _settle_actions(self) -> None:
@@ -590,7 +675,69 @@ class ResearchTeamWorkflow:
     async def _finish(self, status: TeamStatus) -> TeamView:
         self._set_status(status)
         await workflow.wait_condition(workflow.all_handlers_finished)
+        if self._admitted:
+            await self._leave_coordinator()
         return self.view()
+
+    # ------------------------------------------------------------------------------------ coordinator
+
+    async def _admission(self, team: TeamInput) -> RunError | None:
+        """Ask the deployment's coordinator to admit this team; the refusal (``team_limit_reached``
+        names the limit), or ``None`` once admitted."""
+        try:
+            admission = await workflow.execute_activity(
+                REQUEST_ADMISSION_ACTIVITY,
+                AdmissionCall(team_id=team.team_id, case_id=team.case_id),
+                result_type=Admission,
+                start_to_close_timeout=_SHORT_ACTIVITY,
+                retry_policy=_BOOKKEEPING_RETRY,
+            )
+        except ActivityError as error:
+            failure = _error_of(error)
+            self._record("step_failed", data={"step": "request_team_admission", **failure.model_dump()})
+            return failure
+        if not admission.admitted:
+            self._record(
+                "admission_refused",
+                data={"code": admission.code, "active": admission.active, "limit": admission.limit},
+            )
+            return RunError(type=admission.code or "team_limit_reached", message=admission.message or "")
+        self._admitted = True
+        self._record("admitted", data={"active": admission.active, "limit": admission.limit})
+        return None
+
+    async def _granted(self, number: int) -> bool:
+        """Ask the coordinator for the advance to stage ``number`` and wait for its grant (the
+        deadline keeps running). False when the team is cancelled meanwhile."""
+        self._set_status(TeamStatus.WAITING_FOR_GRANT)
+        requesting = asyncio.ensure_future(
+            workflow.execute_activity(
+                REQUEST_ADVANCE_ACTIVITY,
+                AdvanceCall(team_id=self._input.team_id, stage=number),
+                start_to_close_timeout=_SHORT_ACTIVITY,
+                retry_policy=_CHECK_RETRY,
+            )
+        )
+        await workflow.wait_condition(lambda: number in self._grants or self._cancel is not None)
+        if not requesting.done():
+            requesting.cancel()
+        if number not in self._grants:
+            return False
+        self._record("advance_granted", data={"stage": number, "cycle": self._grants[number].cycle})
+        return True
+
+    async def _leave_coordinator(self) -> None:
+        """Tell the coordinator this team ended, so its place is free (shielded: sent even while the
+        team is being cancelled; a coordinator that is gone has nothing to free)."""
+        handle = workflow.get_external_workflow_handle(coordinator_workflow_id(workflow.info().task_queue))
+        try:
+            await asyncio.shield(
+                asyncio.ensure_future(
+                    handle.signal("team_finished", TeamFinished(team_id=self._input.team_id))
+                )
+            )
+        except Exception as error:  # the server reports a missing workflow as a failed signal
+            workflow.logger.info("team %s: no coordinator to leave (%s)", self._input.team_id, error)
 
 
 def _task(capture: TeamCapture, focus: str, number: int, kind: JobKind) -> str:

@@ -87,9 +87,11 @@ def isolated_environment(
     state_dir: Path, *, token: str | None = ACTION_TOKEN, **extra: str
 ) -> dict[str, str]:
     """This process's environment without any ``SPECIALISTS_*`` variable, with ``state_dir`` set and
-    ``token`` as the action token (``None``: no token)."""
+    ``token`` as the action token (``None``: no token). Research teams advance in 1 s coordinator
+    cycles (the shortest the setting takes), not the deployment default of 60 s."""
     env = {name: value for name, value in os.environ.items() if not name.startswith("SPECIALISTS_")}
     env["SPECIALISTS_STATE_DIR"] = str(state_dir)
+    env["SPECIALISTS_TEAM_CYCLE_SECONDS"] = "1"
     if token is not None:
         env[TOKEN_ENV] = token
     env.update(extra)

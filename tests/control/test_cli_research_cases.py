@@ -10,6 +10,7 @@ shown only with ``case-show --content``, and the human view shows untrusted text
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import re
@@ -272,8 +273,6 @@ def test_an_evidence_path_must_name_an_existing_regular_file(alice: Cli, tmp_pat
         "evidence_path_not_a_file",
         "a-directory",
     )
-    device = {"kind": "code", "path": os.devnull, "source_ref": "s"}
-    refused_input(alice, tmp_path, {"subject": SUBJECT, "evidence": [device]}, "evidence_path_not_a_file")
     os.mkfifo(tmp_path / "a-pipe")  # opening it for reading must not wait for a writer
     pipe = {"kind": "code", "path": "a-pipe", "source_ref": "s"}
     refused_input(
@@ -283,6 +282,27 @@ def test_an_evidence_path_must_name_an_existing_regular_file(alice: Cli, tmp_pat
     refused_input(
         alice, tmp_path, {"subject": SUBJECT, "evidence": [missing]}, "evidence_path_not_found", "missing.c"
     )
+
+
+def test_an_evidence_path_outside_the_input_files_directory_is_refused_and_nothing_is_read(
+    alice: Cli, tmp_path: Path
+) -> None:
+    # Evidence goes to model providers in full: a case file may only name files beside it.
+    outside = tmp_path.parent / f"{tmp_path.name}-outside.txt"
+    outside.write_text("SECRET-OUTSIDE", encoding="utf-8")
+    (tmp_path / "link.txt").symlink_to(outside)
+    (tmp_path / "device").symlink_to(os.devnull)
+    for path in (str(outside), f"../{outside.name}", "link.txt", "device", os.devnull):
+        item = {"kind": "code", "path": path, "source_ref": "s"}
+        refused_input(
+            alice, tmp_path, {"subject": SUBJECT, "evidence": [item]}, "evidence_path_outside_input_dir"
+        )
+    (tmp_path / "inside").mkdir()
+    (tmp_path / "inside" / "ok.txt").write_text("fine", encoding="utf-8")
+    (tmp_path / "inner-link.txt").symlink_to(tmp_path / "inside" / "ok.txt")
+    item = {"kind": "code", "path": "inner-link.txt", "source_ref": "s"}
+    case = created_case(alice, tmp_path, item)
+    assert [record["sha256"] for record in case["evidence"]] == [hashlib.sha256(b"fine").hexdigest()]
 
 
 def test_an_empty_evidence_file_is_refused(alice: Cli, tmp_path: Path) -> None:

@@ -194,6 +194,40 @@ def test_the_same_request_id_for_the_same_case_returns_the_same_team(
     assert again["created_at"] == demo_team["created_at"]
 
 
+def test_a_second_delivery_returns_the_same_team_even_after_the_case_changed(cli: Cli) -> None:
+    case_id = _create_case(cli, DEMO_CASE)
+    request_file, team_id = _fresh_request(cli)
+    first = _team_start(cli, case_id, request_file, "--wait").ok()
+    # The case no longer fits a new team (no active record); the delivered start is still that team.
+    shown = cli.call("research", "case-show", case_id, "--json").ok()
+    for record in shown["evidence"]:
+        cli.call(
+            "research", "evidence-deactivate", case_id, record["evidence_id"], "--actor", "alice", "--json"
+        ).ok()
+    again = _team_start(cli, case_id, request_file).ok()
+    assert (again["team_id"], again["deduplicated"]) == (team_id, True)
+    assert again["created_at"] == first["created_at"]
+    fresh, _ = _fresh_request(cli)
+    _team_start(cli, case_id, fresh).error(4, "team_evidence_empty")
+
+
+def test_coordinator_shows_the_limits_and_the_cycles_of_the_teams_it_advanced(
+    cli: Cli, demo_team: dict[str, Any]
+) -> None:
+    state = cli.call("research", "coordinator", "--json").ok()
+    assert state["running"] is True
+    assert (state["max_active"], state["advances_per_cycle"], state["cycle_seconds"]) == (20, 5, 1)
+    assert demo_team["team_id"] not in state["active"]  # it finished and gave its place back
+    granted = [entry for cycle in state["recent_cycles"] for entry in cycle["granted"]]
+    assert [f"{demo_team['team_id']}:{n}" for n in range(1, 7)] == [
+        entry for entry in granted if entry.startswith(demo_team["team_id"])
+    ]
+    assert all(len(cycle["granted"]) <= 5 for cycle in state["recent_cycles"])
+    assert all(cycle["at"].endswith("Z") for cycle in state["recent_cycles"])
+    human = cli.call("research", "coordinator")
+    assert human.exit_code == 0 and "teams active" in human.stdout
+
+
 def test_the_same_request_id_for_another_case_is_refused(
     cli: Cli, demo_team: dict[str, Any], request_file: Path
 ) -> None:

@@ -7,13 +7,17 @@ Starts its own in-memory dev server and an in-process worker holding an action t
 adjudication and cancel carries a proof of it, as the CLI sends them), creates the demo research case,
 drives each path and writes ``<path>.json`` (the team's history) plus, for the completed team, the
 ``ModelJob`` histories of its first stage (``<path>.s1-analysis.json``, ``<path>.s1-review.json``: a
-research job stores its output and returns it by reference). ``tests/workflows/test_replay.py``
-replays every file; ``workflow-ids.json`` names the id each one ran under.
+research job stores its output and returns it by reference) and the deployment's
+``ResearchCoordinator`` history (``coordinator.json``: admissions, advance requests, grants per
+cycle, finished teams). ``tests/workflows/test_replay.py`` replays every file; ``workflow-ids.json``
+names the id each one ran under. ``v1/`` holds the team histories recorded before teams were
+admitted and advanced by the coordinator (they replay without its patch marker).
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import datetime as dt
 import json
 import secrets
@@ -29,6 +33,7 @@ from activities.config import DEFAULT_RECORDINGS_DIR, ActivityConfig
 from contracts.constants import SEARCH_ATTRIBUTES
 from contracts.models import ModelSelection
 from contracts.proofs import sign_action
+from contracts.research_coordinator import coordinator_workflow_id
 from contracts.research_teams import (
     AdjudicateRequest,
     AdjudicationOutcome,
@@ -103,7 +108,11 @@ def _final(view: TeamView) -> bool:
 
 
 async def _save(client: Client, name: str, workflow_id: str) -> None:
-    history = await client.get_workflow_handle(workflow_id).fetch_history()
+    handle = client.get_workflow_handle(workflow_id)
+    if name != "coordinator":  # a team shows its final status just before its workflow closes
+        with contextlib.suppress(Exception):
+            await asyncio.wait_for(handle.result(), timeout=30)
+    history = await handle.fetch_history()
     (HERE / f"{name}.json").write_text(history.to_json(), encoding="utf-8")
     ids = json.loads(WORKFLOW_IDS.read_text(encoding="utf-8")) if WORKFLOW_IDS.exists() else {}
     ids[name] = workflow_id
@@ -121,7 +130,13 @@ async def record(server: DevServer, state: Path) -> None:
     disagreeing = ScriptedResearch(verdicts={1: "disagree"}, severities={1: "high"})
     failing = ScriptedResearch(failures={(2, "analysis"): 1})
     slow = ScriptedResearch(delays={(2, "analysis"): 2.0})
-    config = ActivityConfig(database_url=url, recordings_dir=DEFAULT_RECORDINGS_DIR, action_token=TOKEN)
+    config = ActivityConfig(
+        database_url=url,
+        recordings_dir=DEFAULT_RECORDINGS_DIR,
+        action_token=TOKEN,
+        team_cycle_seconds=0.2,
+        coordinator_continue_as_new_events=100_000,  # one run: the whole recording in one history
+    )
     providers = {"disagreeing": disagreeing, "failing": failing, "slow": slow}
 
     def select(model: str) -> None:
@@ -185,6 +200,9 @@ async def record(server: DevServer, state: Path) -> None:
     async with build_worker(client, task_queue=QUEUE, config=config, providers=providers):
         for name, path in paths:
             await _save(client, name, await path())
+        coordinator = coordinator_workflow_id(QUEUE)
+        await _save(client, "coordinator", coordinator)
+        await client.get_workflow_handle(coordinator).terminate("recording finished")
     store.close()
 
 

@@ -39,6 +39,7 @@ from contracts.ids import new_run_id
 from contracts.models import ModelSelection
 from contracts.policy import AutomationPolicy
 from contracts.proofs import ActionProof, sign_action
+from contracts.research_coordinator import coordinator_workflow_id
 from contracts.runs import ActionResult, DecisionOutcome, RunInput, RunStatus, RunView
 from contracts.work_item import WorkItem
 from control.runs import (
@@ -426,9 +427,12 @@ async def bench(
     read_only_budget_seconds: int = 120,
     approval_window_seconds: int = DEFAULT_APPROVAL_WINDOW_SECONDS,
     action_token: bytes | None = ACTION_TOKEN,
+    team_cycle_seconds: float = 0.05,
+    coordinator_continue_as_new_events: int = 1_000,
 ) -> AsyncIterator[Bench]:
     """A bench with ``alice`` registered and ``model`` selected (``None``: no selection); its workers
-    hold ``action_token`` (``None``: a worker without a token).
+    hold ``action_token`` (``None``: a worker without a token). Research teams advance in coordinator
+    cycles of ``team_cycle_seconds`` (short, unless a test is about the cycle).
 
     On exit, any run this bench started that is still open is terminated, so the shared dev server
     is left with nothing running.
@@ -443,6 +447,8 @@ async def bench(
         recordings_dir=DEFAULT_RECORDINGS_DIR,
         action_token=action_token,
         state_dir=tmp_path / "state",
+        team_cycle_seconds=team_cycle_seconds,
+        coordinator_continue_as_new_events=coordinator_continue_as_new_events,
     )
     b = Bench(client, task_queue, database_url, store, config, dict(providers or {}))
     if model is not None:
@@ -450,7 +456,7 @@ async def bench(
     try:
         yield b
     finally:
-        for run_id in b.started:
+        for run_id in [*b.started, coordinator_workflow_id(task_queue)]:
             handle = client.get_workflow_handle(run_id)
             with contextlib.suppress(RPCError):
                 description = await handle.describe()
@@ -472,11 +478,13 @@ async def worker_process(
     *,
     log: Path | None = None,
     token: bytes | None = ACTION_TOKEN,
+    environment: dict[str, str] | None = None,
 ) -> AsyncIterator[int]:
     """``python worker.py`` with the deployment's environment variables (the action token in
     ``SPECIALISTS_ACTION_TOKEN`` unless ``token`` is ``None``); yields its pid once it polls.
 
-    Everything it writes (stdout and stderr) is appended to ``log`` when given. Stopped on exit if
+    ``environment`` adds or replaces variables. Everything it writes (stdout and stderr) is appended
+    to ``log`` when given. Stopped on exit if
     still running (SIGTERM, a graceful stop; SIGKILL if it does not end within 10 s).
     """
     address = server if isinstance(server, str) else server.address
@@ -489,6 +497,7 @@ async def worker_process(
     }
     if token is not None:
         env["SPECIALISTS_ACTION_TOKEN"] = token.decode()
+    env |= environment or {}
     process = await asyncio.create_subprocess_exec(
         sys.executable,
         str(ROOT / "worker.py"),

@@ -5,6 +5,7 @@ team with a valid proof, adjudicating and cancelling, and a scripted model that 
 
 from __future__ import annotations
 
+import asyncio
 import base64
 import json
 import re
@@ -113,8 +114,10 @@ async def until_team(
 
 
 async def ended(b: Bench, team_id: str, *, timeout: float = 30.0) -> TeamView:
-    """The team's final view (from its workflow result)."""
+    """The team's final view, once its workflow has closed (from its result)."""
     await until_team(b, team_id, lambda v: v.status.final, timeout=timeout)
+    # The final status shows before the workflow closes (it then gives its coordinator place back).
+    await asyncio.wait_for(b.client.get_workflow_handle(team_id).result(), timeout=timeout)
     return await get_team(b.client, team_id)
 
 

@@ -14,8 +14,9 @@ recordings stay and replay too, each proving a change sits behind its patch mark
   before the ``ModelCeiling`` answered lease requests by update (its own ``workflow-ids.json``).
 
 ``teams/`` holds ``ResearchTeam`` histories (``python -m tests.histories.record_teams``), one per team
-path, and the first stage's two ``ModelJob`` histories of the completed team (its own
-``workflow-ids.json``).
+path, the first stage's two ``ModelJob`` histories of the completed team and the
+``ResearchCoordinator`` history of the recording (its own ``workflow-ids.json``); ``teams/v1/`` the
+team histories recorded before teams were admitted and advanced by the coordinator.
 """
 
 from __future__ import annotations
@@ -34,6 +35,7 @@ from tests.workflows.research_harness import payload_text
 from worker import WORKFLOWS, sandbox_runner
 from workflows.model_ceiling import PATCH_LEASE_RECORDS
 from workflows.model_job import PATCH_ATTEMPTS_IN_WORKFLOW, PATCH_LOCAL_PREPARE
+from workflows.research_team import PATCH_COORDINATED
 from workflows.specialist_run import PATCH_AUDIT_MODEL_ATTEMPTS, PATCH_AUTHORIZE_CREATE
 
 HISTORIES = Path(__file__).resolve().parent.parent / "histories"
@@ -43,7 +45,8 @@ V1 = sorted((HISTORIES / "v1").glob("*.json"))
 V2 = sorted((HISTORIES / "v2").glob("*.json"))
 V3 = sorted(path for path in (HISTORIES / "v3").glob("*.json") if path.name != WORKFLOW_IDS)
 TEAMS = sorted(path for path in (HISTORIES / "teams").glob("*.json") if path.name != WORKFLOW_IDS)
-ALL = [*CURRENT, *V1, *V2, *V3, *TEAMS]
+TEAMS_V1 = sorted(path for path in (HISTORIES / "teams" / "v1").glob("*.json") if path.name != WORKFLOW_IDS)
+ALL = [*CURRENT, *V1, *V2, *V3, *TEAMS, *TEAMS_V1]
 TEAM_PATHS = {"completed", "adjudicated", "blocked_retried_stopped", "cancelled", "invalidated"}
 
 V1_PATHS = {
@@ -116,7 +119,8 @@ def test_a_history_is_recorded_for_every_run_path() -> None:
     assert _names(V1) == V1_PATHS
     assert _names(V2) == V2_PATHS
     assert _names(V3) == V3_PATHS
-    assert _names(TEAMS) == TEAM_PATHS
+    assert _names(TEAMS) == TEAM_PATHS | {"coordinator"}
+    assert _names(TEAMS_V1) == TEAM_PATHS
 
 
 def _expected_run_patches(name: str, *, audits_attempts: bool) -> list[str]:
@@ -144,13 +148,19 @@ def test_current_histories_carry_every_patch_and_older_ones_predate_theirs() -> 
         assert _patches(path) == expected, path.name
     assert all(_patches(path) == [] for path in V1)
     assert PATCH_LEASE_RECORDS not in {patch for path in ALL for patch in _patches(path)}
+    job_patches = [PATCH_ATTEMPTS_IN_WORKFLOW, PATCH_LOCAL_PREPARE]
     for path in TEAMS:
-        expected = [PATCH_ATTEMPTS_IN_WORKFLOW, PATCH_LOCAL_PREPARE] if "." in path.stem else []
+        expected = (
+            job_patches if "." in path.stem else [] if path.stem == "coordinator" else [PATCH_COORDINATED]
+        )
         assert _patches(path) == expected, path.name
+    for path in TEAMS_V1:
+        assert _patches(path) == (job_patches if "." in path.stem else []), path.name
 
 
 def test_the_team_histories_carry_references_only_and_the_research_jobs_store_their_output() -> None:
     completed = payload_text((HISTORIES / "teams" / "completed.json").read_text(encoding="utf-8"))
+    assert "advance_granted" in completed  # admitted and advanced by the coordinator
     analysis = payload_text((HISTORIES / "teams" / "completed.s1-analysis.json").read_text(encoding="utf-8"))
     # The demo case's evidence and the replay outputs never appear in the team's own history; the
     # job's own history does hold them (its pack and the call's result), which shows the search works.
@@ -245,3 +255,23 @@ def test_the_execute_histories_show_the_update_the_worktree_activity_and_how_it_
         ]
         assert scheduled.count("execute_worktree_attempt") == 1, name
         assert any(e["eventType"] == f"EVENT_TYPE_ACTIVITY_TASK_{ended}" for e in events), name
+
+
+def test_the_coordinator_history_admits_grants_in_cycles_of_at_most_five_and_frees_every_place() -> None:
+    events = _events("teams/coordinator.json")
+    updates = [
+        e["workflowExecutionUpdateAcceptedEventAttributes"]["acceptedRequest"]["input"]["name"]  # type: ignore[index]
+        for e in events
+        if e["eventType"] == "EVENT_TYPE_WORKFLOW_EXECUTION_UPDATE_ACCEPTED"
+    ]
+    signals = [
+        e["workflowExecutionSignaledEventAttributes"]["signalName"]  # type: ignore[index]
+        for e in events
+        if e["eventType"] == "EVENT_TYPE_WORKFLOW_EXECUTION_SIGNALED"
+    ]
+    grants = [
+        e for e in events if e["eventType"] == "EVENT_TYPE_SIGNAL_EXTERNAL_WORKFLOW_EXECUTION_INITIATED"
+    ]
+    assert set(updates) == {"admit"} and len(updates) >= 5
+    assert signals.count("team_finished") == 5  # every recorded team gave its place back
+    assert signals.count("request_advance") == len(grants) > 0

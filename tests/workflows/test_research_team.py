@@ -45,6 +45,7 @@ from tests.workflows.research_harness import (
 INTERPRETIVE_TEXT = ("Analyst note: this looks remotely exploitable", "Summary from the triage call")
 FACTUAL_TEXT = "rendered '412'"
 SCRIPTED = "scripted:model"
+CYCLE = {"SPECIALISTS_TEAM_CYCLE_SECONDS": "1"}  # a worker process's coordinator cycle
 
 
 def kinds(view: TeamView) -> list[str]:
@@ -369,13 +370,13 @@ async def test_a_team_survives_its_worker_being_killed_mid_team_and_a_new_worker
     state_dir = tmp_path / "state"
     async with bench(temporal_client, task_queue, tmp_path) as b:
         case = create_case(b)
-        async with worker_process(temporal_dev_server, task_queue, state_dir) as pid:
+        async with worker_process(temporal_dev_server, task_queue, state_dir, environment=CYCLE) as pid:
             team_id = (await start(b, case.case_id)).team_id
             await until_team(b, team_id, lambda v: v.jobs_used >= 5, timeout=60)
             os.kill(pid, signal.SIGKILL)
         # No worker now: the team waits in Temporal (its workflow still runs).
         description = await temporal_client.get_workflow_handle(team_id).describe()
-        async with worker_process(temporal_dev_server, task_queue, state_dir):
+        async with worker_process(temporal_dev_server, task_queue, state_dir, environment=CYCLE):
             view = await ended(b, team_id, timeout=90)
     assert description.close_time is None
     assert view.status is TeamStatus.AWAITING_HUMAN_REVIEW, view.error

@@ -1,0 +1,177 @@
+"""``ResearchCoordinator``: admission of at most 20 active research teams and at most 5 stage advances
+per cycle, for one deployment.
+
+Started on demand (update-with-start ``admit`` from the first team's admission activity), one per task
+queue (``contracts.research_coordinator.coordinator_workflow_id``). Handlers only change state:
+
+* update ``admit`` — a team asks to run: admitted while fewer than the limit are active, again (same
+  answer) for a team already admitted; refused with the limit named otherwise;
+* signal ``request_advance`` — an active team waits to start a stage (a repeat is one request; a team
+  that was never admitted is ignored: the coordinator advances only teams explicitly started);
+* signal ``team_finished`` — a team ended: its place and any request it left are given back.
+
+``run`` grants in cycles: when requests wait, a cycle begins, grants the oldest ones (at most 5) by
+signalling ``advance_granted`` to each team, and lasts the cycle length (a durable timer) before the
+next may begin; with nothing waiting it waits without a timer, so an idle coordinator adds nothing to
+its history. It continues as new — carrying the active teams, the waiting requests and the recent
+cycles — once its history holds ``continue_as_new_after_events`` events or the server suggests it.
+"""
+
+from __future__ import annotations
+
+from datetime import timedelta
+
+from temporalio import workflow
+from temporalio.exceptions import ApplicationError
+
+with workflow.unsafe.imports_passed_through():
+    from contracts.research_coordinator import (
+        RECENT_CYCLES,
+        REMEMBERED_FINISHED,
+        Admission,
+        AdmitRequest,
+        AdvanceGrant,
+        AdvanceRequest,
+        CoordinatorState,
+        CoordinatorView,
+        CycleRecord,
+        TeamFinished,
+    )
+
+
+@workflow.defn(name="ResearchCoordinator")
+class ResearchCoordinatorWorkflow:
+    """Admit research teams and grant their stage advances, a bounded number per cycle."""
+
+    @workflow.init
+    def __init__(self, state: CoordinatorState) -> None:
+        self._active = list(state.active)
+        self._waiting = list(state.waiting)
+        self._cycle = state.cycle
+        self._recent = list(state.recent_cycles)
+        self._finished = list(state.finished)
+        self._granted_this_cycle: list[str] = []
+        self._settings = state
+
+    @workflow.run
+    async def run(self, state: CoordinatorState) -> None:
+        while True:
+            await workflow.wait_condition(lambda: bool(self._waiting) or self._should_continue_as_new())
+            if self._should_continue_as_new():
+                await workflow.wait_condition(workflow.all_handlers_finished)
+                workflow.continue_as_new(self._carried())
+            await self._grant_cycle()
+            # The cycle lasts its full length: no further grant until it has passed.
+            await workflow.sleep(timedelta(seconds=self._settings.cycle_seconds))
+
+    async def _grant_cycle(self) -> None:
+        """Begin a cycle: grant the oldest waiting requests, at most ``advances_per_cycle``."""
+        self._cycle += 1
+        granted = self._waiting[: self._settings.advances_per_cycle]
+        self._waiting = self._waiting[len(granted) :]
+        self._granted_this_cycle = [f"{request.team_id}:{request.stage}" for request in granted]
+        self._recent = [
+            *self._recent,
+            CycleRecord(cycle=self._cycle, at=workflow.now(), granted=self._granted_this_cycle),
+        ][-RECENT_CYCLES:]
+        for request in granted:
+            handle = workflow.get_external_workflow_handle(request.team_id)
+            try:
+                await handle.signal("advance_granted", AdvanceGrant(stage=request.stage, cycle=self._cycle))
+            except Exception as error:  # the team ended meanwhile: nothing to advance
+                workflow.logger.info("team %s did not take its grant: %s", request.team_id, error)
+
+    def _should_continue_as_new(self) -> bool:
+        info = workflow.info()
+        return (
+            info.get_current_history_length() >= self._settings.continue_as_new_after_events
+            or info.is_continue_as_new_suggested()
+        )
+
+    def _carried(self) -> CoordinatorState:
+        return self._settings.model_copy(
+            update={
+                "active": list(self._active),
+                "waiting": list(self._waiting),
+                "cycle": self._cycle,
+                "recent_cycles": list(self._recent),
+                "finished": list(self._finished),
+                "runs": self._settings.runs + 1,
+            }
+        )
+
+    # ---------------------------------------------------------------------------------------- handlers
+
+    @workflow.update(name="admit")
+    def admit(self, request: AdmitRequest) -> Admission:
+        """Admit the team while fewer than the limit are active; the same team again gets the same
+        answer."""
+        limit = self._settings.max_active
+        if request.team_id in self._active:
+            return Admission(admitted=True, active=len(self._active), limit=limit)
+        if request.team_id in self._finished:
+            return Admission(
+                admitted=False,
+                active=len(self._active),
+                limit=limit,
+                code="team_finished",
+                message=f"team {request.team_id} has already finished",
+            )
+        if len(self._active) >= limit:
+            return Admission(
+                admitted=False,
+                active=len(self._active),
+                limit=limit,
+                code="team_limit_reached",
+                message=(
+                    f"the deployment runs at most {limit} active research teams and {len(self._active)} "
+                    "are active: wait for one to finish, or cancel one, and start again with a new request id"
+                ),
+            )
+        self._active.append(request.team_id)
+        return Admission(admitted=True, active=len(self._active), limit=limit)
+
+    @admit.validator
+    def _validate_admit(self, request: AdmitRequest) -> None:
+        if not request.team_id:
+            raise ApplicationError("a team id is required", type="invalid_team_id")
+
+    @workflow.signal(name="request_advance")
+    def request_advance(self, request: AdvanceRequest) -> None:
+        """Queue the team's request for its next stage (a repeat is ignored; so is a team never
+        admitted or already finished)."""
+        if request.team_id not in self._active:
+            workflow.logger.info(
+                "advance request from team %s, which is not active: ignored", request.team_id
+            )
+            return
+        if any(waiting.team_id == request.team_id for waiting in self._waiting):
+            return
+        self._waiting.append(request)
+
+    @workflow.signal(name="team_finished")
+    def team_finished(self, message: TeamFinished) -> None:
+        """Give the team's place back and drop any request it left."""
+        if message.team_id in self._active:
+            self._active.remove(message.team_id)
+        self._waiting = [waiting for waiting in self._waiting if waiting.team_id != message.team_id]
+        if message.team_id not in self._finished:
+            self._finished = [*self._finished, message.team_id][-REMEMBERED_FINISHED:]
+
+    @workflow.query(name="state")
+    def state(self) -> CoordinatorView:
+        """The active teams, the requests waiting, the current cycle and its grants, the limits."""
+        return CoordinatorView(
+            workflow_id=workflow.info().workflow_id,
+            active=list(self._active),
+            active_count=len(self._active),
+            max_active=self._settings.max_active,
+            waiting=list(self._waiting),
+            cycle=self._cycle,
+            granted_this_cycle=list(self._granted_this_cycle),
+            advances_per_cycle=self._settings.advances_per_cycle,
+            cycle_seconds=self._settings.cycle_seconds,
+            recent_cycles=list(self._recent),
+            runs=self._settings.runs,
+            history_events=workflow.info().get_current_history_length(),
+        )
