@@ -137,7 +137,7 @@ class ContextPackActivities:
             "context_pack_built",
             pack_sha256=digest,
             request_bytes=size,
-            evidence=len(evidence),
+            evidence=len(pack.evidence) + len(pack.interpretive),
             files=sum(1 for entry in pack.evidence if entry.content is not None),
         )
         return ContextPackResult(pack=pack, sha256=digest, request_bytes=size)

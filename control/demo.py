@@ -43,6 +43,7 @@ DEMO_ACTOR = "demo-operator"
 DEMO_MODEL = "replay:demo"
 READ_ONLY_EXAMPLE = "03-slow-query.json"
 DEMO_REPOSITORY = "demo-orders"
+DEMO_TEAM_CYCLE_SECONDS: Final = 1
 DEMO_CASE = Path(__file__).resolve().parent.parent / "examples" / "research" / "case.json"
 
 
@@ -153,8 +154,13 @@ async def _run_jobs(
     from worker import build_worker
 
     client = await connect(settings)
+    # The research coordinator this worker starts (if none runs yet) advances teams in 1 s cycles
+    # instead of the deployment default of 60 s, so the demo's team takes seconds, not minutes.
     config = ActivityConfig(
-        database_url=settings.database_url, action_token=token, state_dir=settings.state_dir
+        database_url=settings.database_url,
+        action_token=token,
+        state_dir=settings.state_dir,
+        team_cycle_seconds=DEMO_TEAM_CYCLE_SECONDS,
     )
     worker = build_worker(client, task_queue=settings.task_queue, config=config)
     results: list[tuple[str, RunView]] = []
