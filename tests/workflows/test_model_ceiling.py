@@ -156,8 +156,9 @@ async def test_two_worker_processes_share_the_ceiling_and_a_killed_worker_loses_
     state_dir = tmp_path / "state"
     state_dir.mkdir()
     # A call lost with the killed worker holds its slot until its own deadline (timeout + 30 s):
-    # a short model timeout keeps that wait, and this test, short.
-    _register(f"sqlite:///{state_dir / 'specialists.db'}", server, ceiling=5, timeout_s=6)
+    # a short model timeout keeps that wait, and this test, short (3 s: answers take 1 s, so calls
+    # are in flight when the worker is killed and none of them times out).
+    _register(f"sqlite:///{state_dir / 'specialists.db'}", server, ceiling=5, timeout_s=3)
     server.default = Scripted(200, openai_completion(ANSWER), delay_s=1.0)
     async with (
         worker_process(temporal_dev_server, task_queue, state_dir, log=tmp_path / "w1.log") as first,

@@ -10,9 +10,11 @@ chat completions and Anthropic Messages) go through every case.
 
 from __future__ import annotations
 
+import asyncio
 import json
-from collections.abc import Callable, Iterator
-from dataclasses import dataclass
+import uuid
+from collections.abc import AsyncIterator, Callable
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -24,13 +26,13 @@ from contracts.errors import ErrorType
 from contracts.models import ModelRegistration, ModelSelection
 from contracts.runs import RunStatus, RunView
 from tests.activities.providers.wire_server import (
+    Received,
     Scripted,
     WireServer,
     anthropic_error,
     anthropic_message,
     openai_completion,
     openai_error,
-    running,
 )
 from tests.workflows.harness import (
     ACTOR,
@@ -250,12 +252,6 @@ CASES = [
 ]
 
 
-@pytest.fixture(scope="module")
-def wire() -> Iterator[WireServer]:
-    with running() as server:
-        yield server
-
-
 def _register(b: Bench, wire_format: Wire, server: WireServer) -> tuple[str, str]:
     """Register the primary and backup models on ``server`` and select them, ordered."""
     primary, backup = f"{wire_format.provider}:model-primary", f"{wire_format.provider}:model-backup"
@@ -282,41 +278,110 @@ def _attempts(view: RunView, kind: str) -> list[tuple[str, int, str, str | None,
     ]
 
 
+# Each case is a whole run on the shared dev server: mostly waiting on Temporal and the wire server.
+# The module runs every selected case once, a few at a time, each with its own wire server, task queue,
+# store and worker (nothing is shared between cases but the dev server and the key variables); each
+# test then checks its own case's outcome.
+CONCURRENT_CASES = 4
+CASE_TIME_LIMIT_S = 40.0  # wall-clock bound of one case's run (what ``within`` bounds for one test)
+
+
+@dataclass
+class Outcome:
+    """How one case's run ended: its last view and what its wire server saw (or the run's error)."""
+
+    primary: str = ""
+    backup: str = ""
+    view: RunView | None = None
+    received: list[Received] = field(default_factory=list)
+    pending: int = -1
+    error: BaseException | None = None
+
+
+async def _run_case(client: Client, tmp_path: Path, case: Case, wire_format: Wire) -> Outcome:
+    """One case end to end on a wire server of its own: its run, waited for as an operator would."""
+    outcome = Outcome()
+    wire = WireServer()
+    wire.start()
+    try:
+        succeeds = case.error_type is None or case.fallback
+        script = list(case.primary(wire_format))
+        if case.fallback:
+            script.append(wire_format.answer(ANALYSIS))  # the backup's analysis
+        if succeeds:
+            script.append(wire_format.answer(REVIEW))  # the review, by the primary again
+        wire.script(*script)
+
+        task_queue = f"test-{uuid.uuid4().hex}"
+        async with bench(client, task_queue, tmp_path, model=None) as b, b.worker():
+            outcome.primary, outcome.backup = _register(b, wire_format, wire)
+            view = await b.create(SLOW_QUERY, tier=Tier.READ_ONLY, enqueue=True)
+            if succeeds:
+                view = await b.wait(view.run_id, RunStatus.AWAITING_DECISION, timeout=30)
+            else:
+                view = await b.terminal(view.run_id, timeout=30)
+        outcome.view = view
+        outcome.received = list(wire.received)
+        outcome.pending = wire.pending
+    finally:
+        await asyncio.to_thread(wire.stop)  # waits for any answer still being delayed
+    return outcome
+
+
+def _selected_cases(request: pytest.FixtureRequest) -> list[tuple[Case, Wire]]:
+    """The (case, wire format) pairs of this module's parametrized test that this session runs."""
+    selected = []
+    for item in request.session.items:
+        callspec = getattr(item, "callspec", None)
+        if item.module is request.module and callspec is not None and "case" in callspec.params:
+            selected.append((callspec.params["case"], callspec.params["wire_format"]))
+    return selected
+
+
+@pytest.fixture(scope="module")
+async def outcomes(
+    request: pytest.FixtureRequest, temporal_client: Client, tmp_path_factory: pytest.TempPathFactory
+) -> AsyncIterator[dict[tuple[str, str], Outcome]]:
+    """The outcome of every selected case, keyed by (case name, wire format)."""
+    results: dict[tuple[str, str], Outcome] = {}
+    limit = asyncio.Semaphore(CONCURRENT_CASES)
+
+    async def run(case: Case, wire_format: Wire) -> None:
+        async with limit:
+            tmp_path = tmp_path_factory.mktemp("provider-run")
+            try:
+                outcome = await asyncio.wait_for(
+                    _run_case(temporal_client, tmp_path, case, wire_format), timeout=CASE_TIME_LIMIT_S
+                )
+            except Exception as error:  # kept for the case's own test to raise
+                outcome = Outcome(error=error)
+            results[(case.name, wire_format.provider)] = outcome
+
+    with pytest.MonkeyPatch.context() as monkeypatch:
+        monkeypatch.setenv("WIRE_TEST_PRIMARY_API_KEY", PRIMARY_KEY)
+        monkeypatch.setenv("WIRE_TEST_BACKUP_API_KEY", BACKUP_KEY)
+        await asyncio.gather(*(run(case, wire_format) for case, wire_format in _selected_cases(request)))
+        yield results
+
+
 @pytest.mark.parametrize("wire_format", [OPENAI, ANTHROPIC], ids=["openai", "anthropic"])
 @pytest.mark.parametrize("case", CASES, ids=[case.name for case in CASES])
 @within(40)
 async def test_read_only_run_against_a_real_endpoint_reports_class_attempts_fallback_and_audit(
-    temporal_client: Client,
-    task_queue: str,
-    tmp_path: Path,
-    wire: WireServer,
-    monkeypatch: pytest.MonkeyPatch,
-    case: Case,
-    wire_format: Wire,
+    outcomes: dict[tuple[str, str], Outcome], case: Case, wire_format: Wire
 ) -> None:
-    monkeypatch.setenv("WIRE_TEST_PRIMARY_API_KEY", PRIMARY_KEY)
-    monkeypatch.setenv("WIRE_TEST_BACKUP_API_KEY", BACKUP_KEY)
-    wire.reset()
+    outcome = outcomes[(case.name, wire_format.provider)]
+    if outcome.error is not None:
+        raise outcome.error
     succeeds = case.error_type is None or case.fallback
-    script = list(case.primary(wire_format))
-    if case.fallback:
-        script.append(wire_format.answer(ANALYSIS))  # the backup's analysis
-    if succeeds:
-        script.append(wire_format.answer(REVIEW))  # the review, by the primary again
-    wire.script(*script)
+    primary, backup = outcome.primary, outcome.backup
+    view = outcome.view
+    assert view is not None
 
-    async with bench(temporal_client, task_queue, tmp_path, model=None) as b, b.worker():
-        primary, backup = _register(b, wire_format, wire)
-        view = await b.create(SLOW_QUERY, tier=Tier.READ_ONLY, enqueue=True)
-        if succeeds:
-            view = await b.wait(view.run_id, RunStatus.AWAITING_DECISION, timeout=30)
-        else:
-            view = await b.terminal(view.run_id, timeout=30)
-
-    assert wire.pending == 0, "every scripted answer was asked for"
+    assert outcome.pending == 0, "every scripted answer was asked for"
     # The run called exactly the models its chain names, each with its own key from the worker's env.
-    models_called = [r.body["model"] for r in wire.received]
-    keys_sent = [_sent_key(r.headers) for r in wire.received]
+    models_called = [r.body["model"] for r in outcome.received]
+    keys_sent = [_sent_key(r.headers) for r in outcome.received]
     expected_models = ["model-primary"] * case.calls + (["model-backup"] if case.fallback else [])
     expected_models += ["model-primary"] if succeeds else []
     assert models_called == expected_models

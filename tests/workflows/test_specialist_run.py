@@ -261,9 +261,12 @@ async def test_review_job_sees_task_evidence_and_findings_but_not_the_authors_pr
         "findings_under_review",
         "expects_patch",
         "change",
+        "research",
     }
-    # A read_only run changes nothing: no patch is asked for and there is no change to review.
+    # A read_only run changes nothing: no patch is asked for and there is no change to review; it is
+    # no research team's job either.
     assert (payload["context"]["expects_patch"], payload["context"]["change"]) == (False, None)
+    assert payload["context"]["research"] is None
     assert "database-optimizer" not in json.dumps(payload["context"])
 
 
