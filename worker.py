@@ -122,6 +122,7 @@ def activities_for(
         research.store_job_output,
         coordination.request_team_admission,
         coordination.request_stage_advance,
+        coordination.find_closed_teams,
     ]
 
 

@@ -15,6 +15,7 @@ from temporalio import activity
 from temporalio.client import WithStartWorkflowOperation
 from temporalio.common import WorkflowIDConflictPolicy
 from temporalio.exceptions import ApplicationError
+from temporalio.service import RPCError, RPCStatusCode
 
 from activities.config import ActivityConfig
 from activities.logs import run_logger
@@ -25,6 +26,7 @@ from contracts.research_coordinator import (
     AdvanceCall,
     AdvanceRequest,
     CoordinatorState,
+    TeamIds,
     coordinator_workflow_id,
 )
 
@@ -70,6 +72,24 @@ class CoordinationActivities:
             "team_admission", admitted=admission.admitted, active=admission.active, limit=admission.limit
         )
         return admission
+
+    @activity.defn(name="find_closed_teams")
+    async def find_closed_teams(self, active: TeamIds) -> TeamIds:
+        """The teams of ``active`` whose workflow has closed (or never existed): a team ended without
+        telling the coordinator — an operator terminated it, or it timed out — frees its place
+        this way. Raises what Temporal raises for anything but a missing workflow (retried)."""
+        closed = []
+        for team_id in active.team_ids:
+            try:
+                description = await activity.client().get_workflow_handle(team_id).describe()
+            except RPCError as error:
+                if error.status == RPCStatusCode.NOT_FOUND:
+                    closed.append(team_id)
+                    continue
+                raise
+            if description.close_time is not None:
+                closed.append(team_id)
+        return TeamIds(team_ids=closed)
 
     @activity.defn(name="request_stage_advance")
     async def request_stage_advance(self, call: AdvanceCall) -> None:

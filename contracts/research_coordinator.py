@@ -133,6 +133,15 @@ class AdvanceCall(BaseModel):
     stage: int
 
 
+class TeamIds(BaseModel):
+    """Team ids: the input of ``find_closed_teams`` (the active ones) and its result (those whose
+    workflow has closed, or does not exist)."""
+
+    model_config = ConfigDict(frozen=True)
+
+    team_ids: list[str]
+
+
 class CoordinatorView(BaseModel):
     """Query ``state`` and ``specialists research coordinator --json``: the active teams, the advances
     waiting, the current cycle and what it granted, the limits and the recent cycles."""

@@ -5,7 +5,9 @@ Started on demand (update-with-start ``admit`` from the first team's admission a
 queue (``contracts.research_coordinator.coordinator_workflow_id``). Handlers only change state:
 
 * update ``admit`` — a team asks to run: admitted while fewer than the limit are active, again (same
-  answer) for a team already admitted; refused with the limit named otherwise;
+  answer) for a team already admitted; refused with the limit named otherwise. At the limit it first
+  frees the places of teams whose workflow closed without saying so (terminated by an operator, timed
+  out): activity ``find_closed_teams``;
 * signal ``request_advance`` — an active team waits to start a stage (a repeat is one request; a team
   that was never admitted is ignored: the coordinator advances only teams explicitly started);
 * signal ``team_finished`` — a team ended: its place and any request it left are given back.
@@ -22,7 +24,8 @@ from __future__ import annotations
 from datetime import timedelta
 
 from temporalio import workflow
-from temporalio.exceptions import ApplicationError
+from temporalio.common import RetryPolicy
+from temporalio.exceptions import ActivityError, ApplicationError
 
 with workflow.unsafe.imports_passed_through():
     from contracts.research_coordinator import (
@@ -36,7 +39,10 @@ with workflow.unsafe.imports_passed_through():
         CoordinatorView,
         CycleRecord,
         TeamFinished,
+        TeamIds,
     )
+
+FIND_CLOSED_TEAMS_ACTIVITY = "find_closed_teams"
 
 
 @workflow.defn(name="ResearchCoordinator")
@@ -103,10 +109,13 @@ class ResearchCoordinatorWorkflow:
     # ---------------------------------------------------------------------------------------- handlers
 
     @workflow.update(name="admit")
-    def admit(self, request: AdmitRequest) -> Admission:
+    async def admit(self, request: AdmitRequest) -> Admission:
         """Admit the team while fewer than the limit are active; the same team again gets the same
-        answer."""
+        answer. At the limit, teams whose workflow closed without saying so (terminated, timed out)
+        are found by an activity and their places freed before the answer."""
         limit = self._settings.max_active
+        if request.team_id not in self._active and len(self._active) >= limit:
+            await self._free_closed_places()
         if request.team_id in self._active:
             return Admission(admitted=True, active=len(self._active), limit=limit)
         if request.team_id in self._finished:
@@ -130,6 +139,22 @@ class ResearchCoordinatorWorkflow:
             )
         self._active.append(request.team_id)
         return Admission(admitted=True, active=len(self._active), limit=limit)
+
+    async def _free_closed_places(self) -> None:
+        try:
+            closed = await workflow.execute_activity(
+                FIND_CLOSED_TEAMS_ACTIVITY,
+                TeamIds(team_ids=list(self._active)),
+                result_type=TeamIds,
+                start_to_close_timeout=timedelta(seconds=10),
+                retry_policy=RetryPolicy(maximum_attempts=3, initial_interval=timedelta(milliseconds=200)),
+            )
+        except ActivityError as error:  # the answer is then given on what is known
+            workflow.logger.info("could not look for closed teams: %s", error)
+            return
+        for team_id in closed.team_ids:
+            workflow.logger.info("team %s closed without saying so: its place is freed", team_id)
+            self.team_finished(TeamFinished(team_id=team_id))
 
     @admit.validator
     def _validate_admit(self, request: AdmitRequest) -> None:

@@ -46,7 +46,7 @@ def kinds(view: TeamView) -> list[str]:
 
 
 @within(120)
-async def test_the_twenty_first_active_team_is_refused_naming_the_limit_and_a_finished_team_frees_a_place(
+async def test_the_twenty_first_active_team_is_refused_naming_the_limit_and_an_ended_team_frees_a_place(
     temporal_client: Client, task_queue: str, tmp_path: Path
 ) -> None:
     # A one-hour cycle: the first team's request begins cycle 1 (granted at once); every later one
@@ -79,6 +79,16 @@ async def test_the_twenty_first_active_team_is_refused_naming_the_limit_and_a_fi
         assert admitted.status is not TeamStatus.FAILED
         assert "admitted" in kinds(admitted)
         assert (await coordinator(b)).active_count == MAX_ACTIVE_TEAMS
+
+        # A team an operator terminates never says it ended: at the limit, the coordinator looks
+        # for closed teams and frees their places before it answers.
+        terminated = teams[-2].team_id
+        await b.client.get_workflow_handle(terminated).terminate("operator")
+        late = await start(b, case.case_id)
+        assert late.status is not TeamStatus.FAILED, late.error
+        state = await coordinator(b)
+        assert terminated not in state.active and late.team_id in state.active
+        assert state.active_count == MAX_ACTIVE_TEAMS
 
 
 @within(120)
