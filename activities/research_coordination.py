@@ -56,7 +56,7 @@ class CoordinationActivities:
         )
         admission: Admission = await activity.client().execute_update_with_start_workflow(
             "admit",
-            AdmitRequest(team_id=team_id, case_id=case_id),
+            AdmitRequest(team_id=team_id, case_id=case_id, cycle_seconds=self._config.team_cycle_seconds),
             start_workflow_operation=start,
             result_type=Admission,
         )

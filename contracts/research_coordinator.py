@@ -68,7 +68,8 @@ class CoordinatorState(BaseModel):
     ``active``: admitted teams that have not finished, in admission order; ``waiting``: advance
     requests not yet granted, oldest first; ``cycle``: the number of the latest cycle;
     ``recent_cycles``: the latest cycles with their grants; ``finished``: recently finished teams;
-    the limits and the cycle length (seconds) come from the deployment.
+    ``last_granted``: the last stage granted to each active team; the limits and the cycle length
+    (seconds) come from the deployment.
     """
 
     model_config = ConfigDict(frozen=True)
@@ -82,6 +83,7 @@ class CoordinatorState(BaseModel):
     cycle: int = 0
     recent_cycles: list[CycleRecord] = []
     finished: list[str] = []
+    last_granted: dict[str, int] = {}
     runs: int = 1
 
 
@@ -92,6 +94,8 @@ class AdmitRequest(BaseModel):
 
     team_id: str
     case_id: str
+    cycle_seconds: float | None = Field(default=None, gt=0)
+    """The deployment's cycle as the asking worker has it; the coordinator adopts it."""
 
 
 class Admission(BaseModel):

@@ -64,6 +64,7 @@ START_REFUSALS: Final = frozenset(
         "no_model_selected",
         "team_limit_reached",
         "team_finished",
+        "admission_failed",
     }
 )
 """Error types a team ends ``failed`` with when its start was refused (by authorisation or capture)."""
@@ -120,7 +121,13 @@ def raise_if_start_refused(view: TeamView) -> None:
     exit 3 or 4). The team exists and ended ``failed``; the operator's action was refused."""
     if view.status is TeamStatus.FAILED and view.error is not None and view.error.type in START_REFUSALS:
         code = view.error.type
-        error_class: type[OperatorError] = NotFound if code in _NOT_FOUND_CODES else Refused
+        error_class: type[OperatorError] = (
+            NotFound
+            if code in _NOT_FOUND_CODES
+            else ServiceUnavailable
+            if code == "admission_failed"
+            else Refused
+        )
         raise error_class(code, f"team {view.team_id} was refused at start: {view.error.message}")
 
 

@@ -15,6 +15,10 @@ import uuid
 from collections.abc import Iterator
 from typing import Any
 
+# Imported now, before any Temporal worker thread exists: otherwise the hypothesis plugin imports it
+# while pytest finishes, and CPython 3.11.7 can fail a compile that runs beside another thread's
+# ("SystemError: AST constructor recursion depth mismatch"), turning a passing run into an error.
+import hypothesis  # noqa: F401
 import pytest
 from sqlalchemy import create_engine, text
 from sqlalchemy.engine import URL, make_url

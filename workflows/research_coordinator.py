@@ -12,11 +12,15 @@ queue (``contracts.research_coordinator.coordinator_workflow_id``). Handlers onl
   that was never admitted is ignored: the coordinator advances only teams explicitly started);
 * signal ``team_finished`` — a team ended: its place and any request it left are given back.
 
-``run`` grants in cycles: when requests wait, a cycle begins, grants the oldest ones (at most 5) by
-signalling ``advance_granted`` to each team, and lasts the cycle length (a durable timer) before the
-next may begin; with nothing waiting it waits without a timer, so an idle coordinator adds nothing to
-its history. It continues as new — carrying the active teams, the waiting requests and the recent
-cycles — once its history holds ``continue_as_new_after_events`` events or the server suggests it.
+``run`` grants in cycles: when a request waits, a cycle begins and lasts the cycle length (a durable
+timer); within it the oldest waiting requests are granted as they come — by signalling
+``advance_granted`` to each team — until 5 have been granted, and the rest wait for the next cycle.
+A lone team is never held back, and no cycle grants more than 5. With nothing waiting the coordinator
+waits without a timer, so an idle coordinator adds nothing to its history. Requests are kept per
+team and stage: a late duplicate of a granted stage is ignored. It continues as new — carrying the
+active teams, the waiting requests, the last stage granted to each team and the recent cycles — once
+its history holds ``continue_as_new_after_events`` events or the server suggests it (never within a
+cycle, so no cycle's bound is reset).
 """
 
 from __future__ import annotations
@@ -56,6 +60,7 @@ class ResearchCoordinatorWorkflow:
         self._cycle = state.cycle
         self._recent = list(state.recent_cycles)
         self._finished = list(state.finished)
+        self._last_granted = dict(state.last_granted)
         self._granted_this_cycle: list[str] = []
         self._settings = state
 
@@ -66,26 +71,48 @@ class ResearchCoordinatorWorkflow:
             if self._should_continue_as_new():
                 await workflow.wait_condition(workflow.all_handlers_finished)
                 workflow.continue_as_new(self._carried())
-            await self._grant_cycle()
-            # The cycle lasts its full length: no further grant until it has passed.
-            await workflow.sleep(timedelta(seconds=self._settings.cycle_seconds))
+            await self._run_cycle()
 
-    async def _grant_cycle(self) -> None:
-        """Begin a cycle: grant the oldest waiting requests, at most ``advances_per_cycle``."""
+    async def _run_cycle(self) -> None:
+        """One cycle, begun because a request waits: grant the oldest waiting requests as they come,
+        at most ``advances_per_cycle`` in all, until the cycle's length has passed."""
+        per_cycle = self._settings.advances_per_cycle
         self._cycle += 1
-        granted = self._waiting[: self._settings.advances_per_cycle]
-        self._waiting = self._waiting[len(granted) :]
-        self._granted_this_cycle = [f"{request.team_id}:{request.stage}" for request in granted]
-        self._recent = [
-            *self._recent,
-            CycleRecord(cycle=self._cycle, at=workflow.now(), granted=self._granted_this_cycle),
-        ][-RECENT_CYCLES:]
-        for request in granted:
+        self._granted_this_cycle = []
+        record = CycleRecord(cycle=self._cycle, at=workflow.now(), granted=[])
+        self._recent = [*self._recent, record][-RECENT_CYCLES:]
+        ends = workflow.now() + timedelta(seconds=self._settings.cycle_seconds)
+        while True:
+            await self._grant(self._waiting[: per_cycle - len(self._granted_this_cycle)])
+            left = (ends - workflow.now()).total_seconds()
+            if left <= 0:
+                return
+            try:
+                await workflow.wait_condition(
+                    lambda: bool(self._waiting) and len(self._granted_this_cycle) < per_cycle,
+                    timeout=timedelta(seconds=left),
+                )
+            except TimeoutError:
+                return
+
+    async def _grant(self, requests: list[AdvanceRequest]) -> None:
+        """Grant ``requests`` in this cycle: each team is signalled ``advance_granted``. A team that
+        cannot be signalled has ended without saying so: its place is freed."""
+        if not requests:
+            return
+        self._waiting = self._waiting[len(requests) :]
+        granted = [f"{request.team_id}:{request.stage}" for request in requests]
+        self._granted_this_cycle = [*self._granted_this_cycle, *granted]
+        current = self._recent[-1]
+        self._recent[-1] = current.model_copy(update={"granted": list(self._granted_this_cycle)})
+        for request in requests:
+            self._last_granted[request.team_id] = request.stage
             handle = workflow.get_external_workflow_handle(request.team_id)
             try:
                 await handle.signal("advance_granted", AdvanceGrant(stage=request.stage, cycle=self._cycle))
-            except Exception as error:  # the team ended meanwhile: nothing to advance
-                workflow.logger.info("team %s did not take its grant: %s", request.team_id, error)
+            except Exception as error:  # the server reports a closed or missing workflow so
+                workflow.logger.info("team %s could not take its grant (%s)", request.team_id, error)
+                self.team_finished(TeamFinished(team_id=request.team_id))
 
     def _should_continue_as_new(self) -> bool:
         info = workflow.info()
@@ -102,6 +129,7 @@ class ResearchCoordinatorWorkflow:
                 "cycle": self._cycle,
                 "recent_cycles": list(self._recent),
                 "finished": list(self._finished),
+                "last_granted": dict(self._last_granted),
                 "runs": self._settings.runs + 1,
             }
         )
@@ -113,6 +141,10 @@ class ResearchCoordinatorWorkflow:
         """Admit the team while fewer than the limit are active; the same team again gets the same
         answer. At the limit, teams whose workflow closed without saying so (terminated, timed out)
         are found by an activity and their places freed before the answer."""
+        if request.cycle_seconds is not None and request.cycle_seconds != self._settings.cycle_seconds:
+            # The deployment's setting as the latest team saw it: a changed setting applies from the
+            # next cycle, without restarting the coordinator.
+            self._settings = self._settings.model_copy(update={"cycle_seconds": request.cycle_seconds})
         limit = self._settings.max_active
         if request.team_id not in self._active and len(self._active) >= limit:
             await self._free_closed_places()
@@ -163,15 +195,21 @@ class ResearchCoordinatorWorkflow:
 
     @workflow.signal(name="request_advance")
     def request_advance(self, request: AdvanceRequest) -> None:
-        """Queue the team's request for its next stage (a repeat is ignored; so is a team never
-        admitted or already finished)."""
+        """Queue the team's request for its next stage. A repeat is one request; a request for a stage
+        already granted (a late duplicate) is ignored, and one for a later stage replaces the team's
+        waiting one. A team never admitted, or already finished, is ignored."""
         if request.team_id not in self._active:
             workflow.logger.info(
                 "advance request from team %s, which is not active: ignored", request.team_id
             )
             return
-        if any(waiting.team_id == request.team_id for waiting in self._waiting):
+        if request.stage <= self._last_granted.get(request.team_id, 0):
             return
+        for index, waiting in enumerate(self._waiting):
+            if waiting.team_id == request.team_id:
+                if request.stage > waiting.stage:
+                    self._waiting[index] = request
+                return
         self._waiting.append(request)
 
     @workflow.signal(name="team_finished")
@@ -179,6 +217,7 @@ class ResearchCoordinatorWorkflow:
         """Give the team's place back and drop any request it left."""
         if message.team_id in self._active:
             self._active.remove(message.team_id)
+        self._last_granted.pop(message.team_id, None)
         self._waiting = [waiting for waiting in self._waiting if waiting.team_id != message.team_id]
         if message.team_id not in self._finished:
             self._finished = [*self._finished, message.team_id][-REMEMBERED_FINISHED:]

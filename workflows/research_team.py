@@ -82,6 +82,9 @@ AUTHORIZE_ACTION_ACTIVITY = "authorize_action"
 REQUEST_ADMISSION_ACTIVITY = "request_team_admission"
 REQUEST_ADVANCE_ACTIVITY = "request_stage_advance"
 
+ASK_AGAIN_AFTER = timedelta(minutes=2)
+"""A team waiting this long for a grant asks the coordinator again."""
+
 # workflow.patched() ids: each marks a change to logic that recorded histories already exercise.
 PATCH_COORDINATED = "team-coordinated"
 """Admission by the deployment's coordinator at the start, a grant before each stage, and the status
@@ -120,9 +123,13 @@ class ResearchTeamWorkflow:
         self._adjudication: Adjudication | None = None
         self._used_nonces: set[str] = set()
         self._actions_in_flight = 0
-        self._expired = False
+        # True once the team's work is being stopped (its deadline, or its workflow cancelled):
+        # whatever the work waited on then ends as a cancellation, never as a block or a change.
+        self._stopping = False
+        self._work: asyncio.Future[TeamStatus] | None = None
         self._coordinated = False
         self._admitted = False
+        self._admission_asked = False
         self._grants: dict[int, AdvanceGrant] = {}
         self._record(
             "team_started",
@@ -134,6 +141,22 @@ class ResearchTeamWorkflow:
 
     @workflow.run
     async def run(self, team: TeamInput) -> TeamView:
+        try:
+            return await self._run(team)
+        except asyncio.CancelledError:
+            # Cancelled through Temporal itself (not team-cancel): the work stops (a job started in
+            # this same moment is ended with the team), and the status shown and the coordinator's
+            # place follow.
+            self._stopping = True
+            if self._work is not None:
+                self._work.cancel()
+            self._set_status(TeamStatus.CANCELLED)
+            if self._admission_asked:
+                await self._leave_coordinator()
+            self._set_status(TeamStatus.CANCELLED)  # whatever the stopped work set meanwhile
+            raise
+
+    async def _run(self, team: TeamInput) -> TeamView:
         workflow.upsert_search_attributes(
             [CASE_KEY.value_set(team.case_id), TEAM_STATUS_KEY.value_set(self._status.value)]
         )
@@ -189,12 +212,12 @@ class ResearchTeamWorkflow:
         # One durable timer bounds the whole team; a team that ends first cancels it.
         remaining = self._created_at + timedelta(seconds=capture.deadline_seconds) - workflow.now()
         deadline = asyncio.ensure_future(workflow.sleep(max(remaining, timedelta(milliseconds=1))))
-        work = asyncio.ensure_future(self._run_stages(capture))
+        work = self._work = asyncio.ensure_future(self._run_stages(capture))
         await workflow.wait_condition(lambda: work.done() or deadline.done())
         if not work.done():
             # Queued work is cancelled: the running job (if any) gets a cancellation request, and
             # whatever the work was waiting on ends as a cancellation, never as a block or a change.
-            self._expired = True
+            self._stopping = True
             work.cancel()
             with contextlib.suppress(asyncio.CancelledError):
                 await work
@@ -256,7 +279,7 @@ class ResearchTeamWorkflow:
         try:
             check = checking.result()
         except ActivityError as error:
-            if self._expired:
+            if self._stopping:
                 raise asyncio.CancelledError() from error
             failure = _error_of(error)
             return f"the team's inputs could not be checked ({failure.type}): {failure.message}"
@@ -426,7 +449,7 @@ class ResearchTeamWorkflow:
                 ModelJobWorkflow.run, job, id=job.job_id, task_queue=workflow.info().task_queue
             )
         except ChildWorkflowError as error:
-            if self._expired:  # cancelled by the deadline: not a block
+            if self._stopping:  # cancelled by the deadline: not a block
                 raise asyncio.CancelledError() from error
             cause = error.cause
             error_type = (cause.type if isinstance(cause, ApplicationError) else None) or ErrorType.MODEL_TASK
@@ -476,11 +499,11 @@ class ResearchTeamWorkflow:
         self._adjudication = None
         self._awaiting = (number, allowed)
         await workflow.wait_condition(
-            lambda: self._adjudication is not None or self._cancel is not None or self._expired
+            lambda: self._adjudication is not None or self._cancel is not None or self._stopping
         )
         await self._settle_actions()
         self._awaiting = None
-        if self._expired:
+        if self._stopping:
             raise asyncio.CancelledError()
         answer = self._adjudication
         if answer is not None:
@@ -550,7 +573,7 @@ class ResearchTeamWorkflow:
 
     def _adjudication_problem(self, request: AdjudicateRequest) -> tuple[str, str] | None:
         """Why ``request`` cannot be taken now (code, message), or ``None``."""
-        if self._cancel is not None or self._expired:
+        if self._cancel is not None or self._stopping:
             return ("cancelling", f"team {self._input.team_id} is being cancelled or has expired")
         if self._awaiting is None or self._adjudication is not None:
             return (
@@ -675,7 +698,7 @@ class ResearchTeamWorkflow:
     async def _finish(self, status: TeamStatus) -> TeamView:
         self._set_status(status)
         await workflow.wait_condition(workflow.all_handlers_finished)
-        if self._admitted:
+        if self._admission_asked:  # admitted, or perhaps admitted by a request whose answer was lost
             await self._leave_coordinator()
         return self.view()
 
@@ -684,6 +707,7 @@ class ResearchTeamWorkflow:
     async def _admission(self, team: TeamInput) -> RunError | None:
         """Ask the deployment's coordinator to admit this team; the refusal (``team_limit_reached``
         names the limit), or ``None`` once admitted."""
+        self._admission_asked = True
         try:
             admission = await workflow.execute_activity(
                 REQUEST_ADMISSION_ACTIVITY,
@@ -695,7 +719,11 @@ class ResearchTeamWorkflow:
         except ActivityError as error:
             failure = _error_of(error)
             self._record("step_failed", data={"step": "request_team_admission", **failure.model_dump()})
-            return failure
+            return RunError(
+                type="admission_failed",
+                message=f"the research coordinator could not be asked ({failure.type}: {failure.message}); "
+                "start again with a new request id",
+            )
         if not admission.admitted:
             self._record(
                 "admission_refused",
@@ -710,15 +738,25 @@ class ResearchTeamWorkflow:
         """Ask the coordinator for the advance to stage ``number`` and wait for its grant (the
         deadline keeps running). False when the team is cancelled meanwhile."""
         self._set_status(TeamStatus.WAITING_FOR_GRANT)
-        requesting = asyncio.ensure_future(
-            workflow.execute_activity(
-                REQUEST_ADVANCE_ACTIVITY,
-                AdvanceCall(team_id=self._input.team_id, stage=number),
-                start_to_close_timeout=_SHORT_ACTIVITY,
-                retry_policy=_CHECK_RETRY,
+        while True:
+            requesting = asyncio.ensure_future(
+                workflow.execute_activity(
+                    REQUEST_ADVANCE_ACTIVITY,
+                    AdvanceCall(team_id=self._input.team_id, stage=number),
+                    start_to_close_timeout=_SHORT_ACTIVITY,
+                    retry_policy=_CHECK_RETRY,
+                )
             )
-        )
-        await workflow.wait_condition(lambda: number in self._grants or self._cancel is not None)
+            try:
+                await workflow.wait_condition(
+                    lambda: number in self._grants or self._cancel is not None, timeout=ASK_AGAIN_AFTER
+                )
+                break
+            except TimeoutError:
+                # Asked again (the request is idempotent): a coordinator that was lost or reset
+                # learns of this team again instead of leaving it waiting until its deadline.
+                if not requesting.done():
+                    requesting.cancel()
         if not requesting.done():
             requesting.cancel()
         if number not in self._grants:
