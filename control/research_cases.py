@@ -44,7 +44,11 @@ MAX_INPUT_FILE_BYTES: Final = 16 * 1024 * 1024
 """Largest input file: room for 100 records of 48 KiB inline, JSON-escaped."""
 
 research_app = typer.Typer(
-    help="Research cases and their evidence (create, show, add, deactivate, list).", no_args_is_help=True
+    help=(
+        "Research cases and their evidence (create, show, add, deactivate, list), and research teams "
+        "over them (start, list, show, results, adjudicate, cancel, coordinator)."
+    ),
+    no_args_is_help=True,
 )
 
 JsonFlag = Annotated[bool, typer.Option("--json", help="Print exactly one JSON object on stdout.")]

@@ -203,6 +203,31 @@ def coordinator_json(view: Any) -> dict[str, Any]:
     return data
 
 
+@research_app.command("team-results")
+def team_results_command(team_id: TeamArgument, as_json: JsonFlag = False) -> None:
+    """Show what a team's stages produced — each analysis and review in full, from the store — for
+    the human review the team ends with."""
+    from control import team_views
+    from control.cli import _client, _open_store, _run_async
+    from control.output import emit
+    from control.research_teams import check_team_id, get_team
+
+    check_team_id(team_id)
+
+    async def go() -> Any:
+        return await get_team(await _client(), team_id)
+
+    view = _run_async(go())
+    refs = [ref for stage in view.stages for ref in (stage.analysis, stage.review) if ref is not None]
+    outputs: dict[str, Any] = {}
+    store = _open_store(create=False)
+    if store is not None:  # no store here: every result shows as not in this store
+        with store:
+            outputs = {record.job_id: record for record in store.team_job_outputs(team_id)}
+    data = team_views.results_json(view, {ref.job_id: outputs.get(ref.job_id) for ref in refs})
+    emit(data, as_json, lambda console: team_views.render_results(console, data))
+
+
 @research_app.command("team-show")
 def team_show_command(team_id: TeamArgument, as_json: JsonFlag = False) -> None:
     """Show a research team: its stages, what it waits for and its audit trail."""

@@ -128,7 +128,11 @@ def raise_if_start_refused(view: TeamView) -> None:
             if code == "admission_failed"
             else Refused
         )
-        raise error_class(code, f"team {view.team_id} was refused at start: {view.error.message}")
+        raise error_class(
+            code,
+            f"team {view.team_id} was refused at start: {view.error.message} (the refused team keeps "
+            "this request id: start again with a new one)",
+        )
 
 
 async def start_team(client: Client, team: TeamInput, *, task_queue: str) -> tuple[TeamView, bool]:

@@ -237,15 +237,16 @@ def _next_step(view: TeamView) -> str:
         choices = " | ".join(sorted(outcome.value for outcome in DISAGREEMENT_OUTCOMES))
         return (
             f"The team waits for a person: stage {stage}'s reviewer disagrees materially. Record an "
-            f"outcome with `specialists research adjudicate --id {view.team_id} --stage {stage} "
-            f"--outcome {choices}`."
+            f"outcome with `specialists research adjudicate --actor ID --id {view.team_id} --stage "
+            f"{stage} --outcome {choices}`; `specialists research team-results {view.team_id}` shows "
+            "the findings and the review."
         )
     if view.status is TeamStatus.BLOCKED:
         choices = " | ".join(sorted(outcome.value for outcome in BLOCK_OUTCOMES))
         return (
             f"The team waits for a person: stage {stage} is blocked. Choose with `specialists research "
-            f"adjudicate --id {view.team_id} --stage {stage} --outcome {choices}` (a retry counts "
-            "against the job budget)."
+            f"adjudicate --actor ID --id {view.team_id} --stage {stage} --outcome {choices}` (a retry "
+            "counts against the job budget)."
         )
     if view.status.final:
         return f"The team has ended ({view.status.value}); it runs nothing more."
@@ -279,3 +280,104 @@ def render_teams(console: Console, teams: list[dict[str, Any]]) -> None:
             ],
         )
     )
+
+
+# ----------------------------------------------------------------------------------- team results
+
+
+def results_json(view: TeamView, outputs: dict[str, Any]) -> dict[str, Any]:
+    """``research team-results --json``: every stage's stored analysis and review in full, each with
+    its job id, the sha256 the team recorded and whether the stored output still hashes to it
+    (``digest_ok``), plus the stage's limitations, adjudication and omissions. ``outputs`` maps job
+    ids to stored records (``contracts.research.JobOutputRecord``); a missing one is ``null``."""
+    from catalog.hashing import canonical_sha256
+
+    def one(ref: JobOutputRef | None) -> dict[str, Any] | None:
+        if ref is None:
+            return None
+        record = outputs.get(ref.job_id)
+        if record is None:
+            return {"job_id": ref.job_id, "sha256": ref.sha256, "stored": False}
+        return {
+            "job_id": ref.job_id,
+            "sha256": ref.sha256,
+            "stored": True,
+            "digest_ok": canonical_sha256(record.output) == ref.sha256 == record.output_sha256,
+            "profile": record.profile_id,
+            "model": record.model_id,
+            "output": record.output,
+        }
+
+    return {
+        "team_id": view.team_id,
+        "case_id": view.case_id,
+        "status": view.status.value,
+        "note": "model output for human review: nothing here is approved, published or evidence",
+        "stages": [
+            {
+                "number": stage.number,
+                "name": stage.name,
+                "analysis": one(stage.analysis),
+                "review": one(stage.review),
+                "limitations": list(stage.limitations),
+                "adjudication": stage.adjudication.model_dump(mode="json") if stage.adjudication else None,
+                "omitted": {kind: list(items) for kind, items in stage.omitted.items()},
+                "drew_on": list(stage.drew_on),
+            }
+            for stage in view.stages
+        ],
+    }
+
+
+def render_results(console: Console, data: dict[str, Any]) -> None:
+    """The human form of :func:`results_json`: per stage, the analysis's findings, gaps and next
+    action, then the review's verdict and findings. All of it is model text, shown literally."""
+    console.print(
+        safe_text(
+            f"team {data['team_id']} ({data['status']}) on case {data['case_id']}: "
+            "model output for human review; nothing here is approved, published or evidence",
+            style="bold",
+        )
+    )
+    for stage in data["stages"]:
+        console.print(safe_text(f"\nstage {stage['number']} {stage['name']}", style="bold"))
+        for label in ("analysis", "review"):
+            part = stage[label]
+            if part is None:
+                console.print(safe_text(f"  {label}: not run"))
+                continue
+            if not part["stored"]:
+                console.print(safe_text(f"  {label} {part['job_id']}: not in this store"))
+                continue
+            output = part["output"]
+            check = "" if part["digest_ok"] else "  (STORED OUTPUT DOES NOT MATCH ITS RECORDED SHA256)"
+            verdict = f" verdict {output.get('verdict')}" if output.get("verdict") else ""
+            console.print(
+                safe_text(
+                    f"  {label} by {part['profile']} ({part['model']}){verdict}, confidence "
+                    f"{output.get('confidence')}{check}"
+                )
+            )
+            for finding in output.get("findings", []):
+                refs = ", ".join(finding.get("evidence_refs", []))
+                console.print(safe_text(f"    - [{finding.get('severity')}] {finding.get('title')}"))
+                if finding.get("detail"):
+                    console.print(safe_text(f"      {finding['detail']}"))
+                if refs:
+                    console.print(safe_text(f"      cites: {refs}"))
+            for gap in output.get("gaps", []):
+                console.print(safe_text(f"    gap: {gap}"))
+            if output.get("recommended_next_action"):
+                console.print(safe_text(f"    next: {output['recommended_next_action']}"))
+        for limitation in stage["limitations"]:
+            console.print(safe_text(f"  limitation: {limitation}"))
+        if stage["adjudication"]:
+            adjudication = stage["adjudication"]
+            console.print(
+                safe_text(
+                    f"  adjudicated {adjudication['outcome']} by {adjudication['actor']}"
+                    + (f": {adjudication['note']}" if adjudication.get("note") else "")
+                )
+            )
+        if stage["drew_on"]:
+            console.print(safe_text(f"  drew on: {', '.join(stage['drew_on'])}"))

@@ -343,6 +343,27 @@ def test_team_show_says_that_nothing_is_approved_and_the_results_await_human_rev
     assert "The results await human review" in text
 
 
+def test_team_results_show_every_stage_s_stored_analysis_and_review_in_full(
+    cli: Cli, demo_team: dict[str, Any]
+) -> None:
+    results = cli.call("research", "team-results", demo_team["team_id"], "--json").ok()
+    assert results["team_id"] == demo_team["team_id"] and "nothing here is approved" in results["note"]
+    assert [stage["number"] for stage in results["stages"]] == [1, 2, 3, 4, 5, 6]
+    for stage, shown in zip(results["stages"], demo_team["stages"], strict=True):
+        for part in ("analysis", "review"):
+            assert stage[part]["stored"] and stage[part]["digest_ok"], (stage["number"], part)
+            assert stage[part]["job_id"] == shown[part]["job_id"]
+        assert stage["review"]["output"]["verdict"] in ("agree", "insufficient_evidence")
+    first = results["stages"][0]["analysis"]["output"]
+    assert first["findings"][0]["title"] == "Advisory and code agree: attribute lookups reach dunder names"
+    assert len(results["stages"][5]["drew_on"]) == 10
+    human = cli.call("research", "team-results", demo_team["team_id"])
+    assert human.exit_code == 0, str(human)
+    text = " ".join(human.stdout.split())
+    assert "Advisory and code agree" in text and "verdict insufficient_evidence" in text
+    assert "nothing here is approved, published or evidence" in text
+
+
 def test_teams_lists_the_case_s_team(cli: Cli, demo_team: dict[str, Any]) -> None:
     def listed() -> list[dict[str, Any]]:
         teams = cli.call("research", "teams", "--case-id", demo_team["case_id"], "--json").ok()["teams"]
