@@ -402,9 +402,14 @@ async def test_a_team_waiting_at_its_deadline_ends_expired_and_starts_nothing_mo
         team_id = (await start(b, case.case_id)).team_id
         await until_team(b, team_id, lambda v: v.status is TeamStatus.AWAITING_ADJUDICATION)
         handle = client.get_workflow_handle(team_id, result_type=TeamView)
-        # Waiting on the result lets the test server skip time: the team waits on its timer only.
+        # The test server skips time while the team waits on its timer only; polling the team's
+        # description (not a long-polled result) lets the skipping go on until it closes.
         async with time_skipping_env.time_skipping_unlocked():
-            view = await asyncio.wait_for(handle.result(), timeout=60)
+            for _ in range(600):
+                if (await handle.describe()).close_time is not None:
+                    break
+                await asyncio.sleep(0.1)
+        view = await handle.result()
     assert view.status is TeamStatus.EXPIRED
     assert view.error is not None and view.error.type == "team_deadline_exceeded"
     assert view.deadline_at is not None and view.deadline_at - view.created_at == dt.timedelta(hours=24)
