@@ -322,6 +322,8 @@ def case_json(case: "ResearchCase", *, content: bool = False) -> dict[str, Any]:
             "size_bytes": len(record.content.encode("utf-8")),
             "added_by": record.added_by,
             "added_at": _time(record.added_at),
+            "deactivated_by": record.deactivated_by,
+            "deactivated_at": _time(record.deactivated_at) if record.deactivated_at else None,
         }
         if content:
             item["content"] = record.content
@@ -383,7 +385,9 @@ def render_case(console: "Console", data: dict[str, Any]) -> None:
                     item["evidence_id"],
                     item["kind"],
                     "yes" if item["factual"] else "no",
-                    "yes" if item["active"] else "no",
+                    "yes"
+                    if item["active"]
+                    else f"no (by {item['deactivated_by']} at {item['deactivated_at']})",
                     str(item["size_bytes"]),
                     item["sha256"][:12],
                     item["source_ref"],

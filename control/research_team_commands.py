@@ -137,19 +137,36 @@ def teams_command(
     case_id: Annotated[
         str | None, typer.Option("--case-id", metavar="RSC-…", help="Only this case's teams.")
     ] = None,
+    status: Annotated[
+        str | None, typer.Option("--status", help="Only teams with this status (e.g. blocked).")
+    ] = None,
     as_json: JsonFlag = False,
 ) -> None:
     """List research teams from Temporal's visibility store, newest first."""
+    from contracts.errors import NotFound
+    from contracts.research_teams import TeamStatus
     from control import team_views
-    from control.cli import _client, _run_async
+    from control.cli import _client, _open_store, _run_async
     from control.output import emit
     from control.research_teams import check_case_id, list_teams
 
+    wanted: TeamStatus | None = None
+    if status is not None:
+        try:
+            wanted = TeamStatus(status)
+        except ValueError:
+            choices = " | ".join(member.value for member in TeamStatus)
+            raise InvalidInput("invalid_status", f"--status {status!r} is not one of {choices}") from None
     if case_id is not None:
         check_case_id(case_id)
+        store = _open_store(create=False)
+        if store is None:
+            raise NotFound("unknown_case", f"no research case {case_id}")
+        with store:
+            store.get_case(case_id)  # an unknown case is not found, not an empty list
 
     async def go() -> list[dict[str, Any]]:
-        return await list_teams(await _client(), case_id)
+        return await list_teams(await _client(), case_id, wanted)
 
     teams = _run_async(go())
     emit(team_views.teams_json(teams), as_json, lambda console: team_views.render_teams(console, teams))

@@ -311,15 +311,20 @@ async def cancel_team(client: Client, team_id: str, request: TeamCancelRequest) 
     return view
 
 
-async def list_teams(client: Client, case_id: str | None = None) -> list[dict[str, Any]]:
+async def list_teams(
+    client: Client, case_id: str | None = None, status: TeamStatus | None = None
+) -> list[dict[str, Any]]:
     """Teams from Temporal's visibility store, newest first: id, case, status, start and close times.
 
-    ``case_id`` keeps one case's teams. Raises :class:`ServiceUnavailable`.
+    ``case_id`` keeps one case's teams, ``status`` the teams with that status. Raises
+    :class:`ServiceUnavailable`.
     """
     query = f'WorkflowType = "{TEAM_WORKFLOW}"'
     if case_id is not None:
         check_case_id(case_id)
         query += f' AND ResearchCaseId = "{case_id}"'
+    if status is not None:  # a member of the enum: no quoting can be smuggled in
+        query += f' AND TeamStatus = "{status.value}"'
     teams: list[dict[str, Any]] = []
     try:
         async for execution in client.list_workflows(query):

@@ -310,6 +310,12 @@ class ResearchTeamWorkflow:
                 self._update_stage(number, **{field: outcome})
                 index += 1
                 continue
+            if outcome.error_type == ErrorType.RESEARCH_INPUT_CHANGED:
+                # An evidence record or stored result no longer matches the digest the team recorded:
+                # its inputs changed, which ends it (a retry would read the same changed input).
+                self._error = RunError(type="team_inputs_changed", message=outcome.message)
+                self._record("inputs_changed", data={"stage": number, "message": outcome.message})
+                return TeamStatus.INVALIDATED
             self._block = outcome
             self._update_stage(number, state="blocked")
             self._set_status(TeamStatus.BLOCKED)

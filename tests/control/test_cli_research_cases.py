@@ -38,6 +38,8 @@ EVIDENCE_KEYS = {
     "size_bytes",
     "added_by",
     "added_at",
+    "deactivated_by",
+    "deactivated_at",
 }
 
 
@@ -421,6 +423,12 @@ def test_a_deactivated_record_stays_listed_inactive_and_leaves_the_digest(alice:
 
     assert [item["active"] for item in after["evidence"]] == [True, False]
     assert after["evidence"][1]["sha256"] == case["evidence"][1]["sha256"]
+    # Who deactivated it, and when, is shown; the active record has neither.
+    assert after["evidence"][1]["deactivated_by"] == "alice"
+    assert re.fullmatch(ISO_UTC, after["evidence"][1]["deactivated_at"])
+    assert (after["evidence"][0]["deactivated_by"], after["evidence"][0]["deactivated_at"]) == (None, None)
+    human = alice.call("research", "case-show", case["case_id"])
+    assert "no (by alice at" in " ".join(human.stdout.split())
     assert after["evidence_digest"] == evidence_digest(
         [(case["evidence"][0]["evidence_id"], case["evidence"][0]["sha256"])]
     )

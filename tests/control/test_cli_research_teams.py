@@ -378,6 +378,14 @@ def test_teams_lists_the_case_s_team(cli: Cli, demo_team: dict[str, Any]) -> Non
     assert row["case_id"] == demo_team["case_id"]
     assert re.fullmatch(ISO_UTC, row["started_at"]) and re.fullmatch(ISO_UTC, row["closed_at"])
     cli.call("research", "teams", "--case-id", "nope", "--json").error(2, "invalid_case_id")
+    cli.call("research", "teams", "--case-id", "RSC-000000000000", "--json").error(3, "unknown_case")
+    # --status keeps the teams with that status (the search attribute TeamStatus).
+    finished = cli.call("research", "teams", "--status", "awaiting_human_review", "--json").ok()["teams"]
+    assert demo_team["team_id"] in [team["team_id"] for team in finished]
+    assert all(team["status"] == "awaiting_human_review" for team in finished)
+    blocked = cli.call("research", "teams", "--status", "blocked", "--json").ok()["teams"]
+    assert demo_team["team_id"] not in [team["team_id"] for team in blocked]
+    cli.call("research", "teams", "--status", "sleeping", "--json").error(2, "invalid_status")
 
 
 # ------------------------------------------------------------------------------- adjudicate and cancel

@@ -12,6 +12,7 @@ import signal
 from pathlib import Path
 
 import pytest
+import sqlalchemy
 from temporalio.api.enums.v1 import EventType
 from temporalio.client import Client
 from temporalio.common import SearchAttributeKey
@@ -286,6 +287,39 @@ async def test_a_change_to_the_catalog_between_stages_invalidates_the_team(
     assert view.status is TeamStatus.INVALIDATED
     assert view.error is not None and "catalog changed" in view.error.message
     assert started_jobs(view) == [(1, "analysis"), (1, "review")]
+
+
+@within(60)
+async def test_a_stored_result_changed_behind_the_team_s_back_invalidates_it(
+    temporal_client: Client, task_queue: str, tmp_path: Path
+) -> None:
+    scripted = ScriptedResearch(verdicts={1: "disagree"}, severities={1: "high"})
+    async with (
+        bench(temporal_client, task_queue, tmp_path, providers={"scripted": scripted}, model=SCRIPTED) as b,
+        b.worker(),
+    ):
+        case = create_case(b)
+        team_id = (await start(b, case.case_id)).team_id
+        waiting = await until_team(b, team_id, lambda v: v.status is TeamStatus.AWAITING_ADJUDICATION)
+        analysis = waiting.stages[0].analysis
+        assert analysis is not None
+        # Someone edits the stored stage 1 analysis in the database (its recorded digest stays).
+        stored = b.store.get_job_output(analysis.job_id)
+        edited = json.loads(json.dumps(stored.output))
+        edited["findings"][0]["title"] = "edited after the fact"
+        with b.store.engine.begin() as connection:
+            connection.execute(
+                sqlalchemy.text("UPDATE research_job_outputs SET output = :output WHERE job_id = :job_id"),
+                {"output": json.dumps(edited), "job_id": analysis.job_id},
+            )
+        await adjudicate(b, team_id, 1, AdjudicationOutcome.ACCEPT_PRIMARY)
+        view = await ended(b, team_id)
+    # Stage 2 reads stage 1's result by reference, finds it changed and ends the team.
+    assert view.status is TeamStatus.INVALIDATED
+    assert view.error is not None and view.error.type == "team_inputs_changed"
+    assert analysis.job_id in view.error.message
+    assert "stage_blocked" not in kinds(view)
+    assert not any("edited after the fact" in r.context for r in scripted.requests)
 
 
 def dataclasses_replace(config: object, **changes: object) -> object:
