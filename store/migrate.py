@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import argparse
 import sys
+import threading
 from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Final
@@ -38,19 +39,26 @@ def alembic_config() -> Config:
     return config
 
 
+_MIGRATING: Final = threading.Lock()
+
+
 def upgrade_to_head(engine: Engine) -> None:
     """Bring the schema behind ``engine`` to the newest revision, holding the write lock.
 
     Two processes opening a fresh store at once are serialised by the lock: the second finds the
-    schema current and does nothing. Raises :class:`Refused` (``database_schema_mismatch``) when the
-    database carries a revision this version does not know (written by a newer version).
+    schema current and does nothing; two threads of one process by :data:`_MIGRATING`. Raises
+    :class:`Refused` (``database_schema_mismatch``) when the database carries a revision this
+    version does not know (written by a newer version).
     """
     from alembic import command
     from alembic.util.exc import CommandError
 
     config = alembic_config()
     try:
-        with writing(engine).begin() as connection:
+        # Alembic runs a migration through module-level proxies (``alembic.op``, the environment
+        # context): two threads migrating at once — two stores opened in one process — would share
+        # them. One migration at a time per process; the write lock orders processes.
+        with _MIGRATING, writing(engine).begin() as connection:
             config.attributes["connection"] = connection
             command.upgrade(config, "head")
     except CommandError as exc:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import subprocess
 import sys
+import threading
 from pathlib import Path
 
 import pytest
@@ -145,3 +146,25 @@ def test_concurrent_first_opens_create_the_schema_once(database_url: str) -> Non
         assert process.returncode == 0, stderr
     with open_store(database_url, create=False) as store, store.engine.connect() as connection:
         assert set(inspect(connection).get_table_names()) == TABLES
+
+
+def test_fresh_stores_opened_by_several_threads_at_once_all_migrate_to_head(tmp_path: Path) -> None:
+    # Alembic migrates through module-level proxies: unguarded, threads migrating at once corrupt
+    # each other's run (errors, even a crash of the interpreter).
+    errors: list[BaseException] = []
+
+    def open_fresh(number: int) -> None:
+        try:
+            with open_store(f"sqlite:///{tmp_path / f'store-{number}.db'}", create=True) as store:
+                with store.engine.connect() as connection:
+                    revision = MigrationContext.configure(connection).get_current_revision()
+                assert revision == SCHEMA_REVISION
+        except BaseException as error:  # collected for the assertion below
+            errors.append(error)
+
+    threads = [threading.Thread(target=open_fresh, args=(number,)) for number in range(6)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert errors == []
