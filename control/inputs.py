@@ -26,6 +26,9 @@ def describe_validation_error(error: ValidationError) -> str:
         message = item["msg"]
         if item["type"] == "extra_forbidden":
             message = "unknown key (not allowed)"
+        elif item["type"] == "value_error":
+            # A rule of ours (a validator's ValueError): its own words, without pydantic's prefix.
+            message = message.removeprefix("Value error, ")
         parts.append(f"{location}: {message}")
     return "; ".join(parts)
 

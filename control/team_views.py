@@ -156,7 +156,7 @@ def render_team(console: Console, view: TeamView, extra: dict[str, Any] | None =
             ["evidence", f"{len(capture.evidence)} active records, digest {capture.evidence_digest[:12]}"],
             ["models", ", ".join(capture.model.chain)],
         ]
-    console.print(table(f"research team {view.team_id}", ["", ""], rows))
+    console.print(table(f"research team {view.team_id}", ["field", "value"], rows))
     console.print(
         table(
             "stages",

@@ -216,9 +216,11 @@ def test_a_record_with_both_content_and_path_or_neither_is_refused(alice: Cli, t
         alice, tmp_path, {"subject": SUBJECT, "evidence": [both]}, "invalid_case_input", "exactly one"
     )
     neither = {"kind": "code", "source_ref": "s"}
-    refused_input(
+    message = refused_input(
         alice, tmp_path, {"subject": SUBJECT, "evidence": [neither]}, "invalid_case_input", "exactly one"
     )
+    # Our rule in our words: "evidence.0: give exactly one of ...", without pydantic's prefix.
+    assert "evidence.0: give exactly one of 'content' or 'path'" in message and "Value error" not in message
 
 
 def test_an_oversize_evidence_file_is_refused_naming_its_size_and_the_limit(
