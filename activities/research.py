@@ -19,7 +19,7 @@ from catalog.hashing import canonical_sha256
 from catalog.loader import load_catalog
 from contracts.errors import OperatorError, Refused
 from contracts.output import SpecialistOutput
-from contracts.research import JobOutputRecord, evidence_digest
+from contracts.research import JobOutputRecord
 from contracts.research_teams import (
     STAGES,
     EvidenceRef,
@@ -87,7 +87,7 @@ class ResearchActivities:
             source=f"model selection by {selection.selected_by} at {selection.selected_at.isoformat()}",
         )
         refs = [EvidenceRef(evidence_id=r.evidence_id, kind=r.kind, sha256=r.sha256) for r in active]
-        digest = evidence_digest([(ref.evidence_id, ref.sha256) for ref in refs])
+        digest = case.evidence_digest
         log.info("team_captured", case_id=case.case_id, evidence=len(refs), evidence_digest=digest)
         return TeamCapture(
             case_id=case.case_id,
@@ -113,8 +113,7 @@ class ResearchActivities:
             case = self._store.get().get_case(request.case_id)
         except OperatorError as error:
             raise refusal(error) from error
-        digest = evidence_digest([(r.evidence_id, r.sha256) for r in case.active_evidence])
-        return TeamInputsCheck(evidence_digest=digest, catalog_sha256=catalog.sha256)
+        return TeamInputsCheck(evidence_digest=case.evidence_digest, catalog_sha256=catalog.sha256)
 
     @activity.defn(name="store_job_output")
     def store_job_output(self, request: StoreJobOutputRequest) -> StoredJobOutput:

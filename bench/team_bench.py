@@ -59,20 +59,12 @@ def _proof(team_id: str, digest: str) -> Any:
 
 async def _run_team(client: Any, case_id: str, task_queue: str) -> tuple[str, float]:
     """Start one team and wait until its workflow closes; returns its id and wall time (s)."""
-    from contracts.research_teams import TeamInput, TeamStatus, TeamView
-    from control.research_teams import start_team, team_id_for_request, team_request_digest
+    from contracts.research_teams import TeamStatus, TeamView
+    from control.research_teams import start_team, team_start_input
 
     request_id = f"bench-{uuid.uuid4().hex}"
-    team_id = team_id_for_request(request_id)
-    digest = team_request_digest(case_id, request_id)
-    team = TeamInput(
-        team_id=team_id,
-        case_id=case_id,
-        request_id=request_id,
-        actor=ACTOR,
-        request_digest=digest,
-        proof=_proof(team_id, digest),
-    )
+    team = team_start_input(case_id, request_id, ACTOR, _proof)
+    team_id = team.team_id
     started = time.perf_counter()
     await start_team(client, team, task_queue=task_queue)
     view: TeamView = await client.get_workflow_handle(team_id, result_type=TeamView).result()

@@ -27,9 +27,19 @@ def run_id_for_request(request_id: str) -> str:
 
     Raises ``ValueError`` for an empty request id or one over 200 characters.
     """
+    return _id_for_request(RUN_PREFIX, request_id)
+
+
+def team_id_for_request(request_id: str) -> str:
+    """The research team id for a caller's request id: ``RTM-`` + first 16 hex digits of its sha256,
+    upper case. Raises ``ValueError`` for an empty request id or one over 200 characters."""
+    return _id_for_request(TEAM_PREFIX, request_id)
+
+
+def _id_for_request(prefix: str, request_id: str) -> str:
     if not request_id or len(request_id) > MAX_REQUEST_ID_CHARS:
         raise ValueError(f"request id must be 1..{MAX_REQUEST_ID_CHARS} characters")
-    return RUN_PREFIX + hashlib.sha256(request_id.encode("utf-8")).hexdigest()[:16].upper()
+    return prefix + hashlib.sha256(request_id.encode("utf-8")).hexdigest()[:16].upper()
 
 
 def new_run_id() -> str:

@@ -203,6 +203,11 @@ class ResearchCase(BaseModel):
         """The active records, in the order they were added."""
         return [record for record in self.evidence if record.active]
 
+    @property
+    def evidence_digest(self) -> str:
+        """The evidence digest of the active records (:func:`evidence_digest`)."""
+        return evidence_digest([(record.evidence_id, record.sha256) for record in self.active_evidence])
+
 
 def content_sha256(content: str) -> str:
     """The sha256 hex digest of evidence content in UTF-8."""

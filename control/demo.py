@@ -189,26 +189,24 @@ async def _run_jobs(
 async def _run_team(client: Any, settings: Any) -> TeamView:
     """Create the demo research case and run one research team over it to its end."""
     from contracts.research import CaseInput
-    from contracts.research_teams import TeamInput
     from control.actions import proof_for
     from control.research_cases import read_input
-    from control.research_teams import start_team, team_id_for_request, team_request_digest, wait_for_team
+    from control.research_teams import start_team, team_start_input, wait_for_team
     from store.database import open_store
 
     with open_store(settings.database_url) as store:
         case_input = read_input(DEMO_CASE, CaseInput, what="case input", code="invalid_case_input")
         case = store.create_case(case_input, DEMO_ACTOR)
     request_id = f"demo-team-{case.case_id}"
-    team_id = team_id_for_request(request_id)
-    digest = team_request_digest(case.case_id, request_id)
-    team = TeamInput(
-        team_id=team_id,
-        case_id=case.case_id,
-        request_id=request_id,
-        actor=DEMO_ACTOR,
-        request_digest=digest,
-        proof=proof_for(run_id=team_id, action="team_start", actor=DEMO_ACTOR, digest=digest),
+    team = team_start_input(
+        case.case_id,
+        request_id,
+        DEMO_ACTOR,
+        lambda team_id, digest: proof_for(
+            run_id=team_id, action="team_start", actor=DEMO_ACTOR, digest=digest
+        ),
     )
+    team_id = team.team_id
     print(
         f"research team {team_id} on case {case.case_id} "
         f"({len(case.active_evidence)} evidence records: "

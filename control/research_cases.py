@@ -308,8 +308,6 @@ def _time(value: Any) -> str:
 
 def case_json(case: "ResearchCase", *, content: bool = False) -> dict[str, Any]:
     """A case as ``--json`` prints it (module docstring); ``content`` adds each record's content."""
-    from contracts.research import evidence_digest
-
     evidence = []
     for record in case.evidence:
         item: dict[str, Any] = {
@@ -334,7 +332,7 @@ def case_json(case: "ResearchCase", *, content: bool = False) -> dict[str, Any]:
         "created_by": case.created_by,
         "created_at": _time(case.created_at),
         "evidence": evidence,
-        "evidence_digest": evidence_digest([(r.evidence_id, r.sha256) for r in case.active_evidence]),
+        "evidence_digest": case.evidence_digest,
     }
 
 
@@ -443,9 +441,9 @@ def _emit_case(case: "ResearchCase", as_json: bool, *, content: bool) -> None:
 
 
 def _actor_required(actor: str | None, action: str) -> str:
-    if actor is None or not actor.strip():
-        raise InvalidInput("actor_required", f"{action} needs --actor ID (a registered human)")
-    return actor
+    from control.cli import _actor_required as required
+
+    return required(actor, action)
 
 
 def _configuration_store() -> Any:

@@ -54,22 +54,21 @@ def team_start_command(
 ) -> None:
     """Start a research team over a case: six reviewed, analysis-only stages ending in human review
     (protected)."""
-    from contracts.research_teams import TeamInput, TeamStartInput
+    from contracts.research_teams import TeamStartInput
     from control.actions import proof_for
     from control.cli import _client, _run_async
     from control.inputs import parse_model, read_json_argument
     from control.research_teams import (
-        check_case_id,
         raise_if_start_refused,
         settled,
         start_team,
         team_exists,
-        team_id_for_request,
-        team_request_digest,
+        team_start_input,
         wait_for_team,
     )
     from control.settings import Settings
     from store.action_token import require_action_token
+    from store.research import check_case_id
 
     actor = _actor_required(actor, "starting a research team")
     check_case_id(case_id)
@@ -79,8 +78,14 @@ def team_start_command(
         what="team start input",
         code="invalid_team_start_input",
     )
-    team_id = team_id_for_request(start.request_id)
     require_action_token()  # like every protected action: no token, nothing is read or started
+    team = team_start_input(
+        case_id,
+        start.request_id,
+        actor,
+        lambda team_id, digest: proof_for(run_id=team_id, action="team_start", actor=actor, digest=digest),
+    )
+    team_id = team.team_id
 
     async def exists() -> bool:
         return await team_exists(await _client(), team_id)
@@ -90,15 +95,6 @@ def team_start_command(
     # operator at once and nothing is started for a case that cannot run.
     if not _run_async(exists()):
         _check_case_for_team(case_id, actor)
-    digest = team_request_digest(case_id, start.request_id)
-    team = TeamInput(
-        team_id=team_id,
-        case_id=case_id,
-        request_id=start.request_id,
-        actor=actor,
-        request_digest=digest,
-        proof=proof_for(run_id=team_id, action="team_start", actor=actor, digest=digest),
-    )
     task_queue = Settings.from_env().task_queue
 
     async def go() -> tuple[Any, bool]:
@@ -148,7 +144,8 @@ def teams_command(
     from control import team_views
     from control.cli import _client, _open_store, _run_async
     from control.output import emit
-    from control.research_teams import check_case_id, list_teams
+    from control.research_teams import list_teams
+    from store.research import check_case_id
 
     wanted: TeamStatus | None = None
     if status is not None:
@@ -368,9 +365,9 @@ def team_cancel_command(
 
 
 def _actor_required(actor: str | None, action: str) -> str:
-    if actor is None or not actor.strip():
-        raise InvalidInput("actor_required", f"{action} needs --actor ID (a registered human)")
-    return actor
+    from control.cli import _actor_required as required
+
+    return required(actor, action)
 
 
 def _parse_outcome(value: str) -> "AdjudicationOutcome":

@@ -6,16 +6,14 @@ Every function takes the client as an argument so tests can pass their own. Refu
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
 import datetime as dt
-import hashlib
 import re
 import uuid
 from collections.abc import Callable
 from typing import Any, Final
 
-from temporalio.client import Client, WorkflowHandle, WorkflowQueryFailedError, WorkflowUpdateFailedError
+from temporalio.client import Client, WorkflowQueryFailedError, WorkflowUpdateFailedError
 from temporalio.common import (
     SearchAttributeKey,
     SearchAttributePair,
@@ -28,8 +26,8 @@ from temporalio.service import RPCError, RPCStatusCode
 
 from catalog.hashing import canonical_sha256
 from contracts.errors import InvalidInput, NotFound, OperatorError, Refused, ServiceUnavailable
-from contracts.ids import MAX_REQUEST_ID_CHARS, TEAM_PREFIX
-from contracts.research import CASE_ID_PATTERN
+from contracts.ids import team_id_for_request
+from contracts.proofs import ActionProof
 from contracts.research_coordinator import CoordinatorView, coordinator_workflow_id
 from contracts.research_teams import (
     AdjudicateRequest,
@@ -40,6 +38,8 @@ from contracts.research_teams import (
     TeamView,
 )
 from contracts.runs import AuditEvent
+from control.temporal import describe_memo, poll_view, temporal_error
+from store.research import check_case_id
 
 TEAM_WORKFLOW: Final = "ResearchTeam"
 TEAM_ID_PATTERN: Final = re.compile(r"^RTM-[0-9A-Z]{16}$")
@@ -70,18 +70,28 @@ START_REFUSALS: Final = frozenset(
 """Error types a team ends ``failed`` with when its start was refused (by authorisation or capture)."""
 
 
-def team_id_for_request(request_id: str) -> str:
-    """The team id for a caller's request id: ``RTM-`` + the first 16 hex digits of its sha256, upper
-    case (DESIGN.md "Operator contract"). Raises :class:`InvalidInput` for an empty request id or one
-    over 200 characters."""
-    if not request_id or len(request_id) > MAX_REQUEST_ID_CHARS:
-        raise InvalidInput("invalid_request_id", f"request id must be 1..{MAX_REQUEST_ID_CHARS} characters")
-    return TEAM_PREFIX + hashlib.sha256(request_id.encode("utf-8")).hexdigest()[:16].upper()
-
-
 def team_request_digest(case_id: str, request_id: str) -> str:
     """sha256 of the canonical start request: what the operator asked for (case and request id)."""
     return canonical_sha256({"case_id": case_id, "request_id": request_id})
+
+
+def team_start_input(
+    case_id: str, request_id: str, actor: str, sign: Callable[[str, str], ActionProof | None]
+) -> TeamInput:
+    """The start of the team for ``request_id`` on ``case_id`` by ``actor``: its id (from the request
+    id), the request digest and the proof ``sign(team_id, digest)`` makes (``None``: unsigned; the
+    CLI signs with :func:`control.actions.proof_for`, action ``team_start``). Raises ``ValueError``
+    for a request id that is empty or over 200 characters."""
+    team_id = team_id_for_request(request_id)
+    digest = team_request_digest(case_id, request_id)
+    return TeamInput(
+        team_id=team_id,
+        case_id=case_id,
+        request_id=request_id,
+        actor=actor,
+        request_digest=digest,
+        proof=sign(team_id, digest),
+    )
 
 
 def check_team_id(team_id: str) -> None:
@@ -90,30 +100,9 @@ def check_team_id(team_id: str) -> None:
         raise InvalidInput("invalid_team_id", f"{team_id!r} is not a team id (RTM- followed by 16 of 0-9A-Z)")
 
 
-def check_case_id(case_id: str) -> None:
-    """Raises :class:`InvalidInput` (``invalid_case_id``) unless ``case_id`` is ``RSC-`` + 12."""
-    if not CASE_ID_PATTERN.fullmatch(case_id):
-        raise InvalidInput("invalid_case_id", f"{case_id!r} is not a case id (RSC- followed by 12 of 0-9A-Z)")
-
-
-def _temporal_error(error: RPCError) -> ServiceUnavailable:
-    return ServiceUnavailable("temporal_error", f"Temporal answered {error.status.name}: {error.message}")
-
-
-async def _memo(handle: WorkflowHandle[Any, Any]) -> dict[str, Any] | None:
-    """The team's memo, or ``None`` when no such workflow exists."""
-    try:
-        description = await handle.describe()
-    except RPCError as error:
-        if error.status == RPCStatusCode.NOT_FOUND:
-            return None
-        raise _temporal_error(error) from None
-    return dict(await description.memo())
-
-
 async def team_exists(client: Client, team_id: str) -> bool:
     """Whether a team workflow with ``team_id`` was ever started. Raises :class:`ServiceUnavailable`."""
-    return await _memo(client.get_workflow_handle(team_id)) is not None
+    return await describe_memo(client.get_workflow_handle(team_id)) is not None
 
 
 def raise_if_start_refused(view: TeamView) -> None:
@@ -143,7 +132,7 @@ async def start_team(client: Client, team: TeamInput, *, task_queue: str) -> tup
     when the request id was used for another case.
     """
     handle = client.get_workflow_handle(team.team_id)
-    memo = await _memo(handle)
+    memo = await describe_memo(handle)
     deduplicated = memo is not None
     if memo is None:
         # Which delivery started the workflow: with racing deliveries every start call succeeds
@@ -168,9 +157,9 @@ async def start_team(client: Client, team: TeamInput, *, task_queue: str) -> tup
             )
         except RPCError as error:
             if error.status != RPCStatusCode.ALREADY_EXISTS:
-                raise _temporal_error(error) from None
+                raise temporal_error(error) from None
             deduplicated = True
-        memo = await _memo(handle)
+        memo = await describe_memo(handle)
         deduplicated = deduplicated or memo is None or memo.get("delivery") != delivery
     if memo is not None and memo.get("request_digest") != team.request_digest:
         raise Refused(
@@ -192,7 +181,7 @@ async def get_team(client: Client, team_id: str) -> TeamView:
     except RPCError as error:
         if error.status == RPCStatusCode.NOT_FOUND:
             raise NotFound("unknown_team", f"no team {team_id}") from None
-        raise _temporal_error(error) from None
+        raise temporal_error(error) from None
     if description.close_time is not None:
         # Terminated or failed without a result: the workers are asked instead.
         with contextlib.suppress(Exception):
@@ -208,7 +197,7 @@ async def get_team(client: Client, team_id: str) -> TeamView:
                 f"no worker answered for team {team_id}: start one with `specialists worker` "
                 "(or `specialists dev`)",
             ) from None
-        raise _temporal_error(error) from None
+        raise temporal_error(error) from None
     except WorkflowQueryFailedError as error:
         raise ServiceUnavailable("query_failed", f"team {team_id} could not answer: {error}") from None
 
@@ -222,17 +211,13 @@ async def wait_for_team(
     on_change: Callable[[TeamView], None] | None = None,
 ) -> TeamView:
     """Poll the team's view until ``done(view)`` or ``timeout`` seconds (``None`` = no limit)."""
-    loop = asyncio.get_running_loop()
-    deadline = None if timeout is None else loop.time() + timeout
-    last: TeamStatus | None = None
-    while True:
-        view = await get_team(client, team_id)
-        if on_change is not None and view.status is not last:
-            on_change(view)
-        last = view.status
-        if done(view) or (deadline is not None and loop.time() >= deadline):
-            return view
-        await asyncio.sleep(0.1)
+    return await poll_view(
+        lambda: get_team(client, team_id),
+        done,
+        status=lambda v: v.status,
+        timeout=timeout,
+        on_change=on_change,
+    )
 
 
 def settled(view: TeamView) -> bool:
@@ -244,7 +229,7 @@ async def adjudicate_team(client: Client, team_id: str, request: AdjudicateReque
     """Update ``adjudicate``. Raises :class:`Refused` with the workflow's code, :class:`NotFound`."""
     check_team_id(team_id)
     handle = client.get_workflow_handle(team_id)
-    if await _memo(handle) is None:
+    if await describe_memo(handle) is None:
         raise NotFound("unknown_team", f"no team {team_id}")
     try:
         result: TeamActionResult = await handle.execute_update(
@@ -258,7 +243,7 @@ async def adjudicate_team(client: Client, team_id: str, request: AdjudicateReque
     except RPCError as error:
         if error.status == RPCStatusCode.NOT_FOUND:
             raise Refused("team_finished", f"team {team_id} has ended") from None
-        raise _temporal_error(error) from None
+        raise temporal_error(error) from None
     if not result.accepted:
         error_class: type[OperatorError] = NotFound if result.code in _NOT_FOUND_CODES else Refused
         raise error_class(result.code or "refused", result.message or "refused")
@@ -273,7 +258,7 @@ async def cancel_team(client: Client, team_id: str, request: TeamCancelRequest) 
     """
     check_team_id(team_id)
     handle = client.get_workflow_handle(team_id)
-    if await _memo(handle) is None:
+    if await describe_memo(handle) is None:
         raise NotFound("unknown_team", f"no team {team_id}")
     before = await get_team(client, team_id)
     if before.status.final:
@@ -284,7 +269,7 @@ async def cancel_team(client: Client, team_id: str, request: TeamCancelRequest) 
     except RPCError as error:
         if error.status == RPCStatusCode.NOT_FOUND:
             raise Refused("already_finished", f"team {team_id} has ended") from None
-        raise _temporal_error(error) from None
+        raise temporal_error(error) from None
 
     nonce = request.proof.nonce if request.proof else None
 
@@ -321,7 +306,7 @@ async def list_teams(
     """
     query = f'WorkflowType = "{TEAM_WORKFLOW}"'
     if case_id is not None:
-        check_case_id(case_id)
+        check_case_id(case_id)  # also keeps the query free of anything but an id
         query += f' AND ResearchCaseId = "{case_id}"'
     if status is not None:  # a member of the enum: no quoting can be smuggled in
         query += f' AND TeamStatus = "{status.value}"'
@@ -339,7 +324,7 @@ async def list_teams(
                 }
             )
     except RPCError as error:
-        raise _temporal_error(error) from None
+        raise temporal_error(error) from None
     return teams
 
 
@@ -373,7 +358,7 @@ async def get_coordinator(client: Client, task_queue: str) -> CoordinatorView | 
                 "no_worker",
                 "no worker answered for the research coordinator: start one with `specialists worker`",
             ) from None
-        raise _temporal_error(error) from None
+        raise temporal_error(error) from None
     except WorkflowQueryFailedError as error:
         raise ServiceUnavailable(
             "query_failed", f"the research coordinator could not answer: {error}"

@@ -15,7 +15,6 @@ from typing import Any
 from temporalio.api.enums.v1 import EventType
 from temporalio.client import (
     Client,
-    WorkflowHandle,
     WorkflowQueryFailedError,
     WorkflowUpdateFailedError,
 )
@@ -46,6 +45,7 @@ from contracts.runs import (
     RunStatus,
     RunView,
 )
+from control.temporal import describe_memo, poll_view
 
 RUN_WORKFLOW = "SpecialistRun"
 QUERY_TIMEOUT = dt.timedelta(seconds=10)
@@ -78,10 +78,6 @@ def raise_if_creation_refused(view: RunView) -> None:
             raise error_class(code, f"run {view.run_id} was refused at creation: {view.error.message}")
 
 
-def _temporal_error(error: RPCError) -> ServiceUnavailable:
-    return ServiceUnavailable("temporal_error", f"Temporal answered {error.status.name}: {error.message}")
-
-
 def request_digest(run_input: RunInput) -> str:
     """sha256 of the canonical create request (what the operator asked for, not ids or digests)."""
     payload = run_input.model_dump(mode="json", exclude={"run_id", "request_digest", "created_by", "proof"})
@@ -94,19 +90,6 @@ def check_run_id(run_id: str) -> None:
         raise InvalidInput("invalid_run_id", f"{run_id!r} is not a run id (SOR- followed by 16 of 0-9A-Z)")
 
 
-async def _describe_memo(handle: WorkflowHandle[Any, Any]) -> dict[str, Any] | None:
-    """The run's memo, or ``None`` when no such workflow exists."""
-    try:
-        description = await handle.describe()
-    except RPCError as error:
-        if error.status == RPCStatusCode.NOT_FOUND:
-            return None
-        raise ServiceUnavailable(
-            "temporal_error", f"Temporal answered {error.status.name}: {error}"
-        ) from None
-    return dict(await description.memo())
-
-
 async def create_run(client: Client, run_input: RunInput, *, task_queue: str) -> tuple[RunView, bool]:
     """Start the run, or return the existing one for the same request id.
 
@@ -114,7 +97,7 @@ async def create_run(client: Client, run_input: RunInput, *, task_queue: str) ->
     id was used for a different payload.
     """
     handle = client.get_workflow_handle(run_input.run_id)
-    memo = await _describe_memo(handle) if run_input.request_id else None
+    memo = await describe_memo(handle) if run_input.request_id else None
     if memo is not None:
         if memo.get("request_digest") != run_input.request_digest:
             raise Refused(
@@ -171,21 +154,18 @@ async def wait_for_view(
     on_change: Callable[[RunView], None] | None = None,
 ) -> RunView:
     """Poll the run's view until ``done(view)`` or ``timeout`` seconds (``None`` = no limit)."""
-    loop = asyncio.get_running_loop()
-    deadline = None if timeout is None else loop.time() + timeout
-    last_status: RunStatus | None = None
-    while True:
-        view = await get_view(client, run_id)
-        if on_change is not None and view.status is not last_status:
-            on_change(view)
-        last_status = view.status
-        if done(view) or (deadline is not None and loop.time() >= deadline):
-            if view.status.terminal:
-                # The run reports its final status before its last projection write; the workflow
-                # result means that write is done, so a `list` right after agrees with `show`.
-                await _closed(client, run_id)
-            return view
-        await asyncio.sleep(0.1)
+    view = await poll_view(
+        lambda: get_view(client, run_id),
+        done,
+        status=lambda v: v.status,
+        timeout=timeout,
+        on_change=on_change,
+    )
+    if view.status.terminal:
+        # The run reports its final status before its last projection write; the workflow result
+        # means that write is done, so a `list` right after agrees with `show`.
+        await _closed(client, run_id)
+    return view
 
 
 async def _closed(client: Client, run_id: str, timeout: float = 10.0) -> None:
@@ -203,7 +183,7 @@ def settled(view: RunView) -> bool:
 async def _update(client: Client, run_id: str, name: str, request: Any) -> ActionResult:
     check_run_id(run_id)
     handle = client.get_workflow_handle(run_id)
-    if await _describe_memo(handle) is None:
+    if await describe_memo(handle) is None:
         raise NotFound("unknown_run", f"no run {run_id}")
     try:
         result: ActionResult = await handle.execute_update(name, request, result_type=ActionResult)

@@ -73,12 +73,12 @@ with workflow.unsafe.imports_passed_through():
         adjudication_digest,
         job_visibility,
     )
-    from contracts.runs import AuditEvent, AuthorizeRequest, AuthorizeResult, RunError
+    from contracts.runs import AuditEvent, AuthorizeRequest, RunError
+    from workflows.authorization import check_action
     from workflows.model_job import ModelJobWorkflow
 
 CAPTURE_TEAM_ACTIVITY = "capture_team"
 CHECK_TEAM_INPUTS_ACTIVITY = "check_team_inputs"
-AUTHORIZE_ACTION_ACTIVITY = "authorize_action"
 REQUEST_ADMISSION_ACTIVITY = "request_team_admission"
 REQUEST_ADVANCE_ACTIVITY = "request_stage_advance"
 
@@ -639,31 +639,14 @@ class ResearchTeamWorkflow:
     async def _authorize(
         self, action: str, actor: str | None, *, proof: ActionProof | None = None, digest: str = ""
     ) -> TeamActionResult | None:
-        """Run the authorisation activity; ``None`` when allowed, else the recorded refusal. A proof's
-        nonce is accepted once."""
-        if proof is not None:
-            if proof.nonce in self._used_nonces:
-                return self._refuse(
-                    action, actor, "proof_replayed", "this proof was already used", proof.nonce
-                )
-            self._used_nonces.add(proof.nonce)
+        """Run the authorisation step (``workflows.authorization.check_action``); ``None`` when
+        allowed, else the recorded refusal, naming the request (its proof's nonce) it answers."""
+        request = AuthorizeRequest(
+            run_id=self._input.team_id, action=action, actor=actor, digest=digest, proof=proof
+        )
         self._actions_in_flight += 1
         try:
-            result = await workflow.execute_activity(
-                AUTHORIZE_ACTION_ACTIVITY,
-                AuthorizeRequest(
-                    run_id=self._input.team_id, action=action, actor=actor, digest=digest, proof=proof
-                ),
-                result_type=AuthorizeResult,
-                start_to_close_timeout=_SHORT_ACTIVITY,
-                retry_policy=_BOOKKEEPING_RETRY,
-            )
-        except ActivityError as error:
-            cause = error.cause
-            detail = cause.message if isinstance(cause, ApplicationError) else str(cause or error)
-            return self._refuse(
-                action, actor, "authorization_unavailable", f"the authorisation check failed: {detail}"
-            )
+            result = await check_action(request, self._used_nonces)
         finally:
             self._actions_in_flight -= 1
         if result.allowed:

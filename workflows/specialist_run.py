@@ -55,7 +55,6 @@ with workflow.unsafe.imports_passed_through():
         ApproveRequest,
         AuditEvent,
         AuthorizeRequest,
-        AuthorizeResult,
         CancelRequest,
         CapturedContract,
         ContextPackRecord,
@@ -71,11 +70,11 @@ with workflow.unsafe.imports_passed_through():
         RunSummary,
         RunView,
     )
+    from workflows.authorization import check_action
     from workflows.model_job import ModelJobWorkflow
 
 CAPTURE_CONTRACT_ACTIVITY = "capture_contract"
 PROJECT_RUN_ACTIVITY = "project_run"
-AUTHORIZE_ACTION_ACTIVITY = "authorize_action"
 EXECUTE_WORKTREE_ACTIVITY = "execute_worktree_attempt"
 
 STATUS_KEY = SearchAttributeKey.for_keyword("SpecialistStatus")
@@ -787,33 +786,15 @@ class SpecialistRunWorkflow:
     async def _authorize(
         self, action: str, actor: str | None, *, proof: ActionProof | None = None, digest: str = ""
     ) -> ActionResult | None:
-        """Run the authorisation activity; ``None`` when allowed, else the recorded refusal.
-
-        A proof's nonce is spent on first use, so a captured proof cannot be sent again.
-        """
-        if proof is not None:
-            if proof.nonce in self._used_nonces:
-                return self._refuse(action, actor, "proof_replayed", "this proof was already used")
-            self._used_nonces.add(proof.nonce)
+        """Run the authorisation step (``workflows.authorization.check_action``); ``None`` when
+        allowed, else the recorded refusal. A proof's nonce is spent on first use, so a captured
+        proof cannot be sent again."""
+        request = AuthorizeRequest(
+            run_id=self._input.run_id, action=action, actor=actor, digest=digest, proof=proof
+        )
         self._actions_in_flight += 1
         try:
-            result = await workflow.execute_activity(
-                AUTHORIZE_ACTION_ACTIVITY,
-                AuthorizeRequest(
-                    run_id=self._input.run_id, action=action, actor=actor, digest=digest, proof=proof
-                ),
-                result_type=AuthorizeResult,
-                start_to_close_timeout=_SHORT_ACTIVITY,
-                retry_policy=_BOOKKEEPING_RETRY,
-            )
-        except ActivityError as error:
-            # The check itself failed (e.g. the store stayed unreachable through every retry): the
-            # action is refused and audited. Raised from a signal handler it would fail the run.
-            cause = error.cause
-            detail = cause.message if isinstance(cause, ApplicationError) else str(cause or error)
-            return self._refuse(
-                action, actor, "authorization_unavailable", f"the authorisation check failed: {detail}"
-            )
+            result = await check_action(request, self._used_nonces)
         finally:
             self._actions_in_flight -= 1
         if result.allowed:

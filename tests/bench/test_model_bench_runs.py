@@ -3,14 +3,11 @@ the model server never sees more calls at once than the model's ceiling."""
 
 from __future__ import annotations
 
-import json
 import os
-import subprocess
-import sys
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[2]
-BENCH = ROOT / "bench" / "model_bench.py"
+from tests.bench import bench_report
+
 CEILING = 5
 
 SIDE_KEYS = {
@@ -29,30 +26,18 @@ SIDE_KEYS = {
 
 
 def test_model_bench_prints_its_measurements_as_json(tmp_path: Path) -> None:
-    completed = subprocess.run(
-        [
-            sys.executable,
-            str(BENCH),
-            "--jobs",
-            "6",
-            "--warmup",
-            "1",
-            "--burst",
-            "8",
-            "--ceiling",
-            str(CEILING),
-        ],
+    report = bench_report(
+        "model_bench.py",
+        "--jobs",
+        "6",
+        "--warmup",
+        "1",
+        "--burst",
+        "8",
+        "--ceiling",
+        str(CEILING),
         cwd=tmp_path,
-        env={name: value for name, value in os.environ.items() if not name.startswith("SPECIALISTS_")},
-        stdin=subprocess.DEVNULL,
-        capture_output=True,
-        text=True,
-        timeout=120,
-        check=False,
     )
-
-    assert completed.returncode == 0, completed.stderr[-4000:]
-    report = json.loads(completed.stdout)
     assert set(report) == {
         "jobs",
         "concurrency",

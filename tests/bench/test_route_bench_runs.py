@@ -2,30 +2,15 @@
 
 from __future__ import annotations
 
-import json
-import os
-import subprocess
-import sys
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[2]
-BENCH = ROOT / "bench" / "route_bench.py"
+from tests.bench import BENCH_DIR, bench_report
 
 
 def test_route_bench_prints_its_measurements_as_json(tmp_path: Path) -> None:
-    completed = subprocess.run(
-        [sys.executable, str(BENCH), "--rounds", "1", "--seconds", "0.05", "--cold-runs", "1"],
-        cwd=tmp_path,
-        env={name: value for name, value in os.environ.items() if not name.startswith("SPECIALISTS_")},
-        stdin=subprocess.DEVNULL,
-        capture_output=True,
-        text=True,
-        timeout=120,
-        check=False,
+    report = bench_report(
+        "route_bench.py", "--rounds", "1", "--seconds", "0.05", "--cold-runs", "1", cwd=tmp_path
     )
-
-    assert completed.returncode == 0, completed.stderr
-    report = json.loads(completed.stdout)
     assert set(report) == {
         "items",
         "routes_per_second_median",
@@ -39,7 +24,7 @@ def test_route_bench_prints_its_measurements_as_json(tmp_path: Path) -> None:
         "python_typer_plus_one_pydantic_model_ms_median",
         "targets",
     }
-    assert report["items"] == len(list((ROOT / "examples" / "work-items").glob("*.json")))
+    assert report["items"] == len(list((BENCH_DIR.parent / "examples" / "work-items").glob("*.json")))
     for key in ("routes_per_second_median", "normalise_only_per_second_median"):
         assert report[key] > 0
     for key in ("cli_route_cold_start_ms_median", "python_bare_start_ms_median"):

@@ -2,14 +2,9 @@
 
 from __future__ import annotations
 
-import json
-import os
-import subprocess
-import sys
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[2]
-BENCH = ROOT / "bench" / "run_bench.py"
+from tests.bench import bench_report
 
 SIDE_KEYS = {
     "runs",
@@ -22,19 +17,7 @@ SIDE_KEYS = {
 
 
 def test_run_bench_prints_its_measurements_as_json(tmp_path: Path) -> None:
-    completed = subprocess.run(
-        [sys.executable, str(BENCH), "--quick"],
-        cwd=tmp_path,
-        env={name: value for name, value in os.environ.items() if not name.startswith("SPECIALISTS_")},
-        stdin=subprocess.DEVNULL,
-        capture_output=True,
-        text=True,
-        timeout=120,
-        check=False,
-    )
-
-    assert completed.returncode == 0, completed.stderr[-4000:]
-    report = json.loads(completed.stdout)
+    report = bench_report("run_bench.py", "--quick", cwd=tmp_path)
     assert set(report) == {
         "config",
         "baseline",

@@ -2,30 +2,13 @@
 
 from __future__ import annotations
 
-import json
-import os
-import subprocess
-import sys
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[2]
-BENCH = ROOT / "bench" / "team_bench.py"
+from tests.bench import bench_report
 
 
 def test_team_bench_prints_its_measurements_as_json(tmp_path: Path) -> None:
-    completed = subprocess.run(
-        [sys.executable, str(BENCH), "--quick"],
-        cwd=tmp_path,
-        env={name: value for name, value in os.environ.items() if not name.startswith("SPECIALISTS_")},
-        stdin=subprocess.DEVNULL,
-        capture_output=True,
-        text=True,
-        timeout=180,
-        check=False,
-    )
-
-    assert completed.returncode == 0, completed.stderr[-4000:]
-    report = json.loads(completed.stdout)
+    report = bench_report("team_bench.py", "--quick", cwd=tmp_path, timeout=180)
     assert set(report) == {
         "config",
         "baseline",

@@ -25,6 +25,7 @@ from typing import Any
 
 import pytest
 
+from contracts.ids import team_id_for_request
 from contracts.research_teams import (
     STAGES,
     Adjudication,
@@ -35,7 +36,6 @@ from contracts.research_teams import (
     TeamView,
 )
 from contracts.runs import AuditEvent
-from control.research_teams import team_id_for_request
 from infra.devserver import DevServer
 from tests.control.cli_harness import ISO_UTC, ROOT, SHA256_HEX, Cli, running_worker, wait_until
 

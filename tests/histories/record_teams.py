@@ -38,7 +38,6 @@ from contracts.research_teams import (
     AdjudicateRequest,
     AdjudicationOutcome,
     TeamCancelRequest,
-    TeamInput,
     TeamStatus,
     TeamView,
     adjudication_digest,
@@ -47,8 +46,7 @@ from control.research_teams import (
     adjudicate_team,
     cancel_team,
     start_team,
-    team_id_for_request,
-    team_request_digest,
+    team_start_input,
     wait_for_team,
 )
 from infra.devserver import DevServer, free_port
@@ -77,16 +75,10 @@ def _proof(team_id: str, action: str, digest: str = "") -> object:
 
 async def _start(client: Client, case_id: str) -> str:
     request_id = f"record-{uuid.uuid4().hex}"
-    team_id = team_id_for_request(request_id)
-    digest = team_request_digest(case_id, request_id)
-    team = TeamInput(
-        team_id=team_id,
-        case_id=case_id,
-        request_id=request_id,
-        actor="alice",
-        request_digest=digest,
-        proof=_proof(team_id, "team_start", digest),  # type: ignore[arg-type]
+    team = team_start_input(
+        case_id, request_id, "alice", lambda team_id, digest: _proof(team_id, "team_start", digest)
     )
+    team_id = team.team_id
     await start_team(client, team, task_queue=QUEUE)
     return team_id
 

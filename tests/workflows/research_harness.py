@@ -36,8 +36,7 @@ from control.research_teams import (
     cancel_team,
     get_team,
     start_team,
-    team_id_for_request,
-    team_request_digest,
+    team_start_input,
     wait_for_team,
 )
 from tests.workflows.harness import ACTOR, ROOT, Bench, proof
@@ -68,15 +67,11 @@ def create_case(b: Bench, case: CaseInput | None = None) -> ResearchCase:
 
 def team_input(case_id: str, request_id: str, *, actor: str = ACTOR, signed: bool = True) -> TeamInput:
     """A start request as the CLI makes it (with a proof bound to the case and request id)."""
-    team_id = team_id_for_request(request_id)
-    digest = team_request_digest(case_id, request_id)
-    return TeamInput(
-        team_id=team_id,
-        case_id=case_id,
-        request_id=request_id,
-        actor=actor,
-        request_digest=digest,
-        proof=proof(team_id, "team_start", actor=actor, digest=digest) if signed else None,
+    return team_start_input(
+        case_id,
+        request_id,
+        actor,
+        lambda team_id, digest: proof(team_id, "team_start", actor=actor, digest=digest) if signed else None,
     )
 
 
