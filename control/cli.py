@@ -584,15 +584,10 @@ def _run_async(coro: Any) -> Any:
     return asyncio.run(coro)
 
 
-_temporal_used = False
-
-
 async def _client() -> Any:
     from control.settings import Settings
     from control.temporal import connect
 
-    global _temporal_used
-    _temporal_used = True
     return await connect(Settings.from_env())
 
 
@@ -1088,8 +1083,12 @@ def entry() -> None:
     finalises, which now and then aborts the process (SIGABRT/SIGSEGV) after its work is done. There
     is nothing left to clean up at that point (the store's connections close with the process).
     """
+    from control import temporal
+
     code = main()
-    if _temporal_used:
+    # Asked of control.temporal, not a flag here: run as ``python -m control.cli`` this module is
+    # ``__main__``, and commands importing ``control.cli`` would set a flag on a second copy of it.
+    if temporal.connected():
         sys.stdout.flush()
         sys.stderr.flush()
         os._exit(code)

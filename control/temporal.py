@@ -19,11 +19,21 @@ CONNECT_TIMEOUT_SECONDS = 5.0
 V = TypeVar("V")
 
 
+_connected = False
+
+
+def connected() -> bool:
+    """Whether this process has connected to Temporal (its native runtime threads are running)."""
+    return _connected
+
+
 async def connect(settings: Settings) -> Client:
     """A client for ``settings.temporal_address``/``namespace`` using the pydantic data converter.
 
     Raises :class:`ServiceUnavailable` (``temporal_unreachable``) when the server does not answer.
     """
+    global _connected
+    _connected = True  # set before the attempt: a failed connect may have started the runtime too
     try:
         return await asyncio.wait_for(
             Client.connect(
