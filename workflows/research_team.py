@@ -98,6 +98,9 @@ _BOOKKEEPING_RETRY = RetryPolicy(maximum_attempts=3, initial_interval=timedelta(
 # The pre-stage check reads the store: a team runs for hours, so an outage is waited out (the
 # deadline bounds it) rather than failing the team; a missing case is non-retryable.
 _CHECK_RETRY = RetryPolicy(initial_interval=timedelta(seconds=1), maximum_interval=timedelta(minutes=1))
+# Asking the coordinator is cheap and a waiting team should not sit out long backoffs: retried
+# every few seconds at most (the team asks again every ASK_AGAIN_AFTER anyway).
+_ASK_RETRY = RetryPolicy(initial_interval=timedelta(seconds=1), maximum_interval=timedelta(seconds=5))
 
 
 @workflow.defn(name="ResearchTeam")
@@ -274,7 +277,7 @@ class ResearchTeamWorkflow:
         # A cancel does not wait for a check that keeps retrying (the store may be down for long).
         await workflow.wait_condition(lambda: checking.done() or self._cancel is not None)
         if not checking.done():
-            checking.cancel()
+            _abandon(checking)
             return None
         try:
             check = checking.result()
@@ -733,7 +736,7 @@ class ResearchTeamWorkflow:
                     REQUEST_ADVANCE_ACTIVITY,
                     AdvanceCall(team_id=self._input.team_id, stage=number),
                     start_to_close_timeout=_SHORT_ACTIVITY,
-                    retry_policy=_CHECK_RETRY,
+                    retry_policy=_ASK_RETRY,
                 )
             )
             try:
@@ -745,9 +748,9 @@ class ResearchTeamWorkflow:
                 # Asked again (the request is idempotent): a coordinator that was lost or reset
                 # learns of this team again instead of leaving it waiting until its deadline.
                 if not requesting.done():
-                    requesting.cancel()
+                    _abandon(requesting)
         if not requesting.done():
-            requesting.cancel()
+            _abandon(requesting)
         if number not in self._grants:
             return False
         self._record("advance_granted", data={"stage": number, "cycle": self._grants[number].cycle})
@@ -777,6 +780,13 @@ def _task(capture: TeamCapture, focus: str, number: int, kind: JobKind) -> str:
             f"{number} against the original evidence."
         )
     return f"Research case {capture.case_id} ({subject}). Stage {number}: {focus}"
+
+
+def _abandon(task: asyncio.Future[Any]) -> None:
+    """Cancel a task whose result is no longer wanted, and take its outcome when it ends, so its
+    cancellation is not reported as an exception nobody retrieved."""
+    task.cancel()
+    task.add_done_callback(lambda done: done.cancelled() or done.exception())
 
 
 def _value(member: Any) -> str | None:
