@@ -20,10 +20,10 @@ import uuid
 from temporalio import activity
 
 from activities.config import ActivityConfig
-from activities.logs import run_logger
 from activities.store_access import SharedStore
 from contracts.proofs import verify_action
 from contracts.runs import AuthorizeRequest, AuthorizeResult
+from runtime.logs import run_logger
 
 
 class AuthorizationActivities:

@@ -20,7 +20,6 @@ from temporalio import activity
 from temporalio.client import Client
 from temporalio.exceptions import ApplicationError
 
-from activities.logs import run_logger
 from activities.store_access import SharedStore
 from contracts.ceilings import (
     CALL_TIMEOUT_MARGIN_SECONDS,
@@ -35,8 +34,10 @@ from contracts.ceilings import (
 )
 from contracts.errors import NotFound
 from contracts.models import ModelRecord, is_replay_model
+from contracts.temporal_names import WorkflowType
+from runtime.logs import run_logger
 
-CEILING_WORKFLOW = "ModelCeiling"
+CEILING_WORKFLOW = WorkflowType.MODEL_CEILING
 RELEASE_TIMEOUT_SECONDS = 10.0
 TRY_ACQUIRE_WAIT_SECONDS = 3.0
 """How long a lease request waits for the ceiling's answer before it falls back on the signal (the

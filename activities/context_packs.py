@@ -24,13 +24,10 @@ from activities.context import (
     build_instructions,
     build_pack,
     contract_profile,
-    render_pack,
 )
 from activities.errors import refusal
-from activities.logs import run_logger
 from activities.research_packs import ResearchInputChanged, build_research_pack
 from activities.store_access import SharedStore
-from catalog.hashing import canonical_sha256
 from catalog.schema import Profile
 from contracts.context_packs import (
     MAX_TRACKED_PATHS,
@@ -40,9 +37,12 @@ from contracts.context_packs import (
     RepositoryContext,
 )
 from contracts.errors import ErrorType, NotFound, OperatorError, ServiceUnavailable
+from contracts.hashing import canonical_sha256
 from contracts.model_jobs import ContextPackRequest
 from contracts.output import MAX_REQUEST_BYTES
+from contracts.pack_text import render_pack
 from contracts.worktree import ExecutionFailure
+from runtime.logs import run_logger
 from store import git
 
 FILE_REF = "file:"

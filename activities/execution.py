@@ -36,7 +36,6 @@ from temporalio.exceptions import ApplicationError
 from activities.command_executor import CommandFailed, run_agent_command, run_verification_command
 from activities.config import ActivityConfig
 from activities.errors import refusal
-from activities.logs import run_logger
 from activities.store_access import SharedStore
 from activities.worktree import (
     apply_patch,
@@ -63,6 +62,7 @@ from contracts.worktree import (
     WorktreeAttempt,
     WorktreeExecutionFailed,
 )
+from runtime.logs import run_logger
 
 
 def _worker_identity() -> str:

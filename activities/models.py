@@ -33,9 +33,7 @@ from activities.context import (
     build_instructions,
     check_request_size,
     contract_profile,
-    render_pack,
 )
-from activities.logs import run_logger
 from activities.providers.base import (
     Completion,
     CompletionRequest,
@@ -63,7 +61,9 @@ from contracts.output import (
     SpecialistOutput,
     check_output_for_job,
 )
+from contracts.pack_text import render_pack
 from contracts.research_teams import MAX_RESEARCH_OUTPUT_BYTES
+from runtime.logs import run_logger
 
 HEARTBEAT_EVERY_SECONDS = 5.0
 """How often a call in progress heartbeats (the workflow's heartbeat timeout is 30 s)."""

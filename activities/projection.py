@@ -10,10 +10,10 @@ from temporalio import activity
 
 from activities.config import ActivityConfig
 from activities.errors import refusal
-from activities.logs import run_logger
 from activities.store_access import SharedStore
 from contracts.errors import OperatorError
 from contracts.runs import ProjectRunRequest
+from runtime.logs import run_logger
 
 
 class ProjectionActivities:

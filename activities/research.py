@@ -13,11 +13,10 @@ from temporalio import activity
 
 from activities.config import ActivityConfig
 from activities.errors import refusal
-from activities.logs import run_logger
 from activities.store_access import SharedStore
-from catalog.hashing import canonical_sha256
 from catalog.loader import load_catalog
 from contracts.errors import OperatorError, Refused
+from contracts.hashing import canonical_sha256
 from contracts.output import SpecialistOutput
 from contracts.research import JobOutputRecord
 from contracts.research_teams import (
@@ -33,6 +32,7 @@ from contracts.research_teams import (
     check_team_evidence,
 )
 from contracts.runs import ModelSnapshot
+from runtime.logs import run_logger
 
 
 class ResearchActivities:

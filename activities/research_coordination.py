@@ -18,7 +18,6 @@ from temporalio.exceptions import ApplicationError
 from temporalio.service import RPCError, RPCStatusCode
 
 from activities.config import ActivityConfig
-from activities.logs import run_logger
 from contracts.research_coordinator import (
     Admission,
     AdmissionCall,
@@ -29,8 +28,10 @@ from contracts.research_coordinator import (
     TeamIds,
     coordinator_workflow_id,
 )
+from contracts.temporal_names import WorkflowType
+from runtime.logs import run_logger
 
-COORDINATOR_WORKFLOW = "ResearchCoordinator"
+COORDINATOR_WORKFLOW = WorkflowType.RESEARCH_COORDINATOR
 
 
 class CoordinationActivities:

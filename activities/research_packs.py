@@ -11,10 +11,10 @@ findings under review carry no author, confidence or verdict. Everything left ou
 from __future__ import annotations
 
 from activities.context import STOP_RULE, output_contract, output_schema_sha256, questions, sha256_text
-from catalog.hashing import canonical_sha256
 from catalog.schema import Profile
 from contracts.context_packs import ContextPack, EvidenceEntry, PriorResult
 from contracts.enums import TaskType
+from contracts.hashing import canonical_sha256
 from contracts.model_jobs import JobContext
 from contracts.output import JobKind, SpecialistOutput
 from contracts.research import EvidenceRecord, JobOutputRecord

@@ -10,13 +10,13 @@ from temporalio import activity
 
 from activities.config import ActivityConfig
 from activities.errors import refusal
-from activities.logs import run_logger
 from activities.store_access import SharedStore
 from catalog.capture import capture
 from catalog.loader import load_catalog
 from contracts.errors import OperatorError
 from contracts.policy import APPROVAL_TIERS
 from contracts.runs import CapturedContract, RunInput
+from runtime.logs import run_logger
 
 
 class RoutingActivities:

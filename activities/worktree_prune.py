@@ -26,7 +26,6 @@ from temporalio.service import RPCError, RPCStatusCode
 
 from activities.config import ActivityConfig
 from activities.errors import refusal
-from activities.logs import run_logger
 from activities.store_access import SharedStore
 from activities.worktree_housekeeping import prune_run
 from contracts.errors import ErrorType, OperatorError
@@ -42,6 +41,7 @@ from contracts.worktree_prune import (
     PruneWorktreesResult,
     host_of_worker,
 )
+from runtime.logs import run_logger
 from store.run_lookup import projected_status
 
 STATUS_KEY = SearchAttributeKey.for_keyword("SpecialistStatus")

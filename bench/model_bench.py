@@ -262,7 +262,7 @@ def _log_to(path: Path) -> Any:
     """The worker's structured logs (JSON lines, INFO) into ``path``, not onto the bench's output."""
     import structlog
 
-    from activities.logs import configure_logging
+    from runtime.logs import configure_logging
 
     configure_logging()
     sink = path.open("a", encoding="utf-8")

@@ -15,7 +15,7 @@ every activity the run schedules, one child workflow (with as many no-op activit
 most ``--concurrency`` runs in flight. Blocks run in the order baseline, project, project, baseline
 (half the runs each) so a server that slows as closed workflows pile up favours neither side.
 
-Resume. ``python worker.py`` runs as a subprocess; a ``read_only`` run is driven to
+Resume. ``python -m worker`` runs as a subprocess; a ``read_only`` run is driven to
 ``awaiting_decision``, the worker is killed with SIGKILL, a new worker process is spawned, and once it
 prints its ``polling`` line the decision is sent. The figure is the time from the new process's spawn
 to the run's workflow closing as ``accepted``, next to the spawn-to-polling time (interpreter and
@@ -564,7 +564,7 @@ async def _profile(client: Client, run_ids: list[str]) -> dict[str, Any]:
 
 @dataclass
 class WorkerProcess:
-    """``python worker.py`` as a subprocess; ``spawned``/``polling`` are ``perf_counter`` times."""
+    """``python -m worker`` as a subprocess; ``spawned``/``polling`` are ``perf_counter`` times."""
 
     process: asyncio.subprocess.Process
     spawned: float
@@ -674,7 +674,8 @@ async def _spawn_worker(env: dict[str, str], log_path: Path) -> WorkerProcess:
     spawned = time.perf_counter()
     process = await asyncio.create_subprocess_exec(
         sys.executable,
-        str(root / "worker.py"),
+        "-m",
+        "worker",
         cwd=root,
         env=env,
         stdin=asyncio.subprocess.DEVNULL,
@@ -756,7 +757,7 @@ async def _resume(
     spawn_to_accepted = median(results, "spawn_to_accepted_s")
     return {
         "procedure": (
-            "python worker.py as a subprocess; a read_only run driven to awaiting_decision (and idle: "
+            "python -m worker as a subprocess; a read_only run driven to awaiting_decision (and idle: "
             "no pending task); SIGKILL; a new worker process spawned; decide sent once it prints its "
             "polling line; measured from the spawn to the run's workflow closing as accepted"
         ),
@@ -803,7 +804,7 @@ def _log_to(path: Path) -> Any:
     """The worker's structured logs (JSON lines, INFO) into ``path``, not onto the bench's output."""
     import structlog
 
-    from activities.logs import configure_logging
+    from runtime.logs import configure_logging
 
     configure_logging()
     sink = path.open("a", encoding="utf-8")

@@ -171,9 +171,9 @@ def main() -> int:
 
     import logging
 
-    from activities.logs import configure_logging
     from contracts.constants import SEARCH_ATTRIBUTES
     from infra.devserver import DevServer, free_port
+    from runtime.logs import configure_logging
 
     configure_logging(logging.WARNING)  # the report is the output; the worker's log stays quiet
 

@@ -14,12 +14,12 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Final
 
-from catalog.hashing import canonical_sha256
 from catalog.loaded import LoadedCatalog
 from catalog.router import route
 from contracts.config import PolicyRecord, RepositoryConfig
 from contracts.enums import RiskFlag, RiskLevel, TaskType, Tier, WorkClass
 from contracts.errors import InvalidInput, Refused
+from contracts.hashing import canonical_sha256
 from contracts.models import ModelSelectionRecord
 from contracts.output import JobKind
 from contracts.policy import APPROVAL_TIERS, effective_tier

@@ -16,9 +16,9 @@ import json
 from pathlib import Path
 from typing import Final
 
-from catalog.hashing import canonical_sha256
 from catalog.loaded import LoadedCatalog
 from catalog.reviewed import REVIEWED_CATALOG_SHA256
+from contracts.hashing import canonical_sha256
 
 __all__ = ["DEFAULT_CATALOG_PATH", "clear_catalog_cache", "load_catalog"]
 

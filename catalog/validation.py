@@ -38,11 +38,11 @@ from typing import Any, Final
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError
 from pydantic_core import ErrorDetails
 
-from catalog.hashing import CanonicalJsonError, canonical_sha256
 from catalog.loaded import LoadedCatalog
 from catalog.safety import scan_text
 from catalog.schema import SUPPORTED_SCHEMA_VERSION, CatalogFile, Profile, ProfileId
 from contracts.errors import InvalidInput
+from contracts.hashing import CanonicalJsonError, canonical_sha256
 
 __all__ = [
     "MAX_CATALOG_BYTES",

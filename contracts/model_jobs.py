@@ -7,6 +7,9 @@ findings only — never the author's profile, model, confidence or verdict.
 
 from __future__ import annotations
 
+from datetime import timedelta
+from typing import Final
+
 from pydantic import BaseModel, ConfigDict
 
 from contracts.context_packs import ContextPack
@@ -158,6 +161,13 @@ class ModelJobResult(BaseModel):
         if self.output is None:
             raise ValueError("this model job's output is stored by reference")
         return self.output
+
+
+TEST_MODEL_ACTION: Final = "test_model"
+"""The protected action a model check's proof names (``specialists models test``)."""
+CHECK_TIMEOUT: Final = timedelta(minutes=11)
+"""How long a check's one call may take: longer than the largest model timeout (600 s), so the
+provider's own timeout reports first."""
 
 
 class ModelCheckRequest(BaseModel):

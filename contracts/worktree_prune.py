@@ -21,8 +21,9 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from contracts.proofs import ActionProof
 from contracts.runs import RunStatus
+from contracts.temporal_names import WorkflowType
 
-PRUNE_WORKFLOW: Final = "WorktreePrune"
+PRUNE_WORKFLOW: Final = WorkflowType.WORKTREE_PRUNE
 PRUNE_ACTION: Final = "prune_worktrees"
 """The action a prune's proof is bound to (with the run id; no digest)."""
 PRUNE_WORKFLOW_ID_PREFIX: Final = "prune:"

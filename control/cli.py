@@ -180,7 +180,7 @@ def _read_policy_without_writing() -> Any:
 
 
 def _database_url() -> str:
-    from control.settings import Settings
+    from runtime.settings import Settings
 
     return Settings.from_env().database_url
 
@@ -404,15 +404,14 @@ def models_test_command(
     (protected; exit 6 when the model fails)."""
     from contracts.errors import NotFound, Refused
     from contracts.ids import new_check_id
-    from contracts.model_jobs import ModelCheckRequest
+    from contracts.model_jobs import TEST_MODEL_ACTION, ModelCheckRequest
     from contracts.models import ModelRegistration, is_replay_model
     from control import views
     from control.actions import proof_for
     from control.inputs import parse_model
     from control.model_checks import WAIT_MARGIN_SECONDS, run_model_check
     from control.output import emit
-    from control.settings import Settings
-    from workflows.model_check import TEST_MODEL_ACTION
+    from runtime.settings import Settings
 
     parse_model(ModelRegistration, {"id": model_id}, what="model id", code="invalid_model_id")
     actor = _require_actor(actor, "testing a model")
@@ -585,8 +584,8 @@ def _run_async(coro: Any) -> Any:
 
 
 async def _client() -> Any:
-    from control.settings import Settings
-    from control.temporal import connect
+    from runtime.settings import Settings
+    from runtime.temporal import connect
 
     return await connect(Settings.from_env())
 
@@ -647,7 +646,7 @@ def create_command(
     from contracts.work_item import WorkItem
     from control.inputs import parse_model, read_json_argument
     from control.runs import create_run, raise_if_creation_refused, request_digest, settled, wait_for_view
-    from control.settings import Settings
+    from runtime.settings import Settings
 
     requested = _parse_tier(tier)
     if automatic and requested is not None:
@@ -1004,8 +1003,8 @@ def worktrees_command(ctx: typer.Context, as_json: JsonFlag = False) -> None:
     if ctx.invoked_subcommand is not None:
         return
     from control.output import emit
-    from control.settings import Settings
     from control.worktrees import list_worktrees, render_list
+    from runtime.settings import Settings
 
     rows = _run_async(list_worktrees(Settings.from_env(), _client))
     emit({"worktrees": rows}, as_json, lambda console: render_list(console, rows))
@@ -1023,8 +1022,8 @@ def worktrees_prune_command(
     from control.actions import proof_for
     from control.output import emit
     from control.runs import check_run_id
-    from control.settings import Settings
     from control.worktrees import PRUNE_WAIT_MARGIN_SECONDS, prune_json, render_prune, run_prune
+    from runtime.settings import Settings
 
     check_run_id(run_id)
     actor = _require_actor(actor, "pruning worktrees")
@@ -1083,12 +1082,13 @@ def entry() -> None:
     finalises, which now and then aborts the process (SIGABRT/SIGSEGV) after its work is done. There
     is nothing left to clean up at that point (the store's connections close with the process).
     """
-    from control import temporal
-
     code = main()
-    # Asked of control.temporal, not a flag here: run as ``python -m control.cli`` this module is
-    # ``__main__``, and commands importing ``control.cli`` would set a flag on a second copy of it.
-    if temporal.connected():
+    # Asked of runtime.temporal, not a flag here: run as ``python -m control.cli`` this module is
+    # ``__main__``, and commands importing ``control.cli`` would set a flag on a second copy of it. A
+    # process that never imported the connection never started Temporal's runtime (and a command that
+    # talks to no Temporal server need not pay for importing it here).
+    temporal = sys.modules.get("runtime.temporal")
+    if temporal is not None and temporal.connected():
         sys.stdout.flush()
         sys.stderr.flush()
         os._exit(code)

@@ -149,18 +149,15 @@ def _prepare_store(database_url: str, token: bytes, repository: Path) -> None:
 async def _run_jobs(
     settings: Any, items: list[tuple[str, WorkItem]], token: bytes
 ) -> tuple[list[tuple[str, RunView]], TeamView | None]:
-    from activities.config import ActivityConfig
-    from control.temporal import connect
-    from worker import build_worker
+    from runtime.settings import RunBudgets
+    from runtime.temporal import connect
+    from worker import activity_config, build_worker
 
     client = await connect(settings)
     # The research coordinator this worker starts (if none runs yet) advances teams in 1 s cycles
     # instead of the deployment default of 60 s, so the demo's team takes seconds, not minutes.
-    config = ActivityConfig(
-        database_url=settings.database_url,
-        action_token=token,
-        state_dir=settings.state_dir,
-        team_cycle_seconds=DEMO_TEAM_CYCLE_SECONDS,
+    config = activity_config(
+        settings, budgets=RunBudgets(), action_token=token, team_cycle_seconds=DEMO_TEAM_CYCLE_SECONDS
     )
     worker = build_worker(client, task_queue=settings.task_queue, config=config)
     results: list[tuple[str, RunView]] = []
@@ -436,11 +433,11 @@ def main() -> int:
     """Run the demo; returns the exit code."""
     import logging
 
-    from activities.logs import configure_logging
     from contracts.errors import OperatorError
     from control.dev import dev_server_for
-    from control.settings import Settings
     from infra.devserver import is_reachable
+    from runtime.logs import configure_logging
+    from runtime.settings import Settings
 
     configure_logging(logging.WARNING)  # the demo prints its own story; the worker's log stays quiet
     catalog = load_catalog()

@@ -7,8 +7,8 @@ import contextlib
 import signal
 import sys
 
-from control.settings import TEMPORAL_DB_FILENAME, Settings, parse_address
 from infra.devserver import DevServer
+from runtime.settings import TEMPORAL_DB_FILENAME, Settings, parse_address
 
 
 def dev_server_for(settings: Settings, *, headless: bool = False) -> DevServer:

@@ -15,8 +15,8 @@ from temporalio.common import WorkflowIDReusePolicy
 from temporalio.service import RPCError
 
 from contracts.errors import OperatorError, ServiceUnavailable
-from contracts.model_jobs import ModelCheckRequest, ModelCheckResult
-from workflows.model_check import CHECK_TIMEOUT, ModelCheckWorkflow
+from contracts.model_jobs import CHECK_TIMEOUT, ModelCheckRequest, ModelCheckResult
+from contracts.temporal_names import WorkflowType
 
 WAIT_MARGIN_SECONDS = 30
 """How much longer than the model's own timeout the CLI waits for a worker to answer."""
@@ -33,8 +33,9 @@ async def run_model_check(
     """
     try:
         handle = await client.start_workflow(
-            ModelCheckWorkflow.run,
+            WorkflowType.MODEL_CHECK,
             request,
+            result_type=ModelCheckResult,
             id=request.check_id,
             task_queue=task_queue,
             execution_timeout=CHECK_TIMEOUT + dt.timedelta(minutes=1),

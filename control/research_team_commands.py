@@ -66,7 +66,7 @@ def team_start_command(
         team_start_input,
         wait_for_team,
     )
-    from control.settings import Settings
+    from runtime.settings import Settings
     from store.action_token import require_action_token
     from store.research import check_case_id
 
@@ -176,7 +176,7 @@ def coordinator_command(as_json: JsonFlag = False) -> None:
     from control.cli import _client, _run_async
     from control.output import emit
     from control.research_teams import get_coordinator
-    from control.settings import Settings
+    from runtime.settings import Settings
 
     task_queue = Settings.from_env().task_queue
 

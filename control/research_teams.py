@@ -24,8 +24,8 @@ from temporalio.common import (
 from temporalio.exceptions import ApplicationError
 from temporalio.service import RPCError, RPCStatusCode
 
-from catalog.hashing import canonical_sha256
 from contracts.errors import InvalidInput, NotFound, OperatorError, Refused, ServiceUnavailable
+from contracts.hashing import canonical_sha256
 from contracts.ids import team_id_for_request
 from contracts.proofs import ActionProof
 from contracts.research_coordinator import CoordinatorView, coordinator_workflow_id
@@ -38,10 +38,11 @@ from contracts.research_teams import (
     TeamView,
 )
 from contracts.runs import AuditEvent
+from contracts.temporal_names import WorkflowType
 from control.temporal import describe_memo, poll_view, temporal_error
 from store.research import check_case_id
 
-TEAM_WORKFLOW: Final = "ResearchTeam"
+TEAM_WORKFLOW: Final = WorkflowType.RESEARCH_TEAM
 TEAM_ID_PATTERN: Final = re.compile(r"^RTM-[0-9A-Z]{16}$")
 QUERY_TIMEOUT: Final = dt.timedelta(seconds=10)
 _STATUS_KEY = SearchAttributeKey.for_keyword("TeamStatus")

@@ -94,7 +94,7 @@ def render_run(console: Console, view: RunView, extra: dict[str, Any]) -> None:
             )
         )
     if "context_packs" in extra:
-        from activities.context import render_pack
+        from contracts.pack_text import render_pack
 
         if not view.context_packs:
             console.print(safe_text("context packs: none yet (a pack is shown once its model job has ended)"))

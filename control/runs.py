@@ -28,8 +28,8 @@ from temporalio.common import (
 from temporalio.exceptions import ApplicationError
 from temporalio.service import RPCError, RPCStatusCode
 
-from catalog.hashing import canonical_sha256
 from contracts.errors import InvalidInput, NotFound, OperatorError, Refused, ServiceUnavailable
+from contracts.hashing import canonical_sha256
 from contracts.ids import is_run_id
 from contracts.proofs import ActionProof
 from contracts.runs import (
@@ -45,9 +45,10 @@ from contracts.runs import (
     RunStatus,
     RunView,
 )
+from contracts.temporal_names import WorkflowType
 from control.temporal import describe_memo, poll_view
 
-RUN_WORKFLOW = "SpecialistRun"
+RUN_WORKFLOW = WorkflowType.SPECIALIST_RUN
 QUERY_TIMEOUT = dt.timedelta(seconds=10)
 _STATUS_KEY = SearchAttributeKey.for_keyword("SpecialistStatus")
 _NOT_FOUND_CODES = frozenset({"unknown_actor"})

@@ -290,7 +290,7 @@ def results_json(view: TeamView, outputs: dict[str, Any]) -> dict[str, Any]:
     its job id, the sha256 the team recorded and whether the stored output still hashes to it
     (``digest_ok``), plus the stage's limitations, adjudication and omissions. ``outputs`` maps job
     ids to stored records (``contracts.research.JobOutputRecord``); a missing one is ``null``."""
-    from catalog.hashing import canonical_sha256
+    from contracts.hashing import canonical_sha256
 
     def one(ref: JobOutputRef | None) -> dict[str, Any] | None:
         if ref is None:

@@ -1,6 +1,5 @@
-"""Connecting to Temporal for the CLI and the worker (unreachable → exit 5 with how to start it), and
-the client-side helpers run and team operations share: an RPC failure as an operator error, a
-workflow's memo, polling a workflow's view."""
+"""The client-side helpers run and team operations share: an RPC failure as an operator error, a
+workflow's memo, polling a workflow's view. The connection itself is :func:`runtime.temporal.connect`."""
 
 from __future__ import annotations
 
@@ -8,47 +7,12 @@ import asyncio
 from collections.abc import Awaitable, Callable
 from typing import Any, TypeVar
 
-from temporalio.client import Client, WorkflowHandle
-from temporalio.contrib.pydantic import pydantic_data_converter
+from temporalio.client import WorkflowHandle
 from temporalio.service import RPCError, RPCStatusCode
 
 from contracts.errors import ServiceUnavailable
-from control.settings import Settings
 
-CONNECT_TIMEOUT_SECONDS = 5.0
 V = TypeVar("V")
-
-
-_connected = False
-
-
-def connected() -> bool:
-    """Whether this process has connected to Temporal (its native runtime threads are running)."""
-    return _connected
-
-
-async def connect(settings: Settings) -> Client:
-    """A client for ``settings.temporal_address``/``namespace`` using the pydantic data converter.
-
-    Raises :class:`ServiceUnavailable` (``temporal_unreachable``) when the server does not answer.
-    """
-    global _connected
-    _connected = True  # set before the attempt: a failed connect may have started the runtime too
-    try:
-        return await asyncio.wait_for(
-            Client.connect(
-                settings.temporal_address,
-                namespace=settings.namespace,
-                data_converter=pydantic_data_converter,
-            ),
-            timeout=CONNECT_TIMEOUT_SECONDS,
-        )
-    except (RuntimeError, OSError, TimeoutError) as error:
-        raise ServiceUnavailable(
-            "temporal_unreachable",
-            f"cannot reach Temporal at {settings.temporal_address} ({type(error).__name__}): start it "
-            "with `specialists dev` (or `make dev`), or set SPECIALISTS_TEMPORAL_ADDRESS",
-        ) from None
 
 
 def temporal_error(error: RPCError) -> ServiceUnavailable:

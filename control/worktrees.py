@@ -36,7 +36,7 @@ if TYPE_CHECKING:
     from rich.console import Console
     from temporalio.client import Client
 
-    from control.settings import Settings
+    from runtime.settings import Settings
 
 PRUNE_WAIT_MARGIN_SECONDS = 60
 """How much longer than the hosts' pick-up window the CLI waits for a prune to finish."""

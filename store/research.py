@@ -26,8 +26,8 @@ from sqlalchemy import func, select
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
-from catalog.hashing import CanonicalJsonError, canonical_sha256
 from contracts.errors import InvalidInput, NotFound, OperatorError, Refused
+from contracts.hashing import CanonicalJsonError, canonical_sha256
 from contracts.ids import new_case_id, new_evidence_id
 from contracts.research import (
     CASE_ID_PATTERN,

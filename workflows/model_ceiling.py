@@ -38,6 +38,7 @@ with workflow.unsafe.imports_passed_through():
         LeaseRequest,
         LeaseStatus,
     )
+    from contracts.temporal_names import WorkflowType
 
 LEASE_GRANTED_SIGNAL = "lease_granted"
 PATCH_LEASE_RECORDS = "ceiling-lease-records"
@@ -50,7 +51,7 @@ MAX_HISTORY_EVENTS = 2000
 """Continue as new past this many events: keeps replay of the table cheap."""
 
 
-@workflow.defn(name="ModelCeiling")
+@workflow.defn(name=WorkflowType.MODEL_CEILING)
 class ModelCeilingWorkflow:
     """Grant at most ``ceiling`` leases on one model at a time."""
 

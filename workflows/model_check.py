@@ -19,19 +19,23 @@ from temporalio import workflow
 from temporalio.common import RetryPolicy
 
 with workflow.unsafe.imports_passed_through():
-    from contracts.model_jobs import ModelCheckCall, ModelCheckRequest, ModelCheckResult
+    from contracts.model_jobs import (
+        CHECK_TIMEOUT,
+        TEST_MODEL_ACTION,
+        ModelCheckCall,
+        ModelCheckRequest,
+        ModelCheckResult,
+    )
     from contracts.runs import AuthorizeRequest, AuthorizeResult
+    from contracts.temporal_names import WorkflowType
 
 CHECK_MODEL_ACTIVITY = "check_model"
 AUTHORIZE_ACTION_ACTIVITY = "authorize_action"
-TEST_MODEL_ACTION = "test_model"
-CHECK_TIMEOUT = timedelta(minutes=11)
-"""Longer than the largest model timeout (600 s), so the provider's own timeout reports first."""
 CHECK_HEARTBEAT = timedelta(seconds=30)
 _AUTHORIZE_TIMEOUT = timedelta(seconds=10)
 
 
-@workflow.defn(name="ModelCheck")
+@workflow.defn(name=WorkflowType.MODEL_CHECK)
 class ModelCheckWorkflow:
     """Authorise the check, then call the model once and report how it ended."""
 

@@ -62,6 +62,7 @@ with workflow.unsafe.imports_passed_through():
         StoreJobOutputRequest,
         highest_severity,
     )
+    from contracts.temporal_names import WorkflowType
 
 _Prepared = TypeVar("_Prepared", ContextPackResult, LeaseTerms)
 
@@ -110,7 +111,7 @@ def _error_type(error: ActivityError) -> tuple[str, str]:
     return ErrorType.MODEL_TASK, str(cause or error)
 
 
-@workflow.defn(name="ModelJob")
+@workflow.defn(name=WorkflowType.MODEL_JOB)
 class ModelJobWorkflow:
     """Run one model job over the captured chain and return a validated result."""
 

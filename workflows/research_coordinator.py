@@ -45,11 +45,12 @@ with workflow.unsafe.imports_passed_through():
         TeamFinished,
         TeamIds,
     )
+    from contracts.temporal_names import WorkflowType
 
 FIND_CLOSED_TEAMS_ACTIVITY = "find_closed_teams"
 
 
-@workflow.defn(name="ResearchCoordinator")
+@workflow.defn(name=WorkflowType.RESEARCH_COORDINATOR)
 class ResearchCoordinatorWorkflow:
     """Admit research teams and grant their stage advances, a bounded number per cycle."""
 

@@ -74,6 +74,7 @@ with workflow.unsafe.imports_passed_through():
         job_visibility,
     )
     from contracts.runs import AuditEvent, AuthorizeRequest, RunError
+    from contracts.temporal_names import WorkflowType
     from workflows.authorization import check_action
     from workflows.model_job import ModelJobWorkflow
 
@@ -103,7 +104,7 @@ _CHECK_RETRY = RetryPolicy(initial_interval=timedelta(seconds=1), maximum_interv
 _ASK_RETRY = RetryPolicy(initial_interval=timedelta(seconds=1), maximum_interval=timedelta(seconds=5))
 
 
-@workflow.defn(name="ResearchTeam")
+@workflow.defn(name=WorkflowType.RESEARCH_TEAM)
 class ResearchTeamWorkflow:
     """Carry one research team from its start to ``awaiting_human_review`` (or a stop)."""
 

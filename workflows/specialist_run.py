@@ -70,6 +70,7 @@ with workflow.unsafe.imports_passed_through():
         RunSummary,
         RunView,
     )
+    from contracts.temporal_names import WorkflowType
     from workflows.authorization import check_action
     from workflows.model_job import ModelJobWorkflow
 
@@ -102,7 +103,7 @@ PATCH_AUTHORIZE_CREATE = "authorize-protected-create"
 PATCH_AUDIT_MODEL_ATTEMPTS = "audit-model-attempts"
 
 
-@workflow.defn(name="SpecialistRun")
+@workflow.defn(name=WorkflowType.SPECIALIST_RUN)
 class SpecialistRunWorkflow:
     """Carry one specialist run through its lifecycle; the workflow history is its audit trail."""
 

@@ -27,6 +27,7 @@ from temporalio.exceptions import TimeoutError as TemporalTimeoutError
 
 with workflow.unsafe.imports_passed_through():
     from contracts.runs import AuthorizeRequest, AuthorizeResult
+    from contracts.temporal_names import WorkflowType
     from contracts.worktree_prune import (
         PRUNE_ACTION,
         UNKNOWN_STATUS,
@@ -48,7 +49,7 @@ _PRUNE_TIMEOUT = timedelta(minutes=5)
 _RETRY = RetryPolicy(maximum_attempts=2, initial_interval=timedelta(milliseconds=200))
 
 
-@workflow.defn(name="WorktreePrune")
+@workflow.defn(name=WorkflowType.WORKTREE_PRUNE)
 class WorktreePruneWorkflow:
     """Authorise, check the run has finished, then remove its worktrees on each host holding them."""
 

@@ -17,12 +17,12 @@ from activities.config import ActivityConfig
 from activities.routing import RoutingActivities
 from activities.store_access import SharedStore
 from catalog.capture import capture
-from catalog.hashing import canonical_sha256
 from catalog.loaded import LoadedCatalog
 from catalog.loader import load_catalog
 from contracts.config import PolicyRecord
 from contracts.enums import AutomationMode, FallbackMode, Tier
 from contracts.errors import InvalidInput, NotFound, Refused
+from contracts.hashing import canonical_sha256
 from contracts.models import ModelSelection, ModelSelectionRecord
 from contracts.policy import AutomationPolicy
 from contracts.runs import CapturedContract, RunInput

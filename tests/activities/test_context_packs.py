@@ -12,7 +12,7 @@ from temporalio.exceptions import ApplicationError
 from temporalio.testing import ActivityEnvironment
 
 from activities.config import ActivityConfig
-from activities.context import STOP_RULE, build_pack, render_pack, sha256_text
+from activities.context import STOP_RULE, build_pack, sha256_text
 from activities.context_packs import ContextPackActivities
 from activities.store_access import SharedStore
 from catalog.loader import load_catalog
@@ -21,6 +21,7 @@ from contracts.enums import TaskType
 from contracts.errors import ErrorType
 from contracts.model_jobs import ContextPackRequest, JobContext
 from contracts.output import MAX_REQUEST_BYTES, Finding, JobKind
+from contracts.pack_text import render_pack
 from store.database import open_store
 from tests.store.git_repository import git, make_working_tree
 

@@ -18,7 +18,6 @@ from temporalio.exceptions import ApplicationError
 from temporalio.testing import ActivityEnvironment
 
 from activities.config import ActivityConfig
-from activities.context import render_pack
 from activities.execution import ExecutionActivities
 from activities.store_access import SharedStore
 from contracts.context_packs import ContextPack
@@ -29,6 +28,7 @@ from contracts.execution import (
     WorktreeExecution,
 )
 from contracts.output import JobKind
+from contracts.pack_text import render_pack
 from tests.store.git_repository import git, make_working_tree
 
 RUN_ID = "SOR-PRREADYEXECTEST1"

@@ -6,12 +6,12 @@ import datetime as dt
 
 import pytest
 
-from activities.context import render_pack
 from activities.research_packs import ResearchInputChanged, build_research_pack
-from catalog.hashing import canonical_sha256
 from catalog.loader import load_catalog
+from contracts.hashing import canonical_sha256
 from contracts.model_jobs import JobContext
 from contracts.output import JobKind, SpecialistOutput
+from contracts.pack_text import render_pack
 from contracts.research import EvidenceKind, EvidenceRecord, JobOutputRecord, content_sha256
 from contracts.research_teams import STAGES, EvidenceRef, JobOutputRef, job_visibility
 

@@ -12,10 +12,10 @@ from pathlib import Path
 import pytest
 
 from catalog.capture import capture
-from catalog.hashing import canonical_sha256
 from catalog.loaded import LoadedCatalog
 from contracts.config import PolicyRecord, RepositoryConfig, RepositoryExecutor
 from contracts.enums import AutomationMode, FallbackMode, TaskType, Tier
+from contracts.hashing import canonical_sha256
 from contracts.models import ModelSelection, ModelSelectionRecord
 from contracts.policy import AutomationPolicy
 from contracts.runs import CapturedContract, RunInput

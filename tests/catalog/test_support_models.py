@@ -13,11 +13,11 @@ import pytest
 from pydantic import ValidationError
 
 from catalog.capture import FLAG_WORK, capture
-from catalog.hashing import canonical_sha256
 from catalog.loaded import LoadedCatalog
 from catalog.router import route
 from contracts.config import PolicyRecord
 from contracts.enums import FallbackMode, RiskFlag, TaskType, Tier
+from contracts.hashing import canonical_sha256
 from contracts.models import ModelSelection, ModelSelectionRecord
 from contracts.output import JobKind
 from contracts.policy import AutomationPolicy

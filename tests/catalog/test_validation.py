@@ -13,7 +13,6 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from catalog import loader
-from catalog.hashing import canonical_sha256
 from catalog.validation import (
     CatalogInvalid,
     CatalogReport,
@@ -22,6 +21,7 @@ from catalog.validation import (
     validate_catalog_file,
 )
 from contracts.errors import InvalidInput
+from contracts.hashing import canonical_sha256
 from tests.catalog.samples import (
     DATA,
     ROOT,

@@ -3,7 +3,7 @@
 ``Cli.run`` starts a real process (``python -m control.cli``), so exit codes, stdout and stderr are
 exactly what an operator sees. ``Cli.call`` runs ``control.cli.main`` in this process with the same
 environment and working directory, for the many small checks where a fresh interpreter only costs
-time. ``running_worker`` starts ``python worker.py`` as a process and stops it afterwards.
+time. ``running_worker`` starts ``python -m worker`` as a process and stops it afterwards.
 
 Every environment built here carries the test deployment's action token (:data:`ACTION_TOKEN` in
 ``SPECIALISTS_ACTION_TOKEN``), so protected commands work as an operator holding the token sees
@@ -185,13 +185,13 @@ def wait_until(check: Callable[[], Any], *, timeout: float = 15.0, interval: flo
 
 @contextlib.contextmanager
 def running_worker(env: dict[str, str], log_path: Path, *, timeout: float = 60.0) -> Iterator[None]:
-    """``python worker.py`` from the repository root with ``env``, until the block ends.
+    """``python -m worker`` from the repository root with ``env``, until the block ends.
 
     Waits for the worker's "polling" line; stops it with SIGTERM (then SIGKILL) in every case.
     """
     with log_path.open("wb") as log:
         process = subprocess.Popen(
-            [sys.executable, "worker.py"],
+            [sys.executable, "-m", "worker"],
             cwd=ROOT,
             env=env,
             stdin=subprocess.DEVNULL,

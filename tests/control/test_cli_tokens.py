@@ -407,7 +407,7 @@ def test_worker_refuses_to_start_with_an_insecure_token_file(tmp_path: Path) -> 
     token_file = _private_file(tmp_path / "token", ACTION_TOKEN, 0o644)
     env = Cli.isolated(tmp_path).with_token_file(token_file).env
     completed = subprocess.run(
-        [sys.executable, "worker.py"],
+        [sys.executable, "-m", "worker"],
         cwd=ROOT,
         env=env,
         stdin=subprocess.DEVNULL,

@@ -20,8 +20,8 @@ from sqlalchemy import func, inspect, select, text
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
-from catalog.hashing import canonical_sha256
 from contracts.errors import InvalidInput, NotFound, Refused
+from contracts.hashing import canonical_sha256
 from contracts.research import (
     CASE_ID_PATTERN,
     EVIDENCE_ID_PATTERN,

@@ -3,7 +3,7 @@ actor ``alice``, a model selection, in-process workers built by :func:`worker.bu
 the deployment's action token, proofs of that token for protected actions (:func:`proof`), and small
 model providers for the cases the replay recordings cannot produce (slow, failing, capturing).
 
-:func:`worker_process` runs ``python worker.py`` as a subprocess with the deployment's environment.
+:func:`worker_process` runs ``python -m worker`` as a subprocess with the deployment's environment.
 
 Every test bounds itself with :func:`within`, so a hang fails the test instead of blocking the run.
 """
@@ -480,7 +480,7 @@ async def worker_process(
     token: bytes | None = ACTION_TOKEN,
     environment: dict[str, str] | None = None,
 ) -> AsyncIterator[int]:
-    """``python worker.py`` with the deployment's environment variables (the action token in
+    """``python -m worker`` with the deployment's environment variables (the action token in
     ``SPECIALISTS_ACTION_TOKEN`` unless ``token`` is ``None``); yields its pid once it polls.
 
     ``environment`` adds or replaces variables. Everything it writes (stdout and stderr) is appended
@@ -500,7 +500,8 @@ async def worker_process(
     env |= environment or {}
     process = await asyncio.create_subprocess_exec(
         sys.executable,
-        str(ROOT / "worker.py"),
+        "-m",
+        "worker",
         cwd=ROOT,
         env=env,
         stdout=asyncio.subprocess.PIPE,

@@ -29,10 +29,10 @@ from temporalio.exceptions import ApplicationError
 from temporalio.service import RPCError, RPCStatusCode
 from temporalio.testing import WorkflowEnvironment
 
-from catalog.hashing import canonical_sha256
 from contracts.constants import DEFAULT_NAMESPACE
 from contracts.enums import AutomationMode, Tier
 from contracts.errors import ErrorType, NotFound, Refused
+from contracts.hashing import canonical_sha256
 from contracts.proofs import ActionProof
 from contracts.runs import (
     ActionResult,

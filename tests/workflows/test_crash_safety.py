@@ -1,4 +1,4 @@
-"""A run survives its worker being killed: ``python worker.py`` runs as a subprocess against the
+"""A run survives its worker being killed: ``python -m worker`` runs as a subprocess against the
 shared dev server (with the deployment's action token in its environment), is killed with SIGKILL
 while a run awaits a decision, and a fresh worker process carries the run on to the decision."""
 

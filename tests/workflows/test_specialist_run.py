@@ -21,9 +21,9 @@ from temporalio.worker import Worker
 
 from activities.config import DEFAULT_RECORDINGS_DIR, ActivityConfig
 from activities.providers.base import CompletionRequest, ModelProvider
-from catalog.hashing import canonical_sha256
 from contracts.enums import AutomationMode, TaskType, Tier
 from contracts.errors import ErrorType, OperatorError, Refused
+from contracts.hashing import canonical_sha256
 from contracts.models import ModelSelection
 from contracts.output import JobKind
 from contracts.runs import (

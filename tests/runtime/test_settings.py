@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from contracts.errors import InvalidInput
-from control.settings import Settings, format_address, parse_address, sqlite_url
+from runtime.settings import Settings, format_address, parse_address, sqlite_url
 
 
 def test_defaults(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -129,7 +129,7 @@ def test_address_helpers() -> None:
 
 def test_import_is_cheap() -> None:
     code = (
-        "import sys, control.settings; "
+        "import sys, runtime.settings; "
         "heavy = [m for m in ('temporalio', 'pydantic', 'sqlalchemy', 'structlog') if m in sys.modules]; "
         "print(heavy)"
     )

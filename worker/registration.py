@@ -1,4 +1,4 @@
-"""``python worker.py``: connect to Temporal, register every workflow and activity, run until stopped.
+"""Every workflow and activity this deployment runs, and the workers that run them.
 
 The sandbox raises on any unintentional passthrough import, so a workflow module that imports an I/O
 library fails at worker construction instead of misbehaving at run time.
@@ -12,7 +12,6 @@ import contextlib
 import importlib.util
 import os
 import py_compile
-import signal
 import sys
 from collections.abc import Sequence
 from datetime import timedelta
@@ -189,70 +188,3 @@ def build_host_worker(
         max_concurrent_activities=2,
         graceful_shutdown_timeout=timedelta(seconds=5),
     )
-
-
-async def run_worker(stop: asyncio.Event | None = None) -> None:
-    """Connect with the environment's settings and run a worker until ``stop`` is set (or a signal)."""
-    from activities.logs import configure_logging
-    from control.settings import Settings
-    from control.temporal import connect
-
-    configure_logging()
-    from control.settings import RunBudgets
-    from store.action_token import load_action_token
-
-    settings = Settings.from_env()
-    budgets = RunBudgets.from_env()
-    token = load_action_token()
-    client = await connect(settings)
-    config = ActivityConfig(
-        database_url=settings.database_url,
-        read_only_budget_seconds=budgets.read_only_seconds,
-        edit_budget_seconds=budgets.edit_seconds,
-        approval_window_seconds=budgets.approval_window_seconds,
-        team_deadline_seconds=budgets.team_deadline_seconds,
-        team_cycle_seconds=budgets.team_cycle_seconds,
-        action_token=token,
-        state_dir=settings.state_dir,
-    )
-    if token is None:
-        print(
-            "warning: no action token (SPECIALISTS_ACTION_TOKEN or SPECIALISTS_ACTION_TOKEN_FILE): "
-            "every protected action will be refused",
-            file=sys.stderr,
-            flush=True,
-        )
-    stop = stop or asyncio.Event()
-    loop = asyncio.get_running_loop()
-    for signum in (signal.SIGINT, signal.SIGTERM):
-        loop.add_signal_handler(signum, stop.set)
-    store = SharedStore(config.database_url)
-    worker = build_worker(client, task_queue=settings.task_queue, config=config, store=store)
-    host_worker = build_host_worker(client, task_queue=settings.task_queue, config=config, store=store)
-    async with worker, host_worker:
-        # Polling has started; open the store meanwhile so a resumed run's first activity is quick.
-        warming = loop.run_in_executor(None, store.warm)
-        print(
-            f"worker polling task queue {settings.task_queue!r} on {settings.temporal_address} "
-            f"(namespace {settings.namespace}); this host's queue "
-            f"{host_task_queue(settings.task_queue, worker_host())!r}",
-            flush=True,
-        )
-        await stop.wait()
-        await warming
-
-
-def main() -> int:
-    """Entry point of ``python worker.py`` and ``specialists worker``."""
-    from contracts.errors import OperatorError
-
-    try:
-        asyncio.run(run_worker())
-    except OperatorError as error:
-        sys.stderr.write(f"error [{error.code}]: {error.message}\n")
-        return error.exit_code
-    return 0
-
-
-if __name__ == "__main__":
-    sys.exit(main())

@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from catalog.hashing import CanonicalJsonError, canonical_json, canonical_sha256
 from catalog.validation import validate_catalog_data, validate_catalog_file
+from contracts.hashing import CanonicalJsonError, canonical_json, canonical_sha256
 from tests.catalog.samples import catalog
 
 TINY = {"profile": "code-reviewer", "score": 1.5, "tags": ["b", "a"], "ok": True, "none": None, "n": -7}

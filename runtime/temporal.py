@@ -1,0 +1,46 @@
+"""The one way this deployment connects to Temporal, for the worker and the operator surface alike
+(docs/architecture.md "Layers"): the configured address and namespace, the pydantic data converter, and
+an unreachable server reported as an operator error (exit 5) that says how to start one."""
+
+from __future__ import annotations
+
+import asyncio
+
+from temporalio.client import Client
+from temporalio.contrib.pydantic import pydantic_data_converter
+
+from contracts.errors import ServiceUnavailable
+from runtime.settings import Settings
+
+CONNECT_TIMEOUT_SECONDS = 5.0
+
+_connected = False
+
+
+def connected() -> bool:
+    """Whether this process has connected to Temporal (its native runtime threads are running)."""
+    return _connected
+
+
+async def connect(settings: Settings) -> Client:
+    """A client for ``settings.temporal_address``/``namespace`` using the pydantic data converter.
+
+    Raises :class:`ServiceUnavailable` (``temporal_unreachable``) when the server does not answer.
+    """
+    global _connected
+    _connected = True  # set before the attempt: a failed connect may have started the runtime too
+    try:
+        return await asyncio.wait_for(
+            Client.connect(
+                settings.temporal_address,
+                namespace=settings.namespace,
+                data_converter=pydantic_data_converter,
+            ),
+            timeout=CONNECT_TIMEOUT_SECONDS,
+        )
+    except (RuntimeError, OSError, TimeoutError) as error:
+        raise ServiceUnavailable(
+            "temporal_unreachable",
+            f"cannot reach Temporal at {settings.temporal_address} ({type(error).__name__}): start it "
+            "with `specialists dev` (or `make dev`), or set SPECIALISTS_TEMPORAL_ADDRESS",
+        ) from None

@@ -1,0 +1,84 @@
+"""``python -m worker`` (and ``specialists worker``): connect with the environment's settings, run a
+worker for the deployment's task queue and one for this host's queue until stopped."""
+
+from __future__ import annotations
+
+import asyncio
+import signal
+import sys
+from dataclasses import replace
+from typing import Any
+
+from activities.config import ActivityConfig
+from activities.store_access import SharedStore
+from activities.worktree_prune import worker_host
+from contracts.errors import OperatorError
+from contracts.worktree_prune import host_task_queue
+from runtime.logs import configure_logging
+from runtime.settings import RunBudgets, Settings
+from runtime.temporal import connect
+from worker.registration import build_host_worker, build_worker
+
+
+def activity_config(
+    settings: Settings, *, budgets: RunBudgets, action_token: bytes | None, **overrides: Any
+) -> ActivityConfig:
+    """What the activities of a worker for ``settings`` need: the store, the budgets captured into
+    contracts, the action token and the state directory (``overrides`` replace single fields)."""
+    config = ActivityConfig(
+        database_url=settings.database_url,
+        read_only_budget_seconds=budgets.read_only_seconds,
+        edit_budget_seconds=budgets.edit_seconds,
+        approval_window_seconds=budgets.approval_window_seconds,
+        team_deadline_seconds=budgets.team_deadline_seconds,
+        team_cycle_seconds=budgets.team_cycle_seconds,
+        action_token=action_token,
+        state_dir=settings.state_dir,
+    )
+    return replace(config, **overrides) if overrides else config
+
+
+async def run_worker(stop: asyncio.Event | None = None) -> None:
+    """Connect with the environment's settings and run a worker until ``stop`` is set (or a signal)."""
+    from store.action_token import load_action_token
+
+    configure_logging()
+    settings = Settings.from_env()
+    token = load_action_token()
+    client = await connect(settings)
+    config = activity_config(settings, budgets=RunBudgets.from_env(), action_token=token)
+    if token is None:
+        print(
+            "warning: no action token (SPECIALISTS_ACTION_TOKEN or SPECIALISTS_ACTION_TOKEN_FILE): "
+            "every protected action will be refused",
+            file=sys.stderr,
+            flush=True,
+        )
+    stop = stop or asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for signum in (signal.SIGINT, signal.SIGTERM):
+        loop.add_signal_handler(signum, stop.set)
+    store = SharedStore(config.database_url)
+    worker = build_worker(client, task_queue=settings.task_queue, config=config, store=store)
+    host_worker = build_host_worker(client, task_queue=settings.task_queue, config=config, store=store)
+    async with worker, host_worker:
+        # Polling has started; open the store meanwhile so a resumed run's first activity is quick.
+        warming = loop.run_in_executor(None, store.warm)
+        print(
+            f"worker polling task queue {settings.task_queue!r} on {settings.temporal_address} "
+            f"(namespace {settings.namespace}); this host's queue "
+            f"{host_task_queue(settings.task_queue, worker_host())!r}",
+            flush=True,
+        )
+        await stop.wait()
+        await warming
+
+
+def main() -> int:
+    """Entry point of ``python -m worker`` and ``specialists worker``."""
+    try:
+        asyncio.run(run_worker())
+    except OperatorError as error:
+        sys.stderr.write(f"error [{error.code}]: {error.message}\n")
+        return error.exit_code
+    return 0
