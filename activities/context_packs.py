@@ -42,8 +42,8 @@ from contracts.model_jobs import ContextPackRequest
 from contracts.output import MAX_REQUEST_BYTES
 from contracts.pack_text import render_pack
 from contracts.worktree import ExecutionFailure
+from runtime import git_repository as git
 from runtime.logs import run_logger
-from store import git
 
 FILE_REF = "file:"
 

@@ -489,7 +489,7 @@ def repos_add_command(
     from control import repository_views
     from control.output import emit
     from control.repository_config import read_repository_config
-    from store import git
+    from runtime import git_repository as git
     from store.repositories import check_alias
 
     actor = _actor_required(actor, "adding a repository")

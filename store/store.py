@@ -27,9 +27,9 @@ from contracts.policy import AutomationPolicy
 from contracts.research import CaseInput, EvidenceInput, EvidenceRecord, JobOutputRecord, ResearchCase
 from contracts.runs import AuditEvent, RunSummary
 from contracts.worktree import WorktreeClaim
+from runtime import git_repository as git  # moving out of the store: see runtime/git_repository.py
 from store import (
     actors,
-    git,
     model_registry,
     model_selection,
     repositories,

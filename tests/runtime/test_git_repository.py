@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from store import git
+from runtime import git_repository as git
 from tests.store.git_repository import make_working_tree
 
 
