@@ -1,17 +1,20 @@
-"""The git checks behind registering a repository: a working tree's top level and its branches.
+"""Read-only git queries of allow-listed repositories: a working tree's top level and its branches
+(checked before a repository is registered), a branch's current commit (frozen as a contract's base
+commit), and files at a frozen commit (context-pack evidence).
 
-git runs with an argument vector (no shell), a timeout, no terminal prompt, and without the
-environment variables that would point it at another repository than the one asked about.
+git runs only through :mod:`runtime.git` (docs/architecture.md "Worktree execution"): an argument
+vector, a timeout, and its one pinned environment and configuration.
 """
 
 from __future__ import annotations
 
-import os
-import subprocess
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Final
+from typing import Final
 
-from contracts.errors import InvalidInput, ServiceUnavailable
+from contracts.config import RepositoryRecord
+from contracts.errors import InvalidInput, Refused, ServiceUnavailable
+from runtime.git import run_git
 
 GIT_TIMEOUT_SECONDS: Final = 15.0
 MAX_BRANCH_CHARS: Final = 255
@@ -84,68 +87,47 @@ def branch_commit(tree: Path, branch: str) -> str:
     return commit
 
 
-def _git(tree: Path, *args: str) -> subprocess.CompletedProcess[str]:
-    result: subprocess.CompletedProcess[str] = _run_git(tree, args, text=True)
-    return result
+def checked_working_tree(path: Path, branch: str | None) -> tuple[Path, str]:
+    """``(root, branch)`` to register: ``path`` resolved, if it is the top level of a git working tree,
+    and ``branch`` if it is an existing local branch there (``None``: the branch checked out).
+
+    What :meth:`store.Store.add_repository` stores; its caller checks it here first. Raises
+    :class:`InvalidInput` ``not_a_git_repository`` (see :func:`working_tree_root`) or
+    ``unknown_branch`` (see :func:`local_branch`), :class:`ServiceUnavailable` when git cannot be run.
+    """
+    root = working_tree_root(path)
+    return root, local_branch(root, branch)
 
 
-def _git_bytes(tree: Path, *args: str) -> subprocess.CompletedProcess[bytes]:
-    result: subprocess.CompletedProcess[bytes] = _run_git(tree, args, text=False)
-    return result
+def base_commit_of(record: RepositoryRecord) -> str:
+    """The commit the registered repository's default branch points at now (a contract freezes it).
 
-
-# A repository's own configuration must not make these read-only calls run anything or reach out:
-# no transport at all (a partial clone's lazy fetch would run the configured upload-pack), no hooks,
-# no fsmonitor.
-_PINNED_CONFIG: Final = (
-    "-c",
-    "protocol.allow=never",
-    "-c",
-    "core.hooksPath=/dev/null",
-    "-c",
-    "core.fsmonitor=false",
-)
-
-
-def _run_git(tree: Path, args: tuple[str, ...], *, text: bool) -> subprocess.CompletedProcess[Any]:
-    argv = ["git", *_PINNED_CONFIG, "-C", str(tree), *args]
+    Raises :class:`Refused` ``repository_unavailable`` when the path is no longer a git working tree
+    or the branch does not resolve to a commit; :class:`ServiceUnavailable` when git cannot be run.
+    """
     try:
-        return subprocess.run(
-            argv,
-            capture_output=True,
-            text=text,
-            timeout=GIT_TIMEOUT_SECONDS,
-            env=_git_environment(),
-            stdin=subprocess.DEVNULL,
-            check=False,
-        )
-    except FileNotFoundError as exc:
-        raise ServiceUnavailable("git_unavailable", "git is not installed or not on PATH") from exc
-    except subprocess.TimeoutExpired as exc:
-        raise ServiceUnavailable(
-            "git_unavailable", f"git did not answer within {GIT_TIMEOUT_SECONDS:g} s in {tree}"
-        ) from exc
+        return branch_commit(Path(record.path), record.default_branch)
+    except InvalidInput as error:
+        raise Refused(
+            "repository_unavailable",
+            f"repository {record.alias!r} ({record.path}, branch {record.default_branch}): {error.message}",
+        ) from None
 
 
-_INHERITED_VARIABLES = ("PATH", "HOME", "TMPDIR", "XDG_CONFIG_HOME")
-"""The only variables of the caller's environment git gets here (its configuration is found through
-HOME/XDG_CONFIG_HOME): keys and tokens in the worker's environment never reach git or a program it
-starts."""
-
-
-def _git_environment() -> dict[str, str]:
-    environment = {name: os.environ[name] for name in _INHERITED_VARIABLES if name in os.environ}
-    environment.update(
-        {
-            "GIT_TERMINAL_PROMPT": "0",
-            "GIT_OPTIONAL_LOCKS": "0",
-            "LC_ALL": "C",
-            # A commit id must mean the same content everywhere: no replace refs, no lazy fetching.
-            "GIT_NO_REPLACE_OBJECTS": "1",
-            "GIT_NO_LAZY_FETCH": "1",
-        }
+def _git(tree: Path, *args: str) -> _TextResult:
+    result = run_git(tree, *args, timeout=GIT_TIMEOUT_SECONDS)
+    return _TextResult(
+        result.returncode,
+        result.stdout.decode("utf-8", "surrogateescape"),
+        result.stderr.decode("utf-8", "backslashreplace"),
     )
-    return environment
+
+
+@dataclass(frozen=True)
+class _TextResult:
+    returncode: int
+    stdout: str
+    stderr: str
 
 
 def _first_line(text: str) -> str:
@@ -208,21 +190,7 @@ def read_blob(tree: Path, commit: str, path: str) -> bytes:
     :class:`ServiceUnavailable` when git fails.
     """
     spec = f"{_check_commit(commit)}:{check_repository_path(path)}"
-    try:
-        result = subprocess.run(
-            ["git", "-C", str(tree), "cat-file", "blob", spec],
-            capture_output=True,
-            timeout=GIT_TIMEOUT_SECONDS,
-            env=_git_environment(),
-            stdin=subprocess.DEVNULL,
-            check=False,
-        )
-    except FileNotFoundError as exc:
-        raise ServiceUnavailable("git_unavailable", "git is not installed or not on PATH") from exc
-    except subprocess.TimeoutExpired as exc:
-        raise ServiceUnavailable(
-            "git_unavailable", f"git did not answer within {GIT_TIMEOUT_SECONDS:g} s"
-        ) from exc
+    result = run_git(tree, "cat-file", "blob", spec, timeout=GIT_TIMEOUT_SECONDS)
     if result.returncode != 0:
         raise InvalidInput("evidence_not_found", f"{path} is not a file at {commit[:12]}")
     return result.stdout
@@ -231,7 +199,9 @@ def read_blob(tree: Path, commit: str, path: str) -> bytes:
 def tracked_paths(tree: Path, commit: str) -> list[str]:
     """Every path tracked at ``commit``, sorted as git lists them. Raises :class:`InvalidInput` for a
     bad commit, :class:`ServiceUnavailable` when git fails."""
-    result = _git_bytes(tree, "ls-tree", "-r", "-z", "--name-only", _check_commit(commit))
+    result = run_git(
+        tree, "ls-tree", "-r", "-z", "--name-only", _check_commit(commit), timeout=GIT_TIMEOUT_SECONDS
+    )
     if result.returncode != 0:
         error = result.stderr.decode("utf-8", "replace")
         raise ServiceUnavailable("git_failed", f"git ls-tree failed: {_first_line(error)}")

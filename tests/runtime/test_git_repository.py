@@ -1,4 +1,5 @@
-"""``store.git``: the environment git is run with when the store reads allow-listed repositories."""
+"""``runtime.git_repository``: reading allow-listed repositories with the environment every git call
+gets, and the checks callers make before registering one or freezing its base commit."""
 
 from __future__ import annotations
 
@@ -7,6 +8,7 @@ from pathlib import Path
 import pytest
 
 from runtime import git_repository as git
+from runtime.git import git_environment
 from tests.store.git_repository import make_working_tree
 
 
@@ -16,7 +18,7 @@ def test_git_gets_no_secret_and_no_variable_that_would_point_it_elsewhere(
     monkeypatch.setenv("OPENAI_API_KEY", "sk-not-for-git")
     monkeypatch.setenv("SPECIALISTS_ACTION_TOKEN", "not-for-git")
     monkeypatch.setenv("GIT_DIR", "/somewhere/else")
-    environment = git._git_environment()
+    environment = git_environment()
     assert not {"OPENAI_API_KEY", "SPECIALISTS_ACTION_TOKEN", "GIT_DIR"} & set(environment)
     inherited = {name for name in environment if not name.startswith("GIT_")} - {"LC_ALL"}
     assert inherited <= {"PATH", "HOME", "TMPDIR", "XDG_CONFIG_HOME"}
