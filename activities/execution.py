@@ -2,7 +2,9 @@
 
 One activity does the whole attempt — claim, worktree, patch, checks, evidence — because the worktree
 lives on the disk of the worker that made it: split over several activities, a later step could land
-on another machine. The steps are those of :mod:`activities.worktree` (DESIGN.md "Worktree execution"):
+on another machine. The steps are those of :mod:`activities.worktree_lifecycle`,
+:mod:`activities.patch_checks` and :mod:`activities.change_evidence` (docs/architecture.md "Worktree
+execution"):
 
 1. claim the execution attempt in the store (run id + the activity's attempt number), so two worker
    processes never run the same attempt — a duplicate is refused with ``attempt_claimed``;
@@ -33,16 +35,13 @@ from typing import Any
 from temporalio import activity
 from temporalio.exceptions import ApplicationError
 
+from activities.change_evidence import check_and_collect, write_pr_ready_patch
 from activities.command_executor import CommandFailed, run_agent_command, run_verification_command
 from activities.config import ActivityConfig
 from activities.errors import refusal
+from activities.patch_checks import apply_patch
 from activities.store_access import SharedStore
-from activities.worktree import (
-    apply_patch,
-    check_and_collect,
-    create_attempt_worktree,
-    write_pr_ready_patch,
-)
+from activities.worktree_lifecycle import create_attempt_worktree
 from contracts.config import RepositoryExecutor
 from contracts.errors import ErrorType, NotFound, OperatorError, ServiceUnavailable
 from contracts.execution import (

@@ -1,8 +1,8 @@
 """``specialists worktrees``: list preserved attempt worktrees, and prune a finished run's.
 
 Listing is read-only and needs no token: it reads the state directory of this machine, asks the
-source repositories what git still remembers (:mod:`activities.worktree_housekeeping`, which runs git
-exactly as the worker does — the one place the CLI uses activity code), and gives each run's state:
+source repositories what git still remembers (:mod:`runtime.worktree_attempts`, which the worker's
+prune uses too, running git as every caller does), and gives each run's state:
 the status its Temporal workflow reports (the ``SpecialistStatus`` search attribute, equal to the
 view's status; no worker needed), else the projection's, else ``unknown``.
 
@@ -52,7 +52,7 @@ async def list_worktrees(
     """Every attempt under ``<state>/worktrees`` (and those git still remembers there), each with its
     run's state; sorted by run and attempt. ``connect`` gives a Temporal client (called only when
     there are runs to ask about; :class:`ServiceUnavailable` from it means "ask the projection")."""
-    from activities.worktree_housekeeping import list_attempts
+    from runtime.worktree_attempts import list_attempts
     from store.database import StoreMissing, open_store
     from store.run_lookup import projected_statuses
 

@@ -15,8 +15,10 @@ from pathlib import Path
 
 import pytest
 
-from activities import worktree as worktree_module
-from activities.worktree import apply_patch, check_and_collect, create_attempt_worktree
+from activities import worktree_lifecycle
+from activities.change_evidence import check_and_collect
+from activities.patch_checks import apply_patch
+from activities.worktree_lifecycle import create_attempt_worktree
 from contracts.errors import InvalidInput, Refused
 from contracts.worktree import (
     MAX_CHANGED_FILES,
@@ -28,6 +30,7 @@ from contracts.worktree import (
     WorktreeAttempt,
     WorktreeExecutionFailed,
 )
+from runtime.git import git_environment
 from tests.store.git_repository import git, make_working_tree
 
 RUN = "SOR-0123456789ABCDEF"
@@ -188,7 +191,7 @@ def test_an_attempt_directory_that_already_exists_is_refused_never_reused(
     attempt: WorktreeAttempt, source: Path, base: str, state: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     (attempt.worktree / "old.txt").write_text("attempt 1's work\n")
-    monkeypatch.setattr(worktree_module, "_next_attempt_number", lambda run_dir: 1)  # a racing claim
+    monkeypatch.setattr(worktree_lifecycle, "_next_attempt_number", lambda run_dir: 1)  # a racing claim
 
     with pytest.raises(Refused) as caught:
         create_attempt_worktree(source, base, state, RUN)
@@ -774,7 +777,7 @@ def test_git_gets_none_of_the_workers_environment_but_path_home_and_tmpdir(
 ) -> None:
     monkeypatch.setenv("OPENAI_API_KEY", "sk-not-for-git")
     monkeypatch.setenv("SPECIALISTS_ACTION_TOKEN", "not-for-git")
-    environment = worktree_module.git_environment()
+    environment = git_environment()
     assert "OPENAI_API_KEY" not in environment and "SPECIALISTS_ACTION_TOKEN" not in environment
     inherited = {name for name in environment if not name.startswith("GIT_")} - {"LC_ALL"}
     assert inherited <= {"PATH", "HOME", "TMPDIR"}

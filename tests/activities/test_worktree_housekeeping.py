@@ -10,10 +10,11 @@ from pathlib import Path
 
 import pytest
 
-from activities.worktree import create_attempt_worktree
-from activities.worktree_housekeeping import list_attempts, prune_run, repository_of
+from activities.worktree_housekeeping import prune_run
+from activities.worktree_lifecycle import create_attempt_worktree
 from contracts.errors import InvalidInput
 from contracts.worktree import WorktreeAttempt
+from runtime.worktree_attempts import list_attempts, repository_of
 from tests.store.git_repository import git, make_working_tree
 
 RUN = "SOR-HOUSEKEEPING0001"

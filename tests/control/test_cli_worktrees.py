@@ -19,7 +19,7 @@ from typing import Any
 
 import pytest
 
-from activities.worktree import create_attempt_worktree
+from activities.worktree_lifecycle import create_attempt_worktree
 from contracts.enums import Tier
 from contracts.ids import new_run_id
 from contracts.runs import RunStatus, RunSummary

@@ -9,8 +9,10 @@ import json
 from pathlib import Path
 from typing import Any
 
+from activities.change_evidence import check_and_collect
 from activities.config import DEFAULT_RECORDINGS_DIR
-from activities.worktree import apply_patch, check_and_collect, create_attempt_worktree
+from activities.patch_checks import apply_patch
+from activities.worktree_lifecycle import create_attempt_worktree
 from catalog.loader import load_catalog
 from catalog.router import route
 from contracts.execution import ExecutionRecord

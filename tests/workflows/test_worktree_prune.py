@@ -19,7 +19,7 @@ import pytest
 from temporalio.client import Client
 from temporalio.worker import Worker
 
-from activities.worktree import create_attempt_worktree
+from activities.worktree_lifecycle import create_attempt_worktree
 from contracts.enums import Tier
 from contracts.errors import NotFound, Refused
 from contracts.ids import new_run_id
