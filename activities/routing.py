@@ -16,6 +16,7 @@ from catalog.loader import load_catalog
 from contracts.errors import OperatorError
 from contracts.policy import APPROVAL_TIERS
 from contracts.runs import CapturedContract, RunInput
+from runtime.git_repository import base_commit_of
 from runtime.logs import run_logger
 
 
@@ -45,12 +46,13 @@ class RoutingActivities:
                 # Resolved now and frozen in the contract: the run uses this commit even if the
                 # branch moves while it waits for approval; so is the repository's configuration
                 # (executor, commands, grants), which approval then covers.
-                record, base_commit = store.resolve_base_commit(alias)
+                record = store.get_repository(alias)
+                base_commit = base_commit_of(record)
                 repository_config = record.config
             elif alias is not None and store.repository_exists(alias):
                 # Any other run on an allow-listed repository freezes its commit too, so its context
                 # packs read file evidence at a commit the contract names.
-                _, base_commit = store.resolve_base_commit(alias)
+                base_commit = base_commit_of(store.get_repository(alias))
             captured = capture(
                 run_input,
                 catalog,

@@ -20,7 +20,6 @@ from __future__ import annotations
 import asyncio
 import os
 import secrets
-import subprocess
 import sys
 from collections.abc import Callable
 from pathlib import Path
@@ -117,20 +116,19 @@ def demo_repository(state_dir: Path) -> Path:
     (path / "reports.sql").write_text(
         "SELECT * FROM orders WHERE customer_id = $1 AND created_at >= $2 ORDER BY created_at;\n"
     )
-    env = {**os.environ, "GIT_AUTHOR_NAME": "demo", "GIT_AUTHOR_EMAIL": "demo@example.invalid"}
-    env.update({"GIT_COMMITTER_NAME": "demo", "GIT_COMMITTER_EMAIL": "demo@example.invalid"})
-    for argv in (
-        ["git", "init", "--quiet", "--initial-branch=main", str(path)],
-        ["git", "-C", str(path), "add", "README.md", "reports.sql"],
-        ["git", "-C", str(path), "commit", "--quiet", "-m", "orders report"],
-    ):
-        subprocess.run(argv, check=True, env=env, stdin=subprocess.DEVNULL, timeout=30)
+    from runtime.git import Git
+
+    git = Git(path, (("user.name", "demo"), ("user.email", "demo@example.invalid")))
+    git.ok("init", "--quiet", "--initial-branch=main")
+    git.ok("add", "README.md", "reports.sql")
+    git.ok("commit", "--quiet", "-m", "orders report")
     return path
 
 
 def _prepare_store(database_url: str, token: bytes, repository: Path) -> None:
     """Register the demo operator, select the replay model, allow-list the demo repository."""
     from contracts.proofs import token_fingerprint
+    from runtime.git_repository import checked_working_tree
     from store.database import open_store
 
     with open_store(database_url) as store:
@@ -143,7 +141,8 @@ def _prepare_store(database_url: str, token: bytes, repository: Path) -> None:
         if current is None or current.selection.primary != DEMO_MODEL:
             store.select_models(ModelSelection(primary=DEMO_MODEL), DEMO_ACTOR)
         if DEMO_REPOSITORY not in {record.alias for record in store.list_repositories()}:
-            store.add_repository(DEMO_REPOSITORY, repository, "main", DEMO_ACTOR)
+            root, branch = checked_working_tree(repository, "main")
+            store.add_repository(DEMO_REPOSITORY, root, branch, DEMO_ACTOR)
 
 
 async def _run_jobs(
@@ -187,7 +186,7 @@ async def _run_team(client: Any, settings: Any) -> TeamView:
     """Create the demo research case and run one research team over it to its end."""
     from contracts.research import CaseInput
     from control.actions import proof_for
-    from control.research_cases import read_input
+    from control.case_inputs import read_input
     from control.research_teams import start_team, team_start_input, wait_for_team
     from store.database import open_store
 

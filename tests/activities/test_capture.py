@@ -26,7 +26,7 @@ from contracts.hashing import canonical_sha256
 from contracts.models import ModelSelection, ModelSelectionRecord
 from contracts.policy import AutomationPolicy
 from contracts.runs import CapturedContract, RunInput
-from tests.store.git_repository import git, make_working_tree
+from tests.store.git_repository import git, make_working_tree, register_repository, resolve_base_commit
 from tests.workflows.harness import AUTH_REVIEW, SLOW_QUERY, example, run_input
 
 SELECTED_AT = dt.datetime(2026, 11, 1, 9, 30, tzinfo=dt.UTC)
@@ -258,7 +258,7 @@ def test_capture_contract_activity_raises_a_refusal_as_a_non_retryable_error_of_
 def _repository(tmp_path: Path, shared: SharedStore) -> Path:
     tree = make_working_tree(tmp_path / "orders-service")
     assert ALIAS is not None
-    shared.get().add_repository(ALIAS, tree, "main", "alice")
+    register_repository(shared.get(), ALIAS, tree, "main", "alice")
     return tree
 
 
@@ -316,10 +316,10 @@ def test_capture_contract_activity_refuses_a_repository_that_is_gone_as_reposito
         inp = run_input(example(SLOW_QUERY), tier=Tier.PR_READY, run_id=RUN_ID)
         with pytest.raises(ApplicationError) as raised:
             ActivityEnvironment().run(routing.capture_contract, inp)
-        # The operator-side pre-check (store.resolve_base_commit) refuses it the same way.
+        # The operator-side pre-check (the record, then runtime's base commit) refuses it the same way.
         assert ALIAS is not None
         with pytest.raises(Refused) as refused:
-            shared.get().resolve_base_commit(ALIAS)
+            resolve_base_commit(shared.get(), ALIAS)
     finally:
         shared.close()
     assert raised.value.type == "repository_unavailable" and raised.value.non_retryable
@@ -332,7 +332,7 @@ def test_the_operator_pre_check_refuses_an_unregistered_repository_as_unknown_re
     _, shared = _activity(tmp_path)
     try:
         with pytest.raises(NotFound) as refused:
-            shared.get().resolve_base_commit("no-such-repo")
+            resolve_base_commit(shared.get(), "no-such-repo")
     finally:
         shared.close()
     assert refused.value.code == "unknown_repository" and refused.value.exit_code == 3

@@ -29,7 +29,7 @@ from contracts.execution import (
     WorktreeExecution,
     command_task_text,
 )
-from tests.store.git_repository import git, make_working_tree
+from tests.store.git_repository import git, make_working_tree, register_repository
 
 RUN_ID = "SOR-COMMANDEXECTEST1"
 ALIAS = "orders-service"
@@ -97,7 +97,7 @@ def setup(tmp_path: Path) -> tuple[ExecutionActivities, str, Path]:
     shared = SharedStore(f"sqlite:///{tmp_path / 'specialists.db'}")
     store = shared.get()
     store.register_actor("alice", "Alice", None)
-    store.add_repository(ALIAS, tree, "main", "alice")
+    register_repository(store, ALIAS, tree, "main", "alice")
     config = ActivityConfig(database_url="unused", state_dir=tmp_path / "state")
     return ExecutionActivities(config, shared), git(tree, "rev-parse", "HEAD"), tmp_path
 

@@ -23,7 +23,7 @@ from contracts.model_jobs import ContextPackRequest, JobContext
 from contracts.output import MAX_REQUEST_BYTES, Finding, JobKind
 from contracts.pack_text import render_pack
 from store.database import open_store
-from tests.store.git_repository import git, make_working_tree
+from tests.store.git_repository import git, make_working_tree, register_repository
 
 ALIAS = "orders-service"
 PROFILE = "database-optimizer"
@@ -51,7 +51,7 @@ def _activities_on(tmp_path: Path, tree: Path) -> ContextPackActivities:
     url = f"sqlite:///{tmp_path / 'specialists.db'}"
     with open_store(url, create=True) as store:
         store.register_actor("alice", "Alice", None)
-        store.add_repository(ALIAS, tree, "main", "alice")
+        register_repository(store, ALIAS, tree, "main", "alice")
     return ContextPackActivities(ActivityConfig(database_url=url), SharedStore(url))
 
 

@@ -14,7 +14,7 @@ from activities.config import ActivityConfig
 from activities.execution import ExecutionActivities
 from activities.store_access import SharedStore
 from contracts.execution import ExecuteAttemptRequest, WorktreeExecution
-from tests.store.git_repository import git, make_working_tree
+from tests.store.git_repository import git, make_working_tree, register_repository
 
 RUN_ID = "SOR-EXECUTIONTEST01"
 ALIAS = "orders-service"
@@ -30,7 +30,7 @@ def setup(tmp_path: Path) -> tuple[ExecutionActivities, SharedStore, str, Path]:
     shared = SharedStore(f"sqlite:///{tmp_path / 'specialists.db'}")
     store = shared.get()
     store.register_actor("alice", "Alice", None)
-    store.add_repository(ALIAS, tree, "main", "alice")
+    register_repository(store, ALIAS, tree, "main", "alice")
     config = ActivityConfig(database_url="unused", state_dir=tmp_path / "state")
     return ExecutionActivities(config, shared), shared, git(tree, "rev-parse", "HEAD"), tmp_path
 

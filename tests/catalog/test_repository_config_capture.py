@@ -21,7 +21,7 @@ from contracts.policy import AutomationPolicy
 from contracts.runs import CapturedContract, RunInput
 from contracts.work_item import WorkItem
 from store import Store, open_store
-from tests.store.git_repository import make_working_tree
+from tests.store.git_repository import make_working_tree, register_repository, resolve_base_commit
 
 RUN_ID = "SOR-0123456789ABCDEF"
 ALIAS = "orders-service"
@@ -157,14 +157,14 @@ def test_a_contract_captured_before_repository_configuration_keeps_its_stored_di
 def configured_store(database_url: str, tmp_path: Path) -> Store:
     store = open_store(database_url)
     store.register_actor("alice", "Alice", None)
-    store.add_repository(ALIAS, make_working_tree(tmp_path / "orders"), None, "alice", COMMAND)
+    register_repository(store, ALIAS, make_working_tree(tmp_path / "orders"), None, "alice", COMMAND)
     return store
 
 
 def _capture_from_store(catalog: LoadedCatalog, store: Store, tier: Tier) -> CapturedContract:
     """Capture as the ``capture_contract`` activity does: the repository record and its base commit
     come from one read of the store."""
-    record, base_commit = store.resolve_base_commit(ALIAS)
+    record, base_commit = resolve_base_commit(store, ALIAS)
     return _capture(catalog, tier, record.config, base_commit=base_commit)
 
 

@@ -1,10 +1,15 @@
-"""Real git working trees for repository tests, built without the user's git configuration."""
+"""Real git working trees for repository tests, built without the user's git configuration, and
+registering them as callers of the store do."""
 
 from __future__ import annotations
 
 import os
 import subprocess
 from pathlib import Path
+
+from contracts.config import RepositoryConfig, RepositoryRecord
+from runtime.git_repository import base_commit_of, checked_working_tree
+from store import Store
 
 
 def git(cwd: Path, *args: str) -> str:
@@ -34,3 +39,25 @@ def make_working_tree(tree: Path) -> Path:
     git(tree, "commit", "--quiet", "--no-gpg-sign", "-m", "first")
     git(tree, "branch", "feature")
     return tree
+
+
+def register_repository(
+    store: Store,
+    alias: str,
+    path: Path,
+    branch: str | None,
+    actor: str,
+    config: RepositoryConfig | None = None,
+) -> RepositoryRecord:
+    """Allow-list ``path`` as ``alias`` the way the operator surface does: the working tree and branch
+    are checked with :func:`runtime.git_repository.checked_working_tree`, the store keeps the result."""
+    root, checked = checked_working_tree(path, branch)
+    return store.add_repository(alias, root, checked, actor, config)
+
+
+def resolve_base_commit(store: Store, alias: str) -> tuple[RepositoryRecord, str]:
+    """The repository ``alias`` and its default branch's commit now, as capture reads them: the record
+    from the store (``unknown_repository``), the commit from :func:`runtime.git_repository.base_commit_of`
+    (``repository_unavailable``)."""
+    record = store.get_repository(alias)
+    return record, base_commit_of(record)

@@ -11,6 +11,7 @@ import pytest
 from contracts.errors import NotFound, Refused
 from contracts.proofs import token_fingerprint
 from store import Store
+from tests.store.git_repository import register_repository, resolve_base_commit
 
 
 def test_first_fingerprint_is_adopted_and_the_same_one_is_accepted_later(store: Store) -> None:
@@ -35,33 +36,33 @@ def _head(path: Path, ref: str = "main") -> str:
 def test_base_commit_is_the_commit_the_default_branch_points_at(
     store: Store, actor: str, git_repository: Path
 ) -> None:
-    store.add_repository("app", git_repository, "main", actor)
-    record, commit = store.resolve_base_commit("app")
+    register_repository(store, "app", git_repository, "main", actor)
+    record, commit = resolve_base_commit(store, "app")
     assert record.alias == "app"
     assert commit == _head(git_repository)
 
 
 def test_base_commit_of_an_unknown_alias_is_not_found(store: Store) -> None:
     with pytest.raises(NotFound) as missing:
-        store.resolve_base_commit("nope")
+        resolve_base_commit(store, "nope")
     assert missing.value.code == "unknown_repository"
 
 
 def test_base_commit_of_a_repository_that_disappeared_is_refused(
     store: Store, actor: str, git_repository: Path
 ) -> None:
-    store.add_repository("app", git_repository, "main", actor)
+    register_repository(store, "app", git_repository, "main", actor)
     shutil.rmtree(git_repository / ".git")
     with pytest.raises(Refused) as refused:
-        store.resolve_base_commit("app")
+        resolve_base_commit(store, "app")
     assert refused.value.code == "repository_unavailable"
 
 
 def test_base_commit_of_a_deleted_branch_is_refused(store: Store, actor: str, git_repository: Path) -> None:
-    store.add_repository("app", git_repository, "feature", actor)
+    register_repository(store, "app", git_repository, "feature", actor)
     subprocess.run(
         ["git", "-C", str(git_repository), "branch", "-D", "feature"], check=True, capture_output=True
     )
     with pytest.raises(Refused) as refused:
-        store.resolve_base_commit("app")
+        resolve_base_commit(store, "app")
     assert refused.value.code == "repository_unavailable"

@@ -8,11 +8,11 @@ import pytest
 
 from contracts.errors import InvalidInput, NotFound, Refused
 from store import Store
-from tests.store.git_repository import git
+from tests.store.git_repository import git, register_repository
 
 
 def test_repository_is_added_with_its_current_branch(store: Store, actor: str, git_repository: Path) -> None:
-    record = store.add_repository("service", git_repository, None, actor)
+    record = register_repository(store, "service", git_repository, None, actor)
     assert record.alias == "service"
     assert record.path == str(git_repository.resolve())
     assert record.default_branch == "main"
@@ -24,21 +24,21 @@ def test_repository_is_added_with_its_current_branch(store: Store, actor: str, g
 def test_repository_is_added_with_an_explicit_local_branch(
     store: Store, actor: str, git_repository: Path
 ) -> None:
-    assert store.add_repository("service", git_repository, "feature", actor).default_branch == "feature"
+    assert register_repository(store, "service", git_repository, "feature", actor).default_branch == "feature"
 
 
 def test_relative_path_is_stored_absolute(
     store: Store, actor: str, git_repository: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.chdir(git_repository.parent)
-    record = store.add_repository("service", Path(git_repository.name), None, actor)
+    record = register_repository(store, "service", Path(git_repository.name), None, actor)
     assert Path(record.path).is_absolute()
     assert record.path == str(git_repository.resolve())
 
 
 def test_repositories_are_listed_by_alias(store: Store, actor: str, git_repository: Path) -> None:
-    store.add_repository("zeta", git_repository, None, actor)
-    store.add_repository("alpha", git_repository, "feature", actor)
+    register_repository(store, "zeta", git_repository, None, actor)
+    register_repository(store, "alpha", git_repository, "feature", actor)
     assert [record.alias for record in store.list_repositories()] == ["alpha", "zeta"]
 
 
@@ -46,7 +46,7 @@ def test_directory_outside_git_is_refused(store: Store, actor: str, tmp_path: Pa
     plain = tmp_path / "plain"
     plain.mkdir()
     with pytest.raises(InvalidInput) as raised:
-        store.add_repository("plain", plain, None, actor)
+        register_repository(store, "plain", plain, None, actor)
     assert raised.value.code == "not_a_git_repository"
     assert raised.value.exit_code == 2
     assert store.list_repositories() == []
@@ -54,13 +54,13 @@ def test_directory_outside_git_is_refused(store: Store, actor: str, tmp_path: Pa
 
 def test_missing_path_is_refused(store: Store, actor: str, tmp_path: Path) -> None:
     with pytest.raises(InvalidInput) as raised:
-        store.add_repository("missing", tmp_path / "missing", None, actor)
+        register_repository(store, "missing", tmp_path / "missing", None, actor)
     assert raised.value.code == "not_a_git_repository"
 
 
 def test_subdirectory_of_a_repository_is_refused(store: Store, actor: str, git_repository: Path) -> None:
     with pytest.raises(InvalidInput) as raised:
-        store.add_repository("docs", git_repository / "docs", None, actor)
+        register_repository(store, "docs", git_repository / "docs", None, actor)
     assert raised.value.code == "not_a_git_repository"
     assert str(git_repository.resolve()) in raised.value.message
     assert store.list_repositories() == []
@@ -71,7 +71,7 @@ def test_bare_repository_is_refused(store: Store, actor: str, tmp_path: Path) ->
     bare.mkdir()
     git(bare, "init", "--quiet", "--bare")
     with pytest.raises(InvalidInput) as raised:
-        store.add_repository("bare", bare, None, actor)
+        register_repository(store, "bare", bare, None, actor)
     assert raised.value.code == "not_a_git_repository"
 
 
@@ -80,7 +80,7 @@ def test_unknown_or_malformed_branch_is_refused(
     store: Store, actor: str, git_repository: Path, branch: str
 ) -> None:
     with pytest.raises(InvalidInput) as raised:
-        store.add_repository("service", git_repository, branch, actor)
+        register_repository(store, "service", git_repository, branch, actor)
     assert raised.value.code == "unknown_branch"
     assert store.list_repositories() == []
 
@@ -88,9 +88,9 @@ def test_unknown_or_malformed_branch_is_refused(
 def test_detached_head_needs_an_explicit_branch(store: Store, actor: str, git_repository: Path) -> None:
     git(git_repository, "checkout", "--quiet", "--detach")
     with pytest.raises(InvalidInput) as raised:
-        store.add_repository("service", git_repository, None, actor)
+        register_repository(store, "service", git_repository, None, actor)
     assert raised.value.code == "unknown_branch"
-    assert store.add_repository("service", git_repository, "main", actor).default_branch == "main"
+    assert register_repository(store, "service", git_repository, "main", actor).default_branch == "main"
 
 
 def test_branch_without_commits_is_refused(store: Store, actor: str, tmp_path: Path) -> None:
@@ -98,16 +98,16 @@ def test_branch_without_commits_is_refused(store: Store, actor: str, tmp_path: P
     empty.mkdir()
     git(empty, "init", "--quiet", "--initial-branch=main")
     with pytest.raises(InvalidInput) as raised:
-        store.add_repository("empty", empty, None, actor)
+        register_repository(store, "empty", empty, None, actor)
     assert raised.value.code == "unknown_branch"
 
 
 def test_duplicate_alias_is_refused_and_the_original_kept(
     store: Store, actor: str, git_repository: Path
 ) -> None:
-    original = store.add_repository("service", git_repository, "main", actor)
+    original = register_repository(store, "service", git_repository, "main", actor)
     with pytest.raises(Refused) as raised:
-        store.add_repository("service", git_repository, "feature", actor)
+        register_repository(store, "service", git_repository, "feature", actor)
     assert raised.value.code == "duplicate_alias"
     assert raised.value.exit_code == 4
     assert store.list_repositories() == [original]
@@ -116,14 +116,14 @@ def test_duplicate_alias_is_refused_and_the_original_kept(
 @pytest.mark.parametrize("alias", ["", "-service", ".service", "my service", "a" * 65, "svc/x"])
 def test_malformed_alias_is_invalid_input(store: Store, actor: str, git_repository: Path, alias: str) -> None:
     with pytest.raises(InvalidInput) as raised:
-        store.add_repository(alias, git_repository, None, actor)
+        register_repository(store, alias, git_repository, None, actor)
     assert raised.value.code == "invalid_alias"
     assert store.list_repositories() == []
 
 
 def test_repository_added_by_unknown_actor_is_refused(store: Store, actor: str, git_repository: Path) -> None:
     with pytest.raises(NotFound) as raised:
-        store.add_repository("service", git_repository, None, "mallory")
+        register_repository(store, "service", git_repository, None, "mallory")
     assert raised.value.code == "unknown_actor"
     assert store.list_repositories() == []
 
@@ -146,4 +146,4 @@ def test_git_environment_of_the_caller_does_not_redirect_the_check(
     monkeypatch.setenv("GIT_DIR", str(git_repository / ".git"))
     monkeypatch.setenv("GIT_WORK_TREE", str(git_repository))
     with pytest.raises(InvalidInput):
-        store.add_repository("plain", plain, None, actor)
+        register_repository(store, "plain", plain, None, actor)

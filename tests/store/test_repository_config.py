@@ -20,6 +20,7 @@ from store.database import parse_database_url
 from store.engine import create_store_engine, writing
 from store.migrate import alembic_config
 from store.schema import SCHEMA_REVISION, RepositoryRow
+from tests.store.git_repository import register_repository, resolve_base_commit
 
 COMMAND = RepositoryConfig(
     executor=RepositoryExecutor.COMMAND,
@@ -48,7 +49,7 @@ def _stored(store: Store, alias: str) -> object:
 def test_a_repository_added_without_a_configuration_has_the_default(
     store: Store, actor: str, git_repository: Path
 ) -> None:
-    record = store.add_repository("service", git_repository, None, actor)
+    record = register_repository(store, "service", git_repository, None, actor)
     assert record.config == RepositoryConfig()
     assert store.get_repository("service").config == RepositoryConfig()
     assert _stored(store, "service") == DEFAULT_STORED
@@ -57,11 +58,11 @@ def test_a_repository_added_without_a_configuration_has_the_default(
 def test_a_configuration_round_trips_through_the_store(
     store: Store, actor: str, git_repository: Path
 ) -> None:
-    record = store.add_repository("service", git_repository, None, actor, COMMAND)
+    record = register_repository(store, "service", git_repository, None, actor, COMMAND)
     assert record.config == COMMAND
     assert store.get_repository("service") == record
     assert store.list_repositories() == [record]
-    assert store.resolve_base_commit("service")[0].config == COMMAND
+    assert resolve_base_commit(store, "service")[0].config == COMMAND
     assert _stored(store, "service") == COMMAND.model_dump(mode="json")
 
 
@@ -69,8 +70,8 @@ def test_an_update_replaces_the_configuration_and_nothing_else(
     store: Store, actor: str, git_repository: Path
 ) -> None:
     store.register_actor("bob", "Bob", actor)
-    added = store.add_repository("service", git_repository, "feature", actor, COMMAND)
-    store.add_repository("other", git_repository, None, actor, COMMAND)
+    added = register_repository(store, "service", git_repository, "feature", actor, COMMAND)
+    register_repository(store, "other", git_repository, None, actor, COMMAND)
 
     updated = store.update_repository_config("service", VERIFY_ONLY, "bob")
 
@@ -94,7 +95,7 @@ def test_updating_an_unknown_repository_is_refused(store: Store, actor: str) -> 
 
 
 def test_an_update_by_an_unknown_actor_writes_nothing(store: Store, actor: str, git_repository: Path) -> None:
-    store.add_repository("service", git_repository, None, actor, VERIFY_ONLY)
+    register_repository(store, "service", git_repository, None, actor, VERIFY_ONLY)
     with pytest.raises(NotFound) as refused:
         store.update_repository_config("service", COMMAND, "zed")
     assert refused.value.code == "unknown_actor"
@@ -104,7 +105,7 @@ def test_an_update_by_an_unknown_actor_writes_nothing(store: Store, actor: str, 
 def test_a_stored_configuration_that_no_longer_validates_is_reported(
     store: Store, actor: str, git_repository: Path
 ) -> None:
-    store.add_repository("service", git_repository, None, actor)
+    register_repository(store, "service", git_repository, None, actor)
     with writing(store.engine).begin() as connection:
         connection.execute(update(RepositoryRow).values(config={**DEFAULT_STORED, "network": True}))
     with pytest.raises(OperatorError) as broken:

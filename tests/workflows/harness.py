@@ -56,6 +56,7 @@ from control.runs import (
 from infra.devserver import DevServer
 from store.database import open_store
 from store.store import Store
+from tests.store.git_repository import register_repository
 from worker import build_worker
 
 P = ParamSpec("P")
@@ -295,7 +296,7 @@ class Bench:
 
     def add_repository(self, alias: str, path: Path, branch: str | None = None) -> None:
         """Allow-list the git working tree at ``path`` as ``alias``."""
-        self.store.add_repository(alias, path, branch, ACTOR)
+        register_repository(self.store, alias, path, branch, ACTOR)
 
     async def enqueue(self, run_id: str, actor: str = ACTOR) -> ActionResult:
         """Enqueue a ready run, with a valid proof (raises the refusal as an operator error)."""

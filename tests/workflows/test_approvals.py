@@ -1,13 +1,14 @@
-"""Approvals of worktree and pr_ready runs, and the action token's proofs (DESIGN.md "Run lifecycle",
-"Temporal conventions", "Worktree execution").
+"""Approvals of worktree and pr_ready runs, and the action token's proofs (docs/architecture.md "Run
+lifecycle", "Temporal conventions", "Worktree execution").
 
-Real dev server, real SQLite store, a real git repository in ``tmp_path`` allow-listed with
-``store.add_repository``. A worktree or pr_ready run freezes the commit its repository's branch
-points at, waits in ``awaiting_approval`` and is approved only for exactly its contract digest, by a
-registered actor with a fresh proof of the deployment's action token that the run has not seen
-before. Validator refusals (state, digest) never reach history; every other refusal is an
-``action_refused`` audit event that changes nothing else. The waits survive a killed worker, a
-restarted server and an approval sent while no worker runs; the token itself is found nowhere.
+Real dev server, real SQLite store, a real git repository in ``tmp_path`` allow-listed as the operator
+does it (checked with ``runtime.git_repository``, kept by the store). A worktree or pr_ready run
+freezes the commit its repository's branch points at, waits in ``awaiting_approval`` and is approved
+only for exactly its contract digest, by a registered actor with a fresh proof of the deployment's
+action token that the run has not seen before. Validator refusals (state, digest) never reach history;
+every other refusal is an ``action_refused`` audit event that changes nothing else. The waits survive
+a killed worker, a restarted server and an approval sent while no worker runs; the token itself is
+found nowhere.
 """
 
 from __future__ import annotations
@@ -44,7 +45,7 @@ from contracts.runs import (
 )
 from control.runs import create_run, get_view
 from infra.devserver import DevServer, free_port
-from tests.store.git_repository import git, make_working_tree
+from tests.store.git_repository import git, make_working_tree, resolve_base_commit
 from tests.workflows.harness import (
     ACTION_TOKEN,
     ACTOR,
@@ -224,7 +225,7 @@ async def test_a_run_for_an_unregistered_repository_fails_with_unknown_repositor
         view = await b.terminal(view.run_id)
         # The operator's pre-check (what `create` runs before starting a workflow) refuses it too.
         with pytest.raises(NotFound) as refused:
-            b.store.resolve_base_commit(ALIAS)
+            resolve_base_commit(b.store, ALIAS)
     assert view.status is RunStatus.FAILED
     assert view.error is not None and view.error.type == "unknown_repository"
     assert refused.value.code == "unknown_repository" and refused.value.exit_code == 3
