@@ -1,5 +1,6 @@
-"""``specialists research`` team commands: ``team-start``, ``teams``, ``team-show``, ``adjudicate`` and
-``team-cancel`` (DESIGN.md "Research team", "Operator contract").
+"""``specialists research`` team commands: ``team-start``, ``teams``, ``team-show``, ``team-results``,
+``adjudicate``, ``team-cancel`` and ``coordinator`` (docs/architecture.md "Research team", "Operator
+contract").
 
 A team runs six blinded stages over one research case and ends at ``awaiting_human_review``; it never
 approves or publishes anything. Starting, adjudicating and cancelling are protected: the CLI sends a
@@ -10,11 +11,8 @@ proof of the deployment's action token (``team_start`` bound to :func:`team_requ
 the actor is registered (exit 3 ``unknown_actor``) and that the case's active evidence fits a team
 (exit 4 ``team_evidence_limit | team_evidence_too_large | team_evidence_empty``: narrow the case). The
 same request id for the same case returns the same team (``"deduplicated": true``); for another case it
-is refused (exit 4 ``request_id_conflict``). JSON shapes: :mod:`control.team_views`.
-
-The commands are registered on :data:`control.research_cases.research_app`; heavy modules are imported
-inside them, and annotations are evaluated at import, as Typer needs (no ``from __future__ import
-annotations``).
+is refused (exit 4 ``request_id_conflict``). JSON shapes: :mod:`control.team_views` and
+:mod:`control.coordinator_views`.
 """
 
 import sys
@@ -24,10 +22,21 @@ from typing import TYPE_CHECKING, Annotated, Any, Final
 import typer
 
 from contracts.errors import InvalidInput
-from control.research_cases import ActorOption, JsonFlag, research_app
+from control.commands.common import (
+    ActorOption,
+    JsonFlag,
+    actor_required,
+    client,
+    open_store,
+    require_actor,
+    run_async,
+    task_queue,
+)
 
 if TYPE_CHECKING:
     from contracts.research_teams import AdjudicationOutcome, TeamView
+
+app = typer.Typer()
 
 MAX_NOTE_CHARS: Final = 2_000
 """Longest ``--note`` / ``--reason`` (the workflow's contracts take no more)."""
@@ -42,7 +51,7 @@ WaitFlag = Annotated[bool, typer.Option("--wait", help="Wait until the team need
 # ------------------------------------------------------------------------------------------- commands
 
 
-@research_app.command("team-start")
+@app.command("team-start")
 def team_start_command(
     case_id: Annotated[str, typer.Option("--case-id", metavar="RSC-…", help="Research case id (RSC-…).")],
     input_file: Annotated[
@@ -56,7 +65,6 @@ def team_start_command(
     (protected)."""
     from contracts.research_teams import TeamStartInput
     from control.actions import proof_for
-    from control.cli import _client, _run_async
     from control.inputs import parse_model, read_json_argument
     from control.research_teams import (
         raise_if_start_refused,
@@ -66,11 +74,10 @@ def team_start_command(
         team_start_input,
         wait_for_team,
     )
-    from runtime.settings import Settings
     from store.action_token import require_action_token
     from store.research import check_case_id
 
-    actor = _actor_required(actor, "starting a research team")
+    actor = actor_required(actor, "starting a research team")
     check_case_id(case_id)
     start = parse_model(
         TeamStartInput,
@@ -88,23 +95,23 @@ def team_start_command(
     team_id = team.team_id
 
     async def exists() -> bool:
-        return await team_exists(await _client(), team_id)
+        return await team_exists(await client(), team_id)
 
     # A second delivery of a start returns the team it started, whatever the case holds now; a new
     # start is checked first as the workflow's start checks it again, so a refusal reaches the
     # operator at once and nothing is started for a case that cannot run.
-    if not _run_async(exists()):
+    if not run_async(exists()):
         _check_case_for_team(case_id, actor)
-    task_queue = Settings.from_env().task_queue
+    queue = task_queue()
 
     async def go() -> tuple[Any, bool]:
-        client = await _client()
-        view, deduplicated = await start_team(client, team, task_queue=task_queue)
+        temporal = await client()
+        view, deduplicated = await start_team(temporal, team, task_queue=queue)
         if wait and not settled(view):
-            view = await wait_for_team(client, team_id, settled, timeout=None, on_change=_progress(as_json))
+            view = await wait_for_team(temporal, team_id, settled, timeout=None, on_change=_progress(as_json))
         return view, deduplicated
 
-    view, deduplicated = _run_async(go())
+    view, deduplicated = run_async(go())
     raise_if_start_refused(view)
     _emit_team(view, as_json, {"deduplicated": deduplicated})
 
@@ -114,9 +121,8 @@ def _check_case_for_team(case_id: str, actor: str) -> None:
     the actor is registered (exit 3 ``unknown_actor``), the active evidence fits a team (exit 4)."""
     from contracts.errors import NotFound
     from contracts.research_teams import check_team_evidence
-    from control.cli import _open_store
 
-    store = _open_store(create=False)
+    store = open_store(create=False)
     if store is None:
         raise NotFound("unknown_case", f"no research case {case_id}")
     with store:
@@ -128,7 +134,7 @@ def _check_case_for_team(case_id: str, actor: str) -> None:
     check_team_evidence(case)
 
 
-@research_app.command("teams")
+@app.command("teams")
 def teams_command(
     case_id: Annotated[
         str | None, typer.Option("--case-id", metavar="RSC-…", help="Only this case's teams.")
@@ -142,7 +148,6 @@ def teams_command(
     from contracts.errors import NotFound
     from contracts.research_teams import TeamStatus
     from control import team_views
-    from control.cli import _client, _open_store, _run_async
     from control.output import emit
     from control.research_teams import list_teams
     from store.research import check_case_id
@@ -156,85 +161,53 @@ def teams_command(
             raise InvalidInput("invalid_status", f"--status {status!r} is not one of {choices}") from None
     if case_id is not None:
         check_case_id(case_id)
-        store = _open_store(create=False)
+        store = open_store(create=False)
         if store is None:
             raise NotFound("unknown_case", f"no research case {case_id}")
         with store:
             store.get_case(case_id)  # an unknown case is not found, not an empty list
 
     async def go() -> list[dict[str, Any]]:
-        return await list_teams(await _client(), case_id, wanted)
+        return await list_teams(await client(), case_id, wanted)
 
-    teams = _run_async(go())
+    teams = run_async(go())
     emit(team_views.teams_json(teams), as_json, lambda console: team_views.render_teams(console, teams))
 
 
-@research_app.command("coordinator")
+@app.command("coordinator")
 def coordinator_command(as_json: JsonFlag = False) -> None:
     """Show the research coordinator: active teams (at most 20), advances waiting, the current cycle
     and what it granted (at most 5 per cycle)."""
-    from control.cli import _client, _run_async
+    from control.coordinator_views import coordinator_json, render_coordinator
     from control.output import emit
     from control.research_teams import get_coordinator
-    from runtime.settings import Settings
 
-    task_queue = Settings.from_env().task_queue
+    queue = task_queue()
 
     async def go() -> Any:
-        return await get_coordinator(await _client(), task_queue)
+        return await get_coordinator(await client(), queue)
 
-    view = _run_async(go())
-    data = coordinator_json(view)
-
-    def render(console: Any) -> None:
-        if view is None:
-            console.print("no research coordinator is running: it starts with the first research team")
-            return
-        console.print(
-            f"research coordinator {view.workflow_id}: {view.active_count} of {view.max_active} teams "
-            f"active; cycle {view.cycle} ({view.cycle_seconds:g} s) granted "
-            f"{len(view.granted_this_cycle)} of {view.advances_per_cycle} advances; "
-            f"{len(view.waiting)} waiting; run {view.runs}"
-        )
-        for team_id in view.active:
-            console.print(f"  active  {team_id}")
-        for request in view.waiting:
-            console.print(f"  waiting {request.team_id} for stage {request.stage}")
-
-    emit(data, as_json, render)
+    view = run_async(go())
+    emit(coordinator_json(view), as_json, lambda console: render_coordinator(console, view))
 
 
-def coordinator_json(view: Any) -> dict[str, Any]:
-    """``research coordinator --json``: ``{"running": false}`` before the first team, else the state:
-    ``active``, ``active_count``, ``max_active``, ``waiting`` ([{team_id, stage}]), ``cycle``,
-    ``granted_this_cycle`` (``team:stage``), ``advances_per_cycle``, ``cycle_seconds``,
-    ``recent_cycles`` ([{cycle, at, granted}]), ``runs`` (continue-as-new count + 1), ``history_events``."""
-    if view is None:
-        return {"running": False}
-    data: dict[str, Any] = {"running": True, **view.model_dump(mode="json")}
-    for cycle in data["recent_cycles"]:
-        cycle["at"] = cycle["at"].replace("+00:00", "Z")
-    return data
-
-
-@research_app.command("team-results")
+@app.command("team-results")
 def team_results_command(team_id: TeamArgument, as_json: JsonFlag = False) -> None:
     """Show what a team's stages produced — each analysis and review in full, from the store — for
     the human review the team ends with."""
     from control import team_views
-    from control.cli import _client, _open_store, _run_async
     from control.output import emit
     from control.research_teams import check_team_id, get_team
 
     check_team_id(team_id)
 
     async def go() -> Any:
-        return await get_team(await _client(), team_id)
+        return await get_team(await client(), team_id)
 
-    view = _run_async(go())
+    view = run_async(go())
     refs = [ref for stage in view.stages for ref in (stage.analysis, stage.review) if ref is not None]
     outputs: dict[str, Any] = {}
-    store = _open_store(create=False)
+    store = open_store(create=False)
     if store is not None:  # no store here: every result shows as not in this store
         with store:
             outputs = {record.job_id: record for record in store.team_job_outputs(team_id)}
@@ -242,21 +215,20 @@ def team_results_command(team_id: TeamArgument, as_json: JsonFlag = False) -> No
     emit(data, as_json, lambda console: team_views.render_results(console, data))
 
 
-@research_app.command("team-show")
+@app.command("team-show")
 def team_show_command(team_id: TeamArgument, as_json: JsonFlag = False) -> None:
     """Show a research team: its stages, what it waits for and its audit trail."""
-    from control.cli import _client, _run_async
     from control.research_teams import check_team_id, get_team
 
     check_team_id(team_id)
 
     async def go() -> Any:
-        return await get_team(await _client(), team_id)
+        return await get_team(await client(), team_id)
 
-    _emit_team(_run_async(go()), as_json)
+    _emit_team(run_async(go()), as_json)
 
 
-@research_app.command("adjudicate")
+@app.command("adjudicate")
 def adjudicate_command(
     team_id: TeamOption,
     stage: Annotated[int, typer.Option("--stage", help="The stage the team waits on (1..6).")],
@@ -274,7 +246,6 @@ def adjudicate_command(
     from contracts.errors import Refused
     from contracts.research_teams import AdjudicateRequest, adjudication_digest
     from control.actions import proof_for
-    from control.cli import _client, _require_actor, _run_async
     from control.research_teams import adjudicate_team, check_team_id, get_team, settled, wait_for_team
 
     check_team_id(team_id)
@@ -285,7 +256,7 @@ def adjudicate_command(
         raise InvalidInput(
             "note_too_long", f"--note is {len(note)} characters; the limit is {MAX_NOTE_CHARS}"
         )
-    actor = _require_actor(actor, "adjudicate")
+    actor = require_actor(actor, "adjudicate")
     request = AdjudicateRequest(
         actor=actor,
         stage=stage,
@@ -297,15 +268,15 @@ def adjudicate_command(
     )
 
     async def go() -> Any:
-        client = await _client()
-        before = await get_team(client, team_id)
+        temporal = await client()
+        before = await get_team(temporal, team_id)
         if before.status.final:  # the workflow has ended: no update can reach it
             raise Refused(
                 "team_finished",
                 f"team {team_id} is {before.status.value}: it has ended and takes no adjudication",
             )
         seen = len(before.audit)
-        await adjudicate_team(client, team_id, request)
+        await adjudicate_team(temporal, team_id, request)
 
         def moved_on(view: "TeamView") -> bool:
             """The team took the outcome: it left the wait, or it already waits on something new."""
@@ -319,18 +290,18 @@ def adjudicate_command(
 
         if wait:
             return await wait_for_team(
-                client,
+                temporal,
                 team_id,
                 lambda view: moved_on(view) and settled(view),
                 timeout=None,
                 on_change=_progress(as_json),
             )
-        return await wait_for_team(client, team_id, moved_on, timeout=ADJUDICATE_WAIT_SECONDS)
+        return await wait_for_team(temporal, team_id, moved_on, timeout=ADJUDICATE_WAIT_SECONDS)
 
-    _emit_team(_run_async(go()), as_json)
+    _emit_team(run_async(go()), as_json)
 
 
-@research_app.command("team-cancel")
+@app.command("team-cancel")
 def team_cancel_command(
     team_id: TeamOption,
     actor: ActorOption = None,
@@ -340,7 +311,6 @@ def team_cancel_command(
     """Cancel a research team: no further stage starts (a running model job may finish) (protected)."""
     from contracts.research_teams import TeamCancelRequest
     from control.actions import proof_for
-    from control.cli import _client, _require_actor, _run_async
     from control.research_teams import cancel_team, check_team_id
 
     check_team_id(team_id)
@@ -348,7 +318,7 @@ def team_cancel_command(
         raise InvalidInput(
             "reason_too_long", f"--reason is {len(reason)} characters; the limit is {MAX_NOTE_CHARS}"
         )
-    actor = _require_actor(actor, "team-cancel")
+    actor = require_actor(actor, "team-cancel")
     request = TeamCancelRequest(
         actor=actor,
         reason=reason,
@@ -356,18 +326,12 @@ def team_cancel_command(
     )
 
     async def go() -> Any:
-        return await cancel_team(await _client(), team_id, request)
+        return await cancel_team(await client(), team_id, request)
 
-    _emit_team(_run_async(go()), as_json)
+    _emit_team(run_async(go()), as_json)
 
 
 # ------------------------------------------------------------------------------------------- helpers
-
-
-def _actor_required(actor: str | None, action: str) -> str:
-    from control.cli import _actor_required as required
-
-    return required(actor, action)
 
 
 def _parse_outcome(value: str) -> "AdjudicationOutcome":

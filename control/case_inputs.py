@@ -1,0 +1,167 @@
+"""Reading a research case's input file (``research case-create`` and ``evidence-add``): strict
+parsing and the evidence files it names (docs/architecture.md "Research team").
+
+An input file is parsed strictly (:class:`contracts.research.CaseInput`,
+:class:`contracts.research.EvidenceAddInput`: unknown keys are refused). An evidence record gives its
+text inline (``content``) or names a file (``path``, relative to the input file's directory) that must
+be a regular file of at most :data:`contracts.research.MAX_EVIDENCE_CONTENT_BYTES` of UTF-8; its size is
+checked before it is read. Every record is read and checked before anything is written, so one bad
+record writes nothing (exit 2).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import stat
+from pathlib import Path
+from typing import TYPE_CHECKING, Final, TypeVar
+
+from contracts.errors import InvalidInput
+
+if TYPE_CHECKING:
+    from contracts.research import CaseInput, EvidenceAddInput, EvidenceInput
+
+    InputT = TypeVar("InputT", CaseInput, EvidenceAddInput)
+
+MAX_INPUT_FILE_BYTES: Final = 16 * 1024 * 1024
+"""Largest input file: room for 100 records of 48 KiB inline, JSON-escaped."""
+
+
+def read_input(path: Path, model: type[InputT], *, what: str, code: str) -> InputT:
+    """Read the JSON file ``path`` as ``model`` (:class:`CaseInput` or :class:`EvidenceAddInput`) and
+    return it with every ``path`` record replaced by one carrying the file's content.
+
+    Raises :class:`InvalidInput` (nothing is written): ``input_not_found``, ``input_unreadable``,
+    ``input_too_large``, ``invalid_json``, ``code`` (the JSON is not a valid ``model``: the message
+    names each bad field), or an evidence file error (see :func:`read_evidence_file`).
+    """
+    from control.inputs import parse_model
+
+    raw = _read_bounded(path, MAX_INPUT_FILE_BYTES, what=f"{what} file", codes="input")
+    try:
+        data = json.loads(raw.decode("utf-8"))
+    except UnicodeDecodeError:
+        raise InvalidInput("invalid_json", f"{what} file {str(path)!r} is not UTF-8 text") from None
+    except json.JSONDecodeError as error:
+        raise InvalidInput(
+            "invalid_json",
+            f"{what} file {str(path)!r} is not valid JSON: {error.msg} at line {error.lineno} "
+            f"column {error.colno}",
+        ) from None
+    parsed = parse_model(model, data, what=what, code=code)
+    base = path.parent
+    resolved = [_resolved(item, index, base) for index, item in enumerate(parsed.evidence)]
+    return parsed.model_copy(update={"evidence": resolved})
+
+
+def read_evidence_file(path: Path, *, label: str) -> str:
+    """The UTF-8 text of the evidence file ``path`` (``label`` names the record in messages).
+
+    The file must be a regular file (not a directory, device or pipe) of at most
+    :data:`MAX_EVIDENCE_CONTENT_BYTES`; the size is checked before the content is read. Raises
+    :class:`InvalidInput` ``evidence_path_not_found``, ``evidence_path_unreadable``,
+    ``evidence_path_not_a_file``, ``evidence_too_large`` (naming the size and the limit) or
+    ``evidence_not_utf8``.
+    """
+    from contracts.research import MAX_EVIDENCE_CONTENT_BYTES
+
+    raw = _read_bounded(path, MAX_EVIDENCE_CONTENT_BYTES, what=f"{label} file", codes="evidence")
+    try:
+        return raw.decode("utf-8")
+    except UnicodeDecodeError as error:
+        raise InvalidInput(
+            "evidence_not_utf8",
+            f"{label} file {str(path)!r} is not UTF-8 text (invalid byte at offset {error.start})",
+        ) from None
+
+
+def _resolved(item: EvidenceInput, index: int, base: Path) -> EvidenceInput:
+    from contracts.research import EvidenceInput, check_evidence_content
+
+    if item.path is None:
+        return item
+    label = f"evidence[{index}] path {item.path!r}"
+    content = read_evidence_file(_inside(base, item.path, label), label=label)
+    try:
+        check_evidence_content(content)
+    except ValueError as error:
+        raise InvalidInput("invalid_evidence", f"{label}: {error}") from None
+    if "\x00" in content:
+        raise InvalidInput("invalid_evidence", f"{label}: the file holds NUL bytes; evidence is text")
+    return EvidenceInput(kind=item.kind, content=content, source_ref=item.source_ref)
+
+
+def _inside(base: Path, relative: str, label: str) -> Path:
+    """``relative`` resolved inside ``base`` (the input file's directory), symlinks followed.
+
+    Evidence is sent to model providers in full, so a case file may only name files beside it: an
+    absolute path, ``..`` out of the directory or a symlink pointing out of it is refused
+    (``evidence_path_outside_input_dir``), as is a path that does not exist (``evidence_path_not_found``).
+    """
+    if Path(relative).is_absolute():
+        raise InvalidInput(
+            "evidence_path_outside_input_dir",
+            f"{label}: an absolute path is refused; name a file inside the input file's directory",
+        )
+    root = base.resolve()
+    try:
+        target = (root / relative).resolve(strict=True)
+    except FileNotFoundError:
+        raise InvalidInput("evidence_path_not_found", f"{label}: no such file") from None
+    except (OSError, RuntimeError) as error:
+        raise InvalidInput("evidence_path_unreadable", f"{label}: {type(error).__name__}") from None
+    if not target.is_relative_to(root):
+        raise InvalidInput(
+            "evidence_path_outside_input_dir",
+            f"{label}: it leads outside the input file's directory; evidence files must be inside it",
+        )
+    return target
+
+
+_FILE_ERRORS: Final = {
+    "input": ("input_not_found", "input_unreadable", "input_not_a_file", "input_too_large"),
+    "evidence": (
+        "evidence_path_not_found",
+        "evidence_path_unreadable",
+        "evidence_path_not_a_file",
+        "evidence_too_large",
+    ),
+}
+
+
+def _read_bounded(path: Path, limit: int, *, what: str, codes: str) -> bytes:
+    """The bytes of the regular file ``path``, refused when over ``limit`` bytes: checked on the open
+    file before reading, and again while reading in case it grew. ``codes`` (``input`` or
+    ``evidence``) picks the error codes of :data:`_FILE_ERRORS`."""
+    not_found, unreadable, not_a_file, too_large = _FILE_ERRORS[codes]
+    shown = str(path)
+    try:
+        # O_NONBLOCK: opening a FIFO must not wait for a writer; it is refused below as not a file.
+        descriptor = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_NOCTTY", 0))
+    except FileNotFoundError:
+        raise InvalidInput(not_found, f"{what} {shown!r} does not exist") from None
+    except OSError as error:
+        raise InvalidInput(unreadable, f"{what} {shown!r}: {error.strerror}") from None
+    try:
+        status = os.fstat(descriptor)
+        if not stat.S_ISREG(status.st_mode):
+            raise InvalidInput(not_a_file, f"{what} {shown!r} is not a regular file")
+        if status.st_size > limit:
+            raise InvalidInput(too_large, f"{what} {shown!r} is {status.st_size} bytes; the limit is {limit}")
+        chunks: list[bytes] = []
+        remaining = limit + 1
+        while remaining > 0:
+            chunk = os.read(descriptor, min(remaining, 1024 * 1024))
+            if not chunk:
+                break
+            chunks.append(chunk)
+            remaining -= len(chunk)
+    except OSError as error:
+        raise InvalidInput(unreadable, f"{what} {shown!r}: {error.strerror}") from None
+    finally:
+        os.close(descriptor)
+    raw = b"".join(chunks)
+    if len(raw) > limit:
+        raise InvalidInput(too_large, f"{what} {shown!r} is over {limit} bytes; the limit is {limit}")
+    return raw

@@ -1,0 +1,110 @@
+"""``specialists repos``: list the allow-listed repositories, allow-list one (``add``) and replace a
+repository's configuration (``update``); both changes are protected and check their input before
+the store is opened, so invalid input creates nothing."""
+
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+
+from contracts.errors import InvalidInput
+from control.commands.common import (
+    ActorOption,
+    JsonFlag,
+    actor_required,
+    open_configuration_store,
+    open_store,
+    with_store,
+)
+
+app = typer.Typer(help="Show, add or configure allow-listed repositories.", invoke_without_command=True)
+
+ConfigFileOption = Annotated[
+    Path | None,
+    typer.Option(
+        "--config",
+        help="TOML file of the repository's configuration: executor, command, verify, env, network, "
+        "command_timeout_seconds.",
+    ),
+]
+
+
+@app.callback()
+def repos_command(ctx: typer.Context, as_json: JsonFlag = False) -> None:
+    """List allow-listed repositories."""
+    if ctx.invoked_subcommand is not None:
+        return
+    from control import repository_views
+    from control.output import emit
+
+    store = open_store(create=False)
+    repositories = [] if store is None else with_store(store, lambda s: s.list_repositories())
+    emit(
+        repository_views.repositories_json(repositories),
+        as_json,
+        lambda console: repository_views.render_repositories(console, repositories),
+    )
+
+
+@app.command("add")
+def repos_add_command(
+    alias: Annotated[str, typer.Argument(help="Short name runs use for the repository.")],
+    path: Annotated[Path, typer.Argument(help="Absolute or relative path of the git working tree.")],
+    branch: Annotated[
+        str | None, typer.Option("--branch", help="Default branch (current branch if omitted).")
+    ] = None,
+    config_file: ConfigFileOption = None,
+    actor: ActorOption = None,
+    as_json: JsonFlag = False,
+) -> None:
+    """Allow-list a git repository under an alias, with its configuration (default: patch executor)."""
+    from control import repository_views
+    from control.output import emit
+    from control.repository_config import read_repository_config
+    from runtime import git_repository as git
+    from store.repositories import check_alias
+
+    actor = actor_required(actor, "adding a repository")
+    # The store checks these again; checked first so that invalid input creates no store.
+    check_alias(alias)
+    git.local_branch(git.working_tree_root(path), branch)
+    config = None if config_file is None else read_repository_config(config_file)
+    with open_configuration_store() as store:
+        record = store.add_repository(alias, path, branch, actor, config)
+
+    def render(console: Any) -> None:
+        repository_views.render_repositories(console, [record])
+        if config is not None:
+            repository_views.render_repository_config(console, record.config, f"configuration of {alias}")
+
+    emit({"repository": repository_views.repository_json(record)}, as_json, render)
+
+
+@app.command("update")
+def repos_update_command(
+    alias: Annotated[str, typer.Argument(help="Alias of the allow-listed repository.")],
+    config_file: ConfigFileOption = None,
+    actor: ActorOption = None,
+    as_json: JsonFlag = False,
+) -> None:
+    """Replace a repository's configuration (protected). Runs already captured keep the one they
+    froze; only new runs use the new configuration."""
+    from control import repository_views
+    from control.output import emit
+    from control.repository_config import read_repository_config
+    from store.repositories import check_alias
+
+    actor = actor_required(actor, "updating a repository")
+    check_alias(alias)
+    if config_file is None:
+        raise InvalidInput("config_required", "repos update needs --config FILE (the new configuration)")
+    # Read and validated first: a bad file creates no store and changes nothing.
+    config = read_repository_config(config_file)
+    with open_configuration_store() as store:
+        record = store.update_repository_config(alias, config, actor)
+
+    def render(console: Any) -> None:
+        repository_views.render_repositories(console, [record])
+        repository_views.render_repository_config(console, record.config, f"configuration of {alias}")
+
+    emit({"repository": repository_views.repository_json(record)}, as_json, render)

@@ -1,0 +1,130 @@
+"""``specialists research``: research cases and their evidence (docs/architecture.md "Research team").
+
+Commands: ``case-create`` and ``evidence-add`` (read a JSON input file, :mod:`control.case_inputs`),
+``evidence-deactivate`` (all three protected: they need the deployment's action token, like every
+configuration change), ``case-show`` and ``cases`` (read-only). JSON shapes: :mod:`control.case_views`.
+The team commands of the same group are :mod:`control.commands.research_teams`.
+"""
+
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from control.commands.common import (
+    ActorOption,
+    JsonFlag,
+    actor_required,
+    open_configuration_store,
+    open_store,
+)
+
+RESEARCH_HELP = (
+    "Research cases and their evidence (create, show, add, deactivate, list), and research teams "
+    "over them (start, list, show, results, adjudicate, cancel, coordinator)."
+)
+"""The ``research`` group's help (the group is assembled in :mod:`control.cli`)."""
+
+app = typer.Typer()
+
+InputOption = Annotated[
+    Path,
+    typer.Option(
+        "--input",
+        help='JSON file: {"evidence": [{"kind", "content" | "path", "source_ref"}]} (a path is read '
+        "relative to this file's directory).",
+    ),
+]
+CaseArgument = Annotated[str, typer.Argument(metavar="ID", help="Research case id (RSC-…).")]
+
+
+@app.command("case-create")
+def case_create_command(
+    input_file: InputOption, actor: ActorOption = None, as_json: JsonFlag = False
+) -> None:
+    """Create a research case from a JSON file: {"subject": {"kind", "identifier", "title"},
+    "evidence": [...]} (protected)."""
+    from contracts.research import CaseInput
+    from control.case_inputs import read_input
+    from control.case_views import emit_case
+
+    actor = actor_required(actor, "creating a research case")
+    case_input = read_input(input_file, CaseInput, what="case input", code="invalid_case_input")
+    with open_configuration_store() as store:
+        case = store.create_case(case_input, actor)
+    emit_case(case, as_json, content=False)
+
+
+@app.command("case-show")
+def case_show_command(
+    case_id: CaseArgument,
+    content: Annotated[bool, typer.Option("--content", help="Also show each record's content.")] = False,
+    as_json: JsonFlag = False,
+) -> None:
+    """Show a research case and its evidence records (content only with --content)."""
+    from contracts.errors import NotFound
+    from control.case_views import emit_case
+    from store.research import check_case_id
+
+    check_case_id(case_id)
+    store = open_store(create=False)
+    if store is None:
+        raise NotFound("unknown_case", f"no research case {case_id}")
+    with store:
+        case = store.get_case(case_id)
+    emit_case(case, as_json, content=content)
+
+
+@app.command("evidence-add")
+def evidence_add_command(
+    case_id: CaseArgument, input_file: InputOption, actor: ActorOption = None, as_json: JsonFlag = False
+) -> None:
+    """Add evidence records to a case from a JSON file: {"evidence": [...]} (protected; all or none)."""
+    from contracts.research import EvidenceAddInput
+    from control.case_inputs import read_input
+    from control.case_views import emit_case
+    from store.research import check_case_id
+
+    actor = actor_required(actor, "adding evidence")
+    check_case_id(case_id)
+    added = read_input(input_file, EvidenceAddInput, what="evidence input", code="invalid_evidence_input")
+    with open_configuration_store() as store:
+        store.add_evidence(case_id, list(added.evidence), actor)
+        case = store.get_case(case_id)
+    emit_case(case, as_json, content=False)
+
+
+@app.command("evidence-deactivate")
+def evidence_deactivate_command(
+    case_id: CaseArgument,
+    evidence_id: Annotated[str, typer.Argument(metavar="EVIDENCE_ID", help="Evidence record id (EVD-…).")],
+    actor: ActorOption = None,
+    as_json: JsonFlag = False,
+) -> None:
+    """Deactivate one evidence record of a case (protected). Records are never edited or deleted: a
+    correction is a new record, and the old one is deactivated."""
+    from control.case_views import emit_case
+    from store.research import check_case_id, check_evidence_id
+
+    actor = actor_required(actor, "deactivating evidence")
+    check_case_id(case_id)
+    check_evidence_id(evidence_id)
+    with open_configuration_store() as store:
+        store.deactivate_evidence(case_id, evidence_id, actor)
+        case = store.get_case(case_id)
+    emit_case(case, as_json, content=False)
+
+
+@app.command("cases")
+def cases_command(as_json: JsonFlag = False) -> None:
+    """List research cases, newest first, with their active and total evidence counts."""
+    from control.case_views import cases_json, render_cases
+    from control.output import emit
+
+    store = open_store(create=False)
+    if store is None:
+        cases = []
+    else:
+        with store:
+            cases = store.list_cases()
+    emit(cases_json(cases), as_json, lambda console: render_cases(console, cases))

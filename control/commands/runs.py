@@ -1,0 +1,302 @@
+"""Run actions: ``create`` (a Temporal workflow per run), ``enqueue``, ``decide``, ``cancel``,
+``approve`` and ``execute``. Each refuses bad flags and an unknown actor before anything is sent;
+the workflow checks every rule again, and a refusal comes back as the operator error it names
+(docs/architecture.md "Operator contract").
+"""
+
+import re
+from typing import Annotated, Any
+
+import typer
+
+from contracts.errors import InvalidInput, NotFound
+from control.commands.common import (
+    ActorOption,
+    JsonFlag,
+    RunArgument,
+    actor_required,
+    client,
+    default_policy_record,
+    emit_run,
+    open_store,
+    parse_override,
+    parse_tier,
+    progress,
+    require_actor,
+    run_async,
+    task_queue,
+)
+
+app = typer.Typer()
+
+MAX_NOTE_CHARS = 2000
+"""Longest ``--note`` / ``--reason`` (kept in the audit trail)."""
+
+
+@app.command("create")
+def create_command(
+    input_json: Annotated[
+        str, typer.Option("--input-json", help="The work item as JSON, or @FILE to read it from a file.")
+    ],
+    tier: Annotated[
+        str | None, typer.Option("--tier", help="recommend | read_only | worktree | pr_ready")
+    ] = None,
+    enqueue: Annotated[
+        bool, typer.Option("--enqueue", help="Enqueue a read_only run at once (protected).")
+    ] = False,
+    automatic: Annotated[bool, typer.Option("--automatic", help="Let the policy pick the tier.")] = False,
+    override: Annotated[str | None, typer.Option("--override", help="Profile id to use as primary.")] = None,
+    override_reason: Annotated[
+        str | None, typer.Option("--override-reason", help="Why the override is needed.")
+    ] = None,
+    request_id: Annotated[
+        str | None, typer.Option("--request-id", help="Caller's id: the same id returns the same run.")
+    ] = None,
+    actor: ActorOption = None,
+    wait: Annotated[
+        bool, typer.Option("--wait", help="Wait until the run needs a person or has finished.")
+    ] = False,
+    as_json: JsonFlag = False,
+) -> None:
+    """Create a specialist run for a work item (a Temporal workflow)."""
+    from contracts.ids import new_run_id, run_id_for_request
+    from contracts.runs import RunInput
+    from contracts.work_item import WorkItem
+    from control.inputs import parse_model, read_json_argument
+    from control.runs import create_run, raise_if_creation_refused, request_digest, settled, wait_for_view
+
+    requested = parse_tier(tier)
+    if automatic and requested is not None:
+        raise InvalidInput("tier_conflict", "--automatic and --tier are exclusive: give one")
+    if not automatic and requested is None:
+        raise InvalidInput(
+            "tier_required", "give --tier recommend|read_only|worktree|pr_ready, or --automatic"
+        )
+    protected = enqueue or automatic
+    if protected:
+        actor = actor_required(actor, "create with --enqueue or --automatic")
+    route_override = parse_override(override, override_reason)
+    item = parse_model(
+        WorkItem, read_json_argument(input_json, what="work item"), what="work item", code="invalid_work_item"
+    )
+    try:
+        run_id = run_id_for_request(request_id) if request_id is not None else new_run_id()
+    except ValueError as error:
+        raise InvalidInput("invalid_request_id", str(error)) from None
+    draft = RunInput(
+        run_id=run_id,
+        work_item=item,
+        requested_tier=requested,
+        automatic=automatic,
+        override=route_override,
+        enqueue=enqueue,
+        request_id=request_id,
+        request_digest="",
+        created_by=actor,
+    )
+    run_input = draft.model_copy(update={"request_digest": request_digest(draft)})
+    # The same checks the workflow's capture activity makes, so a refusal reaches the operator at once.
+    from catalog.capture import capture
+    from catalog.loader import load_catalog
+    from contracts.policy import APPROVAL_TIERS
+
+    base_commit = None
+    store = open_store(create=False)
+    if store is None:
+        policy, selection = default_policy_record(), None
+        known_actor = actor is None  # no store yet: no actor is registered
+        if requested in APPROVAL_TIERS and item.repo_alias is not None:
+            raise NotFound("unknown_repository", f"no repository {item.repo_alias!r} is registered")
+    else:
+        with store:
+            policy, selection = store.get_policy(), store.get_model_selection()
+            known_actor = actor is None or store.actor_exists(actor)
+            if requested in APPROVAL_TIERS and item.repo_alias is not None:
+                _, base_commit = store.resolve_base_commit(item.repo_alias)
+    if not known_actor:
+        raise NotFound("unknown_actor", f"actor {actor!r} is not registered")
+    capture(
+        run_input,
+        load_catalog(),
+        policy,
+        selection,
+        read_only_budget_seconds=1,
+        edit_budget_seconds=1,
+        base_commit=base_commit,
+    )
+    if protected:
+        from control.actions import proof_for
+
+        assert actor is not None
+        proof = proof_for(run_id=run_id, action="create", actor=actor, digest=run_input.request_digest)
+        run_input = run_input.model_copy(update={"proof": proof})
+    queue = task_queue()
+
+    async def go() -> tuple[Any, bool]:
+        temporal = await client()
+        view, deduplicated = await create_run(temporal, run_input, task_queue=queue)
+        if wait and not settled(view):
+            view = await wait_for_view(temporal, run_id, settled, timeout=None, on_change=progress(as_json))
+        return view, deduplicated
+
+    view, deduplicated = run_async(go())
+    raise_if_creation_refused(view)
+    emit_run(view, as_json, {"deduplicated": deduplicated})
+
+
+@app.command("enqueue")
+def enqueue_command(run_id: RunArgument, actor: ActorOption = None, as_json: JsonFlag = False) -> None:
+    """Move a ready run to the queue (protected)."""
+    from control.actions import proof_for
+    from control.runs import check_run_id, enqueue_run, get_view
+
+    check_run_id(run_id)
+    actor = require_actor(actor, "enqueue")
+    proof = proof_for(run_id=run_id, action="enqueue", actor=actor)
+
+    async def go() -> Any:
+        temporal = await client()
+        await enqueue_run(temporal, run_id, actor, proof)
+        return await get_view(temporal, run_id)
+
+    emit_run(run_async(go()), as_json)
+
+
+@app.command("decide")
+def decide_command(
+    run_id: RunArgument,
+    actor: ActorOption = None,
+    accept: Annotated[bool, typer.Option("--accept", help="Accept the reviewed result.")] = False,
+    reject: Annotated[bool, typer.Option("--reject", help="Reject the reviewed result.")] = False,
+    note: Annotated[str, typer.Option("--note", help="Why (kept in the audit trail).")] = "",
+    as_json: JsonFlag = False,
+) -> None:
+    """Accept or reject a run that awaits a decision."""
+    from contracts.runs import DecisionOutcome, RunStatus
+    from control.actions import proof_for
+    from control.runs import check_run_id, decide_run, wait_for_view
+
+    if accept == reject:
+        raise InvalidInput("decision_required", "give exactly one of --accept or --reject")
+    if len(note) > MAX_NOTE_CHARS:
+        raise InvalidInput(
+            "note_too_long", f"--note is {len(note)} characters; the limit is {MAX_NOTE_CHARS}"
+        )
+    outcome = DecisionOutcome.ACCEPTED if accept else DecisionOutcome.REJECTED
+    check_run_id(run_id)
+    actor = require_actor(actor, "decide")
+    proof = proof_for(run_id=run_id, action="decide", actor=actor)
+
+    async def go() -> Any:
+        temporal = await client()
+        await decide_run(temporal, run_id, actor, outcome, note, proof)
+        return await wait_for_view(
+            temporal, run_id, lambda v: v.status is not RunStatus.AWAITING_DECISION, timeout=10.0
+        )
+
+    emit_run(run_async(go()), as_json)
+
+
+@app.command("cancel")
+def cancel_command(
+    run_id: RunArgument,
+    actor: ActorOption = None,
+    reason: Annotated[str, typer.Option("--reason", help="Why (kept in the audit trail).")] = "",
+    as_json: JsonFlag = False,
+) -> None:
+    """Cancel a run that has not finished (a running model job finishes first)."""
+    from control.actions import proof_for
+    from control.runs import cancel_run, check_run_id
+
+    check_run_id(run_id)
+    if len(reason) > MAX_NOTE_CHARS:
+        raise InvalidInput(
+            "reason_too_long", f"--reason is {len(reason)} characters; the limit is {MAX_NOTE_CHARS}"
+        )
+    actor = require_actor(actor, "cancel")
+    proof = proof_for(run_id=run_id, action="cancel", actor=actor)
+
+    async def go() -> Any:
+        return await cancel_run(await client(), run_id, actor, reason, proof)
+
+    emit_run(run_async(go()), as_json)
+
+
+@app.command("approve")
+def approve_command(
+    run_id: RunArgument,
+    actor: ActorOption = None,
+    contract_sha256: Annotated[
+        str | None,
+        typer.Option("--contract-sha256", help="The contract digest you reviewed (`show` displays it)."),
+    ] = None,
+    as_json: JsonFlag = False,
+) -> None:
+    """Approve a worktree or pr_ready run: exactly the contract whose digest you name (protected)."""
+    from control.actions import proof_for
+    from control.runs import approve_run, check_run_id
+
+    check_run_id(run_id)
+    if contract_sha256 is None or not re.fullmatch(r"[0-9a-f]{64}", contract_sha256):
+        given = "" if contract_sha256 is None else f" (got {len(contract_sha256)} characters)"
+        raise InvalidInput(
+            "contract_digest_required",
+            f"give --contract-sha256 H: all 64 hex digits of the digest `show` displays{given}",
+        )
+    actor = require_actor(actor, "approve")
+    proof = proof_for(run_id=run_id, action="approve", actor=actor, digest=contract_sha256)
+
+    async def go() -> Any:
+        return await approve_run(await client(), run_id, actor, contract_sha256, proof)
+
+    emit_run(run_async(go()), as_json)
+
+
+@app.command("execute")
+def execute_command(
+    run_id: RunArgument,
+    actor: ActorOption = None,
+    wait: Annotated[
+        bool,
+        typer.Option("--wait", help="Wait until the run awaits a decision or has finished."),
+    ] = False,
+    as_json: JsonFlag = False,
+) -> None:
+    """Execute an approved worktree run: its change is applied in a fresh worktree, checked and
+    reviewed (protected; the proof is bound to the approved contract digest)."""
+    from contracts.errors import Refused
+    from contracts.runs import RunStatus
+    from control.actions import proof_for
+    from control.runs import check_run_id, execute_run, get_view, settled, wait_for_view
+    from store.action_token import require_action_token
+
+    check_run_id(run_id)
+    actor = require_actor(actor, "execute")
+    require_action_token()  # like every protected action: no token, nothing is asked of the run
+
+    async def go() -> Any:
+        temporal = await client()
+        view = await get_view(temporal, run_id)
+        # The workflow checks these again; checked here so that a run that cannot execute is refused
+        # clearly, and before a proof bound to its contract digest is made.
+        if any(event.kind == "execute_requested" for event in view.audit):
+            raise Refused(
+                "already_executing",
+                f"run {run_id} was already executed ({view.status.value}): an approved run executes once",
+            )
+        if view.status is not RunStatus.APPROVED or view.contract_sha256 is None:
+            hint = ": approve it first (`specialists approve`)"
+            raise Refused(
+                "not_approved",
+                f"run {run_id} is {view.status.value}; only an approved run executes"
+                + (hint if view.status is RunStatus.AWAITING_APPROVAL else ""),
+            )
+        proof = proof_for(run_id=run_id, action="execute", actor=actor, digest=view.contract_sha256)
+        await execute_run(temporal, run_id, actor, proof)
+        if wait:
+            return await wait_for_view(temporal, run_id, settled, timeout=None, on_change=progress(as_json))
+        return await wait_for_view(
+            temporal, run_id, lambda v: v.status is not RunStatus.APPROVED, timeout=10.0
+        )
+
+    emit_run(run_async(go()), as_json)
