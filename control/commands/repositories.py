@@ -65,12 +65,12 @@ def repos_add_command(
     from store.repositories import check_alias
 
     actor = actor_required(actor, "adding a repository")
-    # The store checks these again; checked first so that invalid input creates no store.
+    # Checked first so that invalid input creates no store; the store keeps the checked root and branch.
     check_alias(alias)
-    git.local_branch(git.working_tree_root(path), branch)
+    root, branch = git.checked_working_tree(path, branch)
     config = None if config_file is None else read_repository_config(config_file)
     with open_configuration_store() as store:
-        record = store.add_repository(alias, path, branch, actor, config)
+        record = store.add_repository(alias, root, branch, actor, config)
 
     def render(console: Any) -> None:
         repository_views.render_repositories(console, [record])

@@ -99,6 +99,7 @@ def create_command(
     from catalog.capture import capture
     from catalog.loader import load_catalog
     from contracts.policy import APPROVAL_TIERS
+    from runtime.git_repository import base_commit_of
 
     base_commit = None
     store = open_store(create=False)
@@ -112,7 +113,7 @@ def create_command(
             policy, selection = store.get_policy(), store.get_model_selection()
             known_actor = actor is None or store.actor_exists(actor)
             if requested in APPROVAL_TIERS and item.repo_alias is not None:
-                _, base_commit = store.resolve_base_commit(item.repo_alias)
+                base_commit = base_commit_of(store.get_repository(item.repo_alias))
     if not known_actor:
         raise NotFound("unknown_actor", f"actor {actor!r} is not registered")
     capture(
