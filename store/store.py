@@ -27,7 +27,6 @@ from contracts.policy import AutomationPolicy
 from contracts.research import CaseInput, EvidenceInput, EvidenceRecord, JobOutputRecord, ResearchCase
 from contracts.runs import AuditEvent, RunSummary
 from contracts.worktree import WorktreeClaim
-from runtime import git_repository as git  # moving out of the store: see runtime/git_repository.py
 from store import (
     actors,
     model_registry,
@@ -186,25 +185,31 @@ class Store:
     def add_repository(
         self,
         alias: str,
-        path: Path,
-        default_branch: str | None,
+        root: Path,
+        default_branch: str,
         actor: str,
         config: RepositoryConfig | None = None,
     ) -> RepositoryRecord:
-        """Allow-list the git working tree at ``path`` as ``alias``, with ``config`` (the default
-        configuration when ``None``).
+        """Allow-list the git working tree at ``root`` as ``alias``, with ``default_branch`` and
+        ``config`` (the default configuration when ``None``).
 
-        ``path`` must be the top level of a working tree; it is stored resolved and absolute.
-        ``default_branch`` must be an existing local branch; ``None`` takes the branch checked out.
-        Raises ``invalid_alias``, ``not_a_git_repository``, ``unknown_branch`` (invalid input),
-        ``unknown_actor`` (not found) or ``duplicate_alias`` (refused); nothing is written then.
+        The store does no git (docs/architecture.md "Storage"): ``root`` and ``default_branch`` are
+        what the caller checked, as :func:`runtime.git_repository.checked_working_tree` returns them
+        (the resolved top level of a working tree and an existing local branch; its errors are
+        ``not_a_git_repository`` and ``unknown_branch``). Raises ``invalid_alias`` (invalid input),
+        ``not_a_git_repository`` for a ``root`` that is not absolute, ``unknown_branch`` for an empty
+        branch, ``unknown_actor`` (not found) or ``duplicate_alias`` (refused); nothing is written then.
         """
         repositories.check_alias(alias)
-        tree = git.working_tree_root(path)
-        branch = git.local_branch(tree, default_branch)
+        if not root.is_absolute():
+            raise InvalidInput(
+                "not_a_git_repository", f"{root} is not an absolute path: check the working tree first"
+            )
+        if not default_branch:
+            raise InvalidInput("unknown_branch", "no default branch was given: check the working tree first")
         with self._writing() as session:
             return repositories.add_repository(
-                session, alias, str(tree), branch, actor, self._now(), config=config
+                session, alias, str(root), default_branch, actor, self._now(), config=config
             )
 
     def update_repository_config(self, alias: str, config: RepositoryConfig, actor: str) -> RepositoryRecord:
@@ -229,23 +234,6 @@ class Store:
         except NotFound:
             return False
         return True
-
-    def resolve_base_commit(self, alias: str) -> tuple[RepositoryRecord, str]:
-        """The repository ``alias`` and the commit its default branch points at now.
-
-        Raises :class:`NotFound` (``unknown_repository``) and :class:`Refused`
-        (``repository_unavailable``: the path is no longer a git working tree or the branch does not
-        resolve to a commit).
-        """
-        record = self.get_repository(alias)
-        try:
-            commit = git.branch_commit(Path(record.path), record.default_branch)
-        except InvalidInput as error:
-            raise Refused(
-                "repository_unavailable",
-                f"repository {alias!r} ({record.path}, branch {record.default_branch}): {error.message}",
-            ) from None
-        return record, commit
 
     def list_repositories(self) -> list[RepositoryRecord]:
         """All registered repositories, by alias."""

@@ -147,3 +147,17 @@ def test_git_environment_of_the_caller_does_not_redirect_the_check(
     monkeypatch.setenv("GIT_WORK_TREE", str(git_repository))
     with pytest.raises(InvalidInput):
         register_repository(store, "plain", plain, None, actor)
+
+
+def test_the_store_runs_no_git_and_refuses_what_was_not_checked(
+    store: Store, actor: str, git_repository: Path
+) -> None:
+    with pytest.raises(InvalidInput) as relative:
+        store.add_repository("service", Path(git_repository.name), "main", actor)
+    assert relative.value.code == "not_a_git_repository"
+    with pytest.raises(InvalidInput) as no_branch:
+        store.add_repository("service", git_repository.resolve(), "", actor)
+    assert no_branch.value.code == "unknown_branch"
+    assert store.list_repositories() == []
+    record = store.add_repository("service", git_repository.resolve(), "feature", actor)
+    assert (record.path, record.default_branch) == (str(git_repository.resolve()), "feature")
