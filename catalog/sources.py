@@ -1,39 +1,52 @@
-"""Verify a catalog's upstream provenance against a git checkout of the upstream repository.
+"""Verify a catalog's upstream provenance against the upstream repository, read through a reader.
 
 For every ``upstream`` profile the file at ``source_path`` is read from the commit the profile records
-(``provenance.source_commit``, or the catalog's global ``upstream.commit`` when it records none) with
-``git cat-file blob <commit>:<path>``, and the sha256 of its raw bytes is compared with
-``provenance.sha256``. The working tree is never read, so local edits or another checked-out branch
-cannot change the outcome. When the pin names a ``license_path`` and ``license_sha256``, the license
-file at the pinned commit is checked the same way.
+(``provenance.source_commit``, or the catalog's global ``upstream.commit`` when it records none), and
+the sha256 of its raw bytes is compared with ``provenance.sha256``. Files are read from commits only,
+never from a working tree, so local edits or another checked-out branch cannot change the outcome.
+When the pin names a ``license_path`` and ``license_sha256``, the license file at the pinned commit is
+checked the same way.
 
-Statuses (DESIGN.md "Operator contract", ``catalog --source-root``): ``ok`` the hash matches;
-``mismatch`` the file exists and hashes differently; ``missing`` the commit or the file is not in the
-repository (or git could not read it); ``local`` a locally authored profile with no upstream file.
+Statuses (docs/architecture.md "Operator contract", ``catalog --source-root``): ``ok`` the hash
+matches; ``mismatch`` the file exists and hashes differently; ``missing`` the commit or the file is not
+in the repository (or it could not be read); ``local`` a locally authored profile with no upstream file.
 
-git runs with an argument vector (no shell), a timeout, no terminal prompt, no pager, and with ``GIT_*``
-variables from the caller's environment removed so that none of them redirects it to another repository.
+This module does no I/O (docs/architecture.md "Layers"): the repository is a :class:`SourceReader` its
+caller opens — the git-backed one is :func:`runtime.catalog_sources.open_source_repository`.
 """
 
 from __future__ import annotations
 
 import hashlib
-import os
-import subprocess
 from dataclasses import dataclass
 from enum import StrEnum
 from pathlib import Path
-from typing import Final
+from typing import Protocol
 
 from pydantic import BaseModel, ConfigDict
 
 from catalog.schema import CatalogFile
-from contracts.errors import InvalidInput, ServiceUnavailable
 
-__all__ = ["GIT_TIMEOUT_SECONDS", "SourceCheck", "SourceStatus", "SourceVerification", "verify_sources"]
+__all__ = ["SourceCheck", "SourceReader", "SourceStatus", "SourceVerification", "verify_sources"]
 
-GIT_TIMEOUT_SECONDS: Final = 30.0
-"""Longest time one git command may take before the file it reads counts as ``missing``."""
+
+class SourceReader(Protocol):
+    """Read-only access to files of the upstream repository at given commits."""
+
+    @property
+    def root(self) -> Path:
+        """Where the repository is (named in messages)."""
+        ...
+
+    def has_commit(self, commit: str) -> bool:
+        """Whether ``commit`` is a commit in the repository (``False`` also when it cannot tell)."""
+        ...
+
+    def read_blob(self, commit: str, path: str) -> bytes | None:
+        """The bytes of the file ``path`` at ``commit`` (a commit :meth:`has_commit` knows), or ``None``
+        when it is not a file there. Raises :class:`OSError` (e.g. :class:`TimeoutError`) when it could
+        not be read; its message becomes the check's detail."""
+        ...
 
 
 class SourceStatus(StrEnum):
@@ -86,65 +99,12 @@ class _Blob:
 
 
 class _Repository:
-    """Read-only access to blobs of one git repository through the ``git`` command."""
+    """A :class:`SourceReader` with each commit and blob looked up once."""
 
-    def __init__(self, root: Path, timeout: float) -> None:
-        self.root = root
-        self.timeout = timeout
-        self.env = {key: value for key, value in os.environ.items() if not key.startswith("GIT_")}
-        self.env.update(
-            GIT_TERMINAL_PROMPT="0", GIT_PAGER="cat", PAGER="cat", GIT_OPTIONAL_LOCKS="0", LC_ALL="C"
-        )
+    def __init__(self, reader: SourceReader) -> None:
+        self._reader = reader
         self._commits: dict[str, bool] = {}
         self._blobs: dict[tuple[str, str], _Blob] = {}
-
-    def _git(self, *args: str) -> subprocess.CompletedProcess[bytes]:
-        try:
-            return subprocess.run(
-                ["git", "--no-pager", "-C", str(self.root), *args],
-                capture_output=True,
-                stdin=subprocess.DEVNULL,
-                env=self.env,
-                timeout=self.timeout,
-                check=False,
-            )
-        except FileNotFoundError as exc:
-            raise ServiceUnavailable(
-                "git_unavailable", "the git command was not found: install git to verify catalog sources"
-            ) from exc
-
-    def check_root(self) -> None:
-        """Raise ``InvalidInput(source_root_not_git)`` unless ``root`` is the top of a repository."""
-        try:
-            bare = self._git("rev-parse", "--is-bare-repository")
-            top = self._git("rev-parse", "--show-cdup") if bare.stdout.strip() == b"false" else None
-        except subprocess.TimeoutExpired as exc:
-            raise InvalidInput(
-                "source_root_not_git", f"git did not answer within {self.timeout:g}s for {self.root}"
-            ) from exc
-        if bare.returncode != 0:
-            reason = bare.stderr.decode("utf-8", "replace").strip().splitlines()
-            raise InvalidInput(
-                "source_root_not_git",
-                f"--source-root {self.root} is not a git repository"
-                + (f" ({reason[-1]})" if reason else "")
-                + ": give a clone of the upstream repository",
-            )
-        if top is not None and (top.returncode != 0 or top.stdout.strip()):
-            raise InvalidInput(
-                "source_root_not_git",
-                f"--source-root {self.root} is inside a git repository but is not its top level: "
-                "give the repository's root directory",
-            )
-
-    def has_commit(self, commit: str) -> bool:
-        if commit not in self._commits:
-            try:
-                result = self._git("cat-file", "-e", f"{commit}^{{commit}}")
-                self._commits[commit] = result.returncode == 0
-            except subprocess.TimeoutExpired:
-                self._commits[commit] = False
-        return self._commits[commit]
 
     def blob(self, commit: str, path: str) -> _Blob:
         key = (commit, path)
@@ -152,16 +112,21 @@ class _Repository:
             self._blobs[key] = self._read_blob(commit, path)
         return self._blobs[key]
 
+    def _has_commit(self, commit: str) -> bool:
+        if commit not in self._commits:
+            self._commits[commit] = self._reader.has_commit(commit)
+        return self._commits[commit]
+
     def _read_blob(self, commit: str, path: str) -> _Blob:
-        if not self.has_commit(commit):
-            return _Blob(None, f"commit {commit} is not in the repository at {self.root}")
+        if not self._has_commit(commit):
+            return _Blob(None, f"commit {commit} is not in the repository at {self._reader.root}")
         try:
-            result = self._git("cat-file", "blob", f"{commit}:{path}")
-        except subprocess.TimeoutExpired:
-            return _Blob(None, f"git did not answer within {self.timeout:g}s reading {path} at {commit}")
-        if result.returncode != 0:
+            data = self._reader.read_blob(commit, path)
+        except OSError as error:
+            return _Blob(None, str(error))
+        if data is None:
             return _Blob(None, f"{path} does not exist (as a file) at commit {commit}")
-        return _Blob(result.stdout, "")
+        return _Blob(data, "")
 
 
 def _check(
@@ -205,20 +170,16 @@ def _check(
     )
 
 
-def verify_sources(
-    catalog: CatalogFile, source_root: Path, *, timeout: float = GIT_TIMEOUT_SECONDS
-) -> SourceVerification:
-    """Check every upstream profile's recorded file hash against the git repository at ``source_root``.
+def verify_sources(catalog: CatalogFile, source: SourceReader) -> SourceVerification:
+    """Check every upstream profile's recorded file hash against the upstream repository ``source``.
 
-    Inputs: a parsed (preferably validated) catalog; ``source_root``, the top directory of a clone of
-    the upstream repository (a bare repository works too); ``timeout`` per git command, in seconds.
-    Output: a :class:`SourceVerification` with one :class:`SourceCheck` per profile (see the module
-    docstring for the statuses). Raises :class:`~contracts.errors.InvalidInput` with code
-    ``source_root_not_git`` when ``source_root`` is not the top of a git repository, and
-    :class:`~contracts.errors.ServiceUnavailable` (``git_unavailable``) when git is not installed.
+    Inputs: a parsed (preferably validated) catalog; ``source``, a reader of the upstream repository
+    (already checked to be one). Output: a :class:`SourceVerification` with one :class:`SourceCheck`
+    per profile (see the module docstring for the statuses). Whatever the reader raises besides
+    :class:`OSError` (e.g. :class:`~contracts.errors.ServiceUnavailable` when git is not installed)
+    propagates.
     """
-    repo = _Repository(source_root, timeout)
-    repo.check_root()
+    repo = _Repository(source)
 
     checks: list[SourceCheck] = []
     for profile in catalog.profiles:

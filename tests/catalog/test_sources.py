@@ -1,4 +1,5 @@
-"""Source verification against a git repository built in the test: ok, mismatch, missing, local."""
+"""Source verification against a git repository built in the test: ok, mismatch, missing, local; and
+the pure comparison against an in-memory reader."""
 
 from __future__ import annotations
 
@@ -13,6 +14,7 @@ import pytest
 from catalog.schema import CatalogFile
 from catalog.sources import SourceStatus, SourceVerification, verify_sources
 from contracts.errors import InvalidInput
+from runtime.catalog_sources import open_source_repository
 from tests.catalog.samples import catalog, local_provenance, profile, upstream_provenance
 
 OLD_TEXT = b"# Analyst\n\nFirst version of the analyst profile.\n"
@@ -82,6 +84,10 @@ def _pinned(profile_id: str, path: str, sha256: str, commit: str | None = None) 
     return profile(profile_id, "reviewer-one", provenance)
 
 
+def _verify(cat: CatalogFile, root: Path) -> SourceVerification:
+    return verify_sources(cat, open_source_repository(root))
+
+
 def _statuses(result: SourceVerification) -> dict[str, str]:
     return {check.id: check.status.value for check in result.profiles}
 
@@ -97,7 +103,7 @@ def test_every_status_is_reported_per_profile(upstream: Upstream) -> None:
         _pinned("not-yet-added", "profiles/added-later.md", _sha(b"later\n"), upstream.old),
         profile("reviewer-one", "at-the-pin", local_provenance()),
     )
-    result = verify_sources(cat, upstream.root)
+    result = _verify(cat, upstream.root)
     assert _statuses(result) == {
         "at-the-pin": "ok",
         "at-own-commit": "ok",
@@ -118,7 +124,7 @@ def test_profile_with_its_own_source_commit_reads_the_older_blob(upstream: Upstr
         _pinned("old-text-at-old", "profiles/analyst.md", _sha(OLD_TEXT), upstream.old),
         profile("reviewer-one", "old-text-at-pin", local_provenance()),
     )
-    checks = {c.id: c for c in verify_sources(cat, upstream.root).profiles}
+    checks = {c.id: c for c in _verify(cat, upstream.root).profiles}
     assert checks["old-text-at-pin"].status is SourceStatus.MISMATCH
     assert checks["old-text-at-pin"].commit == upstream.new
     assert checks["old-text-at-pin"].actual_sha256 == _sha(NEW_TEXT)
@@ -134,7 +140,7 @@ def test_catalog_whose_sources_all_match_is_verified(upstream: Upstream) -> None
         profile("writer", "analyst", local_provenance()),
         license_sha256=_sha(LICENSE_TEXT),
     )
-    result = verify_sources(cat, upstream.root)
+    result = _verify(cat, upstream.root)
     assert result.verified is True
     assert result.license is not None and result.license.status is SourceStatus.OK
     dumped = result.model_dump(mode="json")
@@ -156,7 +162,7 @@ def test_license_mismatch_fails_verification(upstream: Upstream) -> None:
         profile("reviewer-one", "analyst", local_provenance()),
         license_sha256=_sha(b"another license"),
     )
-    result = verify_sources(cat, upstream.root)
+    result = _verify(cat, upstream.root)
     assert result.license is not None and result.license.status is SourceStatus.MISMATCH
     assert _statuses(result) == {"analyst": "ok", "reviewer-one": "local"}
     assert result.verified is False
@@ -169,7 +175,7 @@ def test_uncommitted_changes_in_the_working_tree_do_not_change_the_outcome(upstr
         _pinned("analyst", "profiles/analyst.md", _sha(NEW_TEXT)),
         profile("reviewer-one", "analyst", local_provenance()),
     )
-    assert verify_sources(cat, upstream.root).verified is True
+    assert _verify(cat, upstream.root).verified is True
 
 
 def test_git_variables_of_the_caller_do_not_redirect_git(
@@ -188,7 +194,7 @@ def test_git_variables_of_the_caller_do_not_redirect_git(
         _pinned("analyst", "profiles/analyst.md", _sha(NEW_TEXT)),
         profile("reviewer-one", "analyst", local_provenance()),
     )
-    assert verify_sources(cat, upstream.root).verified is True
+    assert _verify(cat, upstream.root).verified is True
 
 
 def test_a_bare_clone_can_be_the_source_root(upstream: Upstream, tmp_path: Path) -> None:
@@ -199,7 +205,7 @@ def test_a_bare_clone_can_be_the_source_root(upstream: Upstream, tmp_path: Path)
         _pinned("analyst", "profiles/analyst.md", _sha(OLD_TEXT), upstream.old),
         profile("reviewer-one", "analyst", local_provenance()),
     )
-    assert verify_sources(cat, bare).verified is True
+    assert _verify(cat, bare).verified is True
 
 
 @pytest.mark.parametrize("where", ["plain-directory", "absent-directory", "subdirectory-of-a-repository"])
@@ -213,6 +219,54 @@ def test_source_root_that_is_not_a_repository_top_is_invalid_input(
     }[where]
     cat = _catalog(upstream, profile("analyst", "reviewer-one"), profile("reviewer-one", "analyst"))
     with pytest.raises(InvalidInput) as caught:
-        verify_sources(cat, root)
+        _verify(cat, root)
     assert caught.value.code == "source_root_not_git"
     assert caught.value.exit_code == 2
+
+
+class _MemoryReader:
+    """A reader with no git behind it: ``files`` maps (commit, path) to bytes; ``unreadable`` paths
+    raise like a reader that gave up."""
+
+    def __init__(self, files: dict[tuple[str, str], bytes], unreadable: frozenset[str] = frozenset()) -> None:
+        self.files = files
+        self.unreadable = unreadable
+        self.reads: list[tuple[str, str]] = []
+
+    @property
+    def root(self) -> Path:
+        return Path("/memory")
+
+    def has_commit(self, commit: str) -> bool:
+        return any(known == commit for known, _ in self.files)
+
+    def read_blob(self, commit: str, path: str) -> bytes | None:
+        self.reads.append((commit, path))
+        if path in self.unreadable:
+            raise TimeoutError(f"gave up reading {path} at {commit}")
+        return self.files.get((commit, path))
+
+
+def test_the_comparison_needs_only_a_reader_and_reads_each_blob_once() -> None:
+    commit = "a" * 40
+    data = catalog(
+        _pinned("analyst", "profiles/analyst.md", _sha(NEW_TEXT)),
+        _pinned("again", "profiles/analyst.md", _sha(NEW_TEXT)),
+        _pinned("slow", "profiles/slow.md", _sha(NEW_TEXT)),
+        _pinned("elsewhere", "profiles/analyst.md", _sha(NEW_TEXT), "b" * 40),
+        profile("reviewer-one", "analyst", local_provenance()),
+    )
+    data["upstream"]["commit"] = commit
+    reader = _MemoryReader({(commit, "profiles/analyst.md"): NEW_TEXT}, frozenset({"profiles/slow.md"}))
+    result = verify_sources(CatalogFile.model_validate(data), reader)
+    checks = {check.id: check for check in result.profiles}
+    assert _statuses(result) == {
+        "analyst": "ok",
+        "again": "ok",
+        "slow": "missing",
+        "elsewhere": "missing",
+        "reviewer-one": "local",
+    }
+    assert checks["slow"].detail == f"gave up reading profiles/slow.md at {commit}"
+    assert checks["elsewhere"].detail == f"commit {'b' * 40} is not in the repository at /memory"
+    assert reader.reads.count((commit, "profiles/analyst.md")) == 1
