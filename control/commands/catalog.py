@@ -36,9 +36,9 @@ def catalog_command(
     report = validate_catalog_file(file or DEFAULT_CATALOG_PATH)
     verification = None
     if report.catalog is not None and source_root is not None:
-        from catalog.sources import verify_sources
+        from control.catalog_sources import verify_catalog_sources
 
-        verification = verify_sources(report.catalog.file, source_root)
+        verification = verify_catalog_sources(report.catalog.file, source_root)
     data = views.catalog_json(report, verification)
     emit(data, as_json, lambda console: views.render_catalog(console, report, verification))
     if not report.valid:
