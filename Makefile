@@ -31,10 +31,11 @@ unit: $(STAMP)
 dev: $(STAMP)
 	$(BIN)/specialists dev
 
+# Every bench in bench/ (each prints one JSON object); the script's name goes to standard error first.
+BENCHES := $(sort $(wildcard bench/*_bench.py))
+
 bench: $(STAMP)
-	$(BIN)/python bench/route_bench.py
-	$(BIN)/python bench/run_bench.py
-	$(BIN)/python bench/model_bench.py
+	@for script in $(BENCHES); do echo "== $$script" >&2; $(BIN)/python $$script || exit 1; done
 
 clean:
 	rm -rf $(VENV) .specialists .pytest_cache .mypy_cache .ruff_cache

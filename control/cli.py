@@ -2,36 +2,54 @@
 :mod:`control.commands`, :func:`main` and the console script :func:`entry`. JSON shapes and exit
 codes follow docs/architecture.md "Operator contract".
 
-Each group imports what its commands need inside them, so a preview such as ``specialists route
---json`` loads neither Temporal, nor the store, nor the provider SDKs, and touches nothing on disk.
+Start-up is kept short, because ``specialists route`` is a preview people run often:
+
+* each group imports what its commands need inside them, so a command that talks to no Temporal
+  server loads neither Temporal nor the provider SDKs (nor the store, when it reads none);
+* an invocation imports and assembles only the group that adds its command (:func:`build_app`):
+  Typer turns every command it is given into a click command, reading its signature, on each
+  invocation;
+* a command that is not a long-running process (``worker``, ``dev``) runs with pydantic's plugin
+  discovery off (``PYDANTIC_DISABLE_PLUGINS``, unless the environment sets it): the deployment
+  installs no pydantic plugin, and looking for one reads every installed distribution's entry
+  points the first time a model class is built.
 """
 
+import contextlib
+import importlib
 import os
 import sys
+from collections.abc import Iterator
+from typing import Final
 
 import typer
 
 from contracts.errors import InvalidInput, OperatorError
 
 HELP = "Specialist Orchestrator: route work items to reviewed specialists and run them durably."
+GROUPS: Final = (
+    # (module of control.commands, its Typer, the group's name, the top-level commands it adds):
+    # a group without a name adds its commands as the app's own. In the order the help lists them.
+    ("catalog", "app", None, ("catalog", "route")),
+    ("configuration", "app", None, ("policy", "status")),
+    ("runs", "app", None, ("create", "enqueue", "decide", "cancel", "approve", "execute")),
+    ("inspect", "app", None, ("show", "list")),
+    ("dev", "app", None, ("worker", "dev")),
+    ("models", "app", "models", ("models",)),
+    ("repositories", "app", "repos", ("repos",)),
+    ("configuration", "actors_app", "actors", ("actors",)),
+    ("research", "app", "research", ("research",)),
+    ("worktrees", "app", "worktrees", ("worktrees",)),
+)
+LONG_RUNNING: Final = frozenset({"worker", "dev"})
+"""Commands that keep running (a worker): they load pydantic plugins as configured."""
 
 
-def build_app() -> typer.Typer:
-    """The ``specialists`` app: top-level commands in the order the help lists them, then the
-    groups."""
-    from control.commands import (
-        catalog,
-        configuration,
-        dev,
-        inspect,
-        models,
-        repositories,
-        research_cases,
-        research_teams,
-        runs,
-        worktrees,
-    )
-
+def build_app(command: str | None = None) -> typer.Typer:
+    """The ``specialists`` app. With ``command`` (an invocation's first argument), only the group
+    that adds that command is imported and assembled, when one does; otherwise every group is (the
+    help, an unknown command and its suggestions)."""
+    holding = [group for group in GROUPS if command in group[3]]
     app = typer.Typer(
         name="specialists",
         help=HELP,
@@ -39,20 +57,24 @@ def build_app() -> typer.Typer:
         add_completion=False,
         pretty_exceptions_enable=False,
     )
-    for commands in (catalog.app, configuration.app, runs.app, inspect.app, dev.app):
-        app.add_typer(commands)  # no name: its commands are the app's own
-    app.add_typer(models.app, name="models")
-    app.add_typer(repositories.app, name="repos")
-    app.add_typer(configuration.actors_app, name="actors")
-    research = typer.Typer(help=research_cases.RESEARCH_HELP, no_args_is_help=True)
-    research.add_typer(research_cases.app)
-    research.add_typer(research_teams.app)
-    app.add_typer(research, name="research")
-    app.add_typer(worktrees.app, name="worktrees")
+    for module, attribute, name, _ in holding or GROUPS:
+        group = getattr(importlib.import_module(f"control.commands.{module}"), attribute)
+        app.add_typer(group, name=name)
     return app
 
 
-app = build_app()
+@contextlib.contextmanager
+def _pydantic_plugins_off(command: str | None) -> Iterator[None]:
+    """Within, pydantic looks for no plugins (see the module docstring), unless ``command`` is
+    long-running or the environment already says what to do with plugins."""
+    if command in LONG_RUNNING or "PYDANTIC_DISABLE_PLUGINS" in os.environ:
+        yield
+        return
+    os.environ["PYDANTIC_DISABLE_PLUGINS"] = "__all__"
+    try:
+        yield
+    finally:
+        os.environ.pop("PYDANTIC_DISABLE_PLUGINS", None)
 
 
 # ------------------------------------------------------------------------------------------------- main
@@ -64,8 +86,10 @@ def main(argv: list[str] | None = None) -> int:
 
     args = sys.argv[1:] if argv is None else argv
     as_json = "--json" in args
+    command = args[0] if args else None
     try:
-        result = app(args=args, prog_name="specialists", standalone_mode=False)
+        with _pydantic_plugins_off(command):
+            result = build_app(command)(args=args, prog_name="specialists", standalone_mode=False)
     except OperatorError as error:
         from control.output import report_error
 

@@ -3,7 +3,7 @@
 Commands: ``case-create`` and ``evidence-add`` (read a JSON input file, :mod:`control.case_inputs`),
 ``evidence-deactivate`` (all three protected: they need the deployment's action token, like every
 configuration change), ``case-show`` and ``cases`` (read-only). JSON shapes: :mod:`control.case_views`.
-The team commands of the same group are :mod:`control.commands.research_teams`.
+The group (these and the team commands) is :mod:`control.commands.research`.
 """
 
 from pathlib import Path
@@ -18,12 +18,6 @@ from control.commands.common import (
     open_configuration_store,
     open_store,
 )
-
-RESEARCH_HELP = (
-    "Research cases and their evidence (create, show, add, deactivate, list), and research teams "
-    "over them (start, list, show, results, adjudicate, cancel, coordinator)."
-)
-"""The ``research`` group's help (the group is assembled in :mod:`control.cli`)."""
 
 app = typer.Typer()
 

@@ -1,0 +1,101 @@
+"""CLI start-up: ``specialists route`` as a fresh process against the cost of starting Python with the
+two libraries every command needs. Prints one JSON object.
+
+In the same run, alternating so that noise on this shared machine hits both alike: ``--runs`` cold
+starts (fresh subprocesses) of the venv's ``specialists`` console script, ``specialists route
+--input-json @<example> --json``, and as many of ``python -c "import pydantic, typer"`` with the same
+interpreter. The figure to watch is the ratio of their medians (target: at most 2.0).
+
+Both run with bytecode caches, as an installed command does: the caches go to a temporary
+``PYTHONPYCACHEPREFIX`` (written by one untimed warm-up start of each, which also warms the file
+cache), so nothing is written next to the sources. ``PYTHONDONTWRITEBYTECODE`` is removed for them;
+without caches every module of ours would be compiled from source on each start.
+
+Usage: ``python bench/cli_bench.py [--runs N] [--example FILE]``
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+EXAMPLE = ROOT / "examples" / "work-items" / "03-slow-query.json"
+BASELINE_CODE = "import pydantic, typer"
+TARGET_RATIO = 2.0
+
+
+def _wall(command: list[str], env: dict[str, str]) -> float:
+    """Seconds from starting ``command`` to its exit; fails unless it exits 0."""
+    start = time.perf_counter()
+    completed = subprocess.run(
+        command, cwd=ROOT, env=env, stdin=subprocess.DEVNULL, capture_output=True, check=False
+    )
+    elapsed = time.perf_counter() - start
+    if completed.returncode != 0:
+        raise SystemExit(f"{command[0]} exited {completed.returncode}: {completed.stderr.decode()[-2000:]}")
+    return elapsed
+
+
+def _ms(seconds: float) -> float:
+    return round(seconds * 1000, 1)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--runs", type=int, default=10, help="cold starts of each command (default 10)")
+    parser.add_argument("--example", type=Path, default=EXAMPLE, help="the work item routed")
+    args = parser.parse_args()
+    if args.runs < 1:
+        parser.error("--runs must be at least 1")
+
+    python = sys.executable
+    specialists = str(Path(python).with_name("specialists"))
+    cli = [specialists, "route", "--input-json", f"@{args.example.resolve()}", "--json"]
+    baseline = [python, "-c", BASELINE_CODE]
+    with tempfile.TemporaryDirectory(prefix="cli-bench-pycache-") as prefix:
+        env = {
+            name: value
+            for name, value in os.environ.items()
+            if name != "PYTHONDONTWRITEBYTECODE" and not name.startswith("SPECIALISTS_")
+        }
+        env["PYTHONPYCACHEPREFIX"] = prefix
+        for command in (cli, baseline):  # untimed: writes the bytecode caches, warms the file cache
+            _wall(command, env)
+        cli_samples: list[float] = []
+        baseline_samples: list[float] = []
+        for _ in range(args.runs):
+            cli_samples.append(_wall(cli, env))
+            baseline_samples.append(_wall(baseline, env))
+
+    cli_median = statistics.median(cli_samples)
+    baseline_median = statistics.median(baseline_samples)
+    ratio = round(cli_median / baseline_median, 2)
+    print(
+        json.dumps(
+            {
+                "cli_command": ["specialists", *cli[1:]],
+                "baseline_command": ["python", "-c", BASELINE_CODE],
+                "runs": args.runs,
+                "cli_route_ms_median": _ms(cli_median),
+                "baseline_ms_median": _ms(baseline_median),
+                "cli_route_ms_samples": [_ms(sample) for sample in cli_samples],
+                "baseline_ms_samples": [_ms(sample) for sample in baseline_samples],
+                "ratio": ratio,
+                "target": TARGET_RATIO,
+                "target_met": ratio <= TARGET_RATIO,
+            },
+            indent=2,
+        )
+    )
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,205 @@
+"""Start-up: commands that talk to no Temporal server load neither Temporal nor the provider SDKs
+(and ``route``, ``catalog`` and the help load no store either); each invocation assembles only the
+group of its command; pydantic's plugin discovery is off for the command and only for it.
+
+Each command runs in a fresh interpreter through a tiny wrapper that calls ``control.cli.main`` and
+then writes the modules the process holds, so the check sees exactly what the command imported.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+import typer.main
+
+from control.cli import GROUPS, build_app, main
+from tests.control.cli_harness import ROOT, SLOW_QUERY, Cli
+from tests.store.git_repository import make_working_tree
+
+WRAPPER = """
+import json, sys
+from control.cli import main
+code = main(sys.argv[2:])
+sys.stdout.flush()
+with open(sys.argv[1], "w", encoding="utf-8") as report:
+    json.dump({"exit_code": code, "modules": sorted(sys.modules)}, report)
+"""
+
+NEVER = {"temporalio", "openai", "anthropic"}
+"""What no command that talks to no Temporal server may import."""
+NO_STORE = NEVER | {"sqlalchemy", "alembic"}
+"""What a command that reads no store may not import either."""
+ROUTE = ["route", "--input-json", f"@{SLOW_QUERY}"]
+
+
+def loaded(cli: Cli, tmp_path: Path, *args: str) -> dict[str, Any]:
+    """Run ``specialists ARGS`` in a fresh interpreter; its exit code and the top-level packages of
+    every module it had loaded when it finished."""
+    report = tmp_path / f"modules-{len(list(tmp_path.glob('modules-*')))}.json"
+    completed = subprocess.run(
+        [sys.executable, "-c", WRAPPER, str(report), *args],
+        cwd=ROOT,
+        env=cli.env,
+        stdin=subprocess.DEVNULL,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    assert report.exists(), completed.stderr
+    data: dict[str, Any] = json.loads(report.read_text(encoding="utf-8"))
+    data["packages"] = {name.split(".")[0] for name in data.pop("modules")}
+    data["stdout"] = completed.stdout
+    return data
+
+
+@pytest.fixture(scope="module")
+def configured(tmp_path_factory: pytest.TempPathFactory) -> Cli:
+    """A deployment with something in every table a read shows: an actor, a registered and a selected
+    model, an allow-listed repository, a policy set by hand."""
+    root = tmp_path_factory.mktemp("cli-startup")
+    cli = Cli.isolated(root)
+    tree = make_working_tree(root / "orders")
+    for args in (
+        ["actors", "register", "alice", "--name", "Alice"],
+        ["models", "add", "openai:gpt-test", "--api-key-env", "TEST_API_KEY", "--actor", "alice"],
+        ["models", "select", "--primary", "openai:gpt-test", "--actor", "alice"],
+        ["repos", "add", "orders-service", str(tree), "--actor", "alice"],
+        ["policy", "--mode", "guarded", "--maximum-automatic-tier", "read_only", "--actor", "alice"],
+    ):
+        assert cli.call(*args, "--json").exit_code == 0, args
+    return cli
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        [*ROUTE, "--json"],
+        ROUTE,  # the human view (rich)
+        [*ROUTE, "--override", "backend-architect", "--override-reason", "a second opinion", "--json"],
+        ["catalog", "--json"],
+        ["catalog"],
+        ["--help"],
+        [],
+        ["route", "--help"],
+        ["research", "--help"],
+    ],
+    ids=[
+        "route-json",
+        "route",
+        "route-override",
+        "catalog-json",
+        "catalog",
+        "help",
+        "no-args",
+        "route-help",
+        "group-help",
+    ],
+)
+def test_previews_and_help_load_neither_temporal_nor_providers_nor_the_store(
+    configured: Cli, tmp_path: Path, args: list[str]
+) -> None:
+    result = loaded(configured, tmp_path, *args)
+
+    assert result["exit_code"] == 0, result["stdout"]
+    assert not result["packages"] & NO_STORE, sorted(result["packages"] & NO_STORE)
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        [*ROUTE, "--tier", "read_only", "--json"],
+        [*ROUTE, "--automatic", "--json"],
+        ["policy", "--json"],
+        ["policy"],
+        ["status", "--json"],
+        ["status"],
+        ["models", "--json"],
+        ["models"],
+        ["repos", "--json"],
+        ["repos"],
+        ["actors", "--json"],
+        ["list", "--json"],
+    ],
+)
+def test_reads_of_the_store_load_neither_temporal_nor_providers(
+    configured: Cli, tmp_path: Path, args: list[str]
+) -> None:
+    result = loaded(configured, tmp_path, *args)
+
+    assert result["exit_code"] == 0, result["stdout"]
+    assert "sqlalchemy" in result["packages"]  # the store was read: the check sees real work
+    assert not result["packages"] & NEVER, sorted(result["packages"] & NEVER)
+
+
+def test_route_on_a_fresh_deployment_loads_no_store_and_writes_nothing(tmp_path: Path) -> None:
+    cli = Cli.isolated(tmp_path / "fresh")
+    result = loaded(cli, tmp_path, *ROUTE, "--json")
+
+    assert result["exit_code"] == 0
+    assert json.loads(result["stdout"])["primary"] == "database-optimizer"
+    assert not result["packages"] & NO_STORE
+    assert not cli.state_dir.exists()
+
+
+# ------------------------------------------------------------------------------------------ assembly
+
+
+def _top_level(app: typer.Typer) -> list[str]:
+    group = typer.main.get_group(app)
+    return list(group.commands)
+
+
+def test_the_group_table_names_every_command_in_the_order_of_the_help() -> None:
+    names = [name for *_, commands in GROUPS for name in commands]
+
+    assert _top_level(build_app()) == names
+    assert len(names) == len(set(names))
+
+
+@pytest.mark.parametrize("command", [name for *_, commands in GROUPS for name in commands])
+def test_an_invocation_assembles_only_the_group_of_its_command(command: str) -> None:
+    (group,) = [commands for *_, commands in GROUPS if command in commands]
+
+    assert _top_level(build_app(command)) == list(group)
+
+
+@pytest.mark.parametrize("first", [None, "--help", "no-such-command"])
+def test_the_help_and_an_unknown_command_see_every_group(first: str | None) -> None:
+    assert _top_level(build_app(first)) == _top_level(build_app())
+
+
+# -------------------------------------------------------------------------------------- pydantic plugins
+
+
+def test_pydantic_plugin_discovery_is_off_only_while_a_command_runs(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.delenv("PYDANTIC_DISABLE_PLUGINS", raising=False)
+    seen: list[str | None] = []
+    import control.commands.catalog as catalog_commands
+
+    original = catalog_commands.parse_tier
+
+    def spy(value: str | None) -> Any:
+        seen.append(os.environ.get("PYDANTIC_DISABLE_PLUGINS"))
+        return original(value)
+
+    monkeypatch.setattr(catalog_commands, "parse_tier", spy)
+    monkeypatch.chdir(tmp_path)
+
+    assert main([*ROUTE, "--json"]) == 0
+    assert seen == ["__all__"]
+    assert "PYDANTIC_DISABLE_PLUGINS" not in os.environ
+
+    monkeypatch.setenv("PYDANTIC_DISABLE_PLUGINS", "")  # the environment's choice is kept
+    assert main([*ROUTE, "--json"]) == 0
+    assert seen[-1] == ""
+    assert os.environ["PYDANTIC_DISABLE_PLUGINS"] == ""
+    capsys.readouterr()
