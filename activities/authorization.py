@@ -1,6 +1,6 @@
 """Activity ``authorize_action``: may this actor take this action on this run?
 
-Two proofs are needed (DESIGN.md "Temporal conventions"): the actor is a registered human, and the
+Two proofs are needed (docs/architecture.md "Temporal conventions"): the actor is a registered human, and the
 request carries a valid, fresh proof of the action token (``contracts.proofs``) made for exactly this
 run, action, actor and contract digest. Identity and token checks need I/O, so they run here and not
 in an update validator; a refusal is returned (never raised) so the workflow can audit it.
@@ -22,7 +22,9 @@ from temporalio import activity
 from activities.config import ActivityConfig
 from activities.store_access import SharedStore
 from contracts.proofs import verify_action
+from contracts.refusals import RefusalCode
 from contracts.runs import AuthorizeRequest, AuthorizeResult
+from contracts.temporal_names import ActivityName
 from runtime.logs import run_logger
 
 
@@ -33,7 +35,7 @@ class AuthorizationActivities:
         self._config = config
         self._store = store
 
-    @activity.defn(name="authorize_action")
+    @activity.defn(name=ActivityName.AUTHORIZE_ACTION)
     def authorize_action(self, request: AuthorizeRequest) -> AuthorizeResult:
         """Allowed when the actor is registered and the proof is valid; else a refusal code.
 
@@ -53,17 +55,19 @@ class AuthorizationActivities:
     def _decide(self, request: AuthorizeRequest) -> AuthorizeResult:
         if request.actor is None:
             return AuthorizeResult(
-                allowed=False, code="actor_required", message=f"{request.action} needs --actor ID"
+                allowed=False, code=RefusalCode.ACTOR_REQUIRED, message=f"{request.action} needs --actor ID"
             )
         if not self._store.get().actor_exists(request.actor):
             return AuthorizeResult(
-                allowed=False, code="unknown_actor", message=f"actor {request.actor!r} is not registered"
+                allowed=False,
+                code=RefusalCode.UNKNOWN_ACTOR,
+                message=f"actor {request.actor!r} is not registered",
             )
         token = self._config.action_token
         if token is None:
             return AuthorizeResult(
                 allowed=False,
-                code="action_token_not_configured",
+                code=RefusalCode.ACTION_TOKEN_NOT_CONFIGURED,
                 message="the worker has no action token (SPECIALISTS_ACTION_TOKEN[_FILE]): "
                 "protected actions are refused",
             )
@@ -92,7 +96,7 @@ class AuthorizationActivities:
         )
         if not spent:
             return AuthorizeResult(
-                allowed=False, code="proof_replayed", message="this proof was already used"
+                allowed=False, code=RefusalCode.PROOF_REPLAYED, message="this proof was already used"
             )
         return AuthorizeResult(allowed=True)
 

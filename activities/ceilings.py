@@ -34,7 +34,7 @@ from contracts.ceilings import (
 )
 from contracts.errors import NotFound
 from contracts.models import ModelRecord, is_replay_model
-from contracts.temporal_names import WorkflowType
+from contracts.temporal_names import ActivityName, CeilingMessage, WorkflowType
 from runtime.logs import run_logger
 
 CEILING_WORKFLOW = WorkflowType.MODEL_CEILING
@@ -56,7 +56,7 @@ class CeilingActivities:
     def __init__(self, store: SharedStore) -> None:
         self._store = store
 
-    @activity.defn(name="request_model_lease")
+    @activity.defn(name=ActivityName.REQUEST_MODEL_LEASE)
     async def request_model_lease(self, call: LeaseCall) -> LeaseTerms:
         """Queue a lease request for one call to ``call.model_id``; returns the model's terms.
 
@@ -91,7 +91,7 @@ class CeilingActivities:
                 CeilingState(model_id=record.id, ceiling=record.ceiling),
                 id=ceiling_id,
                 task_queue=activity.info().task_queue,
-                start_signal="acquire",
+                start_signal=CeilingMessage.ACQUIRE,
                 start_signal_args=[request],
             )
         granted = status is not None and status.status == "held"
@@ -118,7 +118,10 @@ class CeilingActivities:
         handle = activity.client().get_workflow_handle(ceiling_id)
         update = asyncio.ensure_future(
             handle.execute_update(
-                "try_acquire", request, id=f"try_acquire/{request.lease_id}", result_type=LeaseStatus
+                CeilingMessage.TRY_ACQUIRE,
+                request,
+                id=f"{CeilingMessage.TRY_ACQUIRE}/{request.lease_id}",
+                result_type=LeaseStatus,
             )
         )
         # Waited on, not wrapped in a timeout: the client turns a cancellation inside the call into
@@ -166,7 +169,7 @@ class LeaseReleaser:
         """Signal ``release`` for ``lease_id``; True once delivered, False on any failure (logged)."""
         handle = self._client.get_workflow_handle(ceiling_workflow_id(task_queue, model_id))
         future = asyncio.run_coroutine_threadsafe(
-            handle.signal("release", LeaseRelease(lease_id=lease_id)), self._loop
+            handle.signal(CeilingMessage.RELEASE, LeaseRelease(lease_id=lease_id)), self._loop
         )
         try:
             future.result(timeout=RELEASE_TIMEOUT_SECONDS)

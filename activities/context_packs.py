@@ -41,6 +41,7 @@ from contracts.hashing import canonical_sha256
 from contracts.model_jobs import ContextPackRequest
 from contracts.output import MAX_REQUEST_BYTES
 from contracts.pack_text import render_pack
+from contracts.temporal_names import ActivityName
 from contracts.worktree import ExecutionFailure
 from runtime import git_repository as git
 from runtime.logs import run_logger
@@ -59,7 +60,7 @@ class ContextPackActivities:
         self._config = config
         self._store = store
 
-    @activity.defn(name="build_context_pack")
+    @activity.defn(name=ActivityName.BUILD_CONTEXT_PACK)
     def build_context_pack(self, request: ContextPackRequest) -> ContextPackResult:
         """Build the job's pack; returns it with its sha256 and the rendered request size in bytes.
 

@@ -1,10 +1,13 @@
-"""Turning an :class:`contracts.errors.OperatorError` into a non-retryable Temporal error."""
+"""The ``ApplicationError`` an activity raises: from an :class:`contracts.errors.OperatorError`
+(:func:`refusal`), or with a typed detail (:func:`failure`, read back with
+``contracts.failures.failure_detail``)."""
 
 from __future__ import annotations
 
 from temporalio.exceptions import ApplicationError
 
 from contracts.errors import OperatorError, ServiceUnavailable
+from contracts.failures import FailureDetail
 
 
 def refusal(error: OperatorError) -> ApplicationError:
@@ -15,3 +18,12 @@ def refusal(error: OperatorError) -> ApplicationError:
     return ApplicationError(
         error.message, type=error.code, non_retryable=not isinstance(error, ServiceUnavailable)
     )
+
+
+def failure(
+    message: str, detail: FailureDetail | None, *, error_type: str, non_retryable: bool = True
+) -> ApplicationError:
+    """An ``ApplicationError`` of ``error_type`` whose one detail is ``detail`` as JSON (none when
+    ``None``)."""
+    details = [] if detail is None else [detail.model_dump(mode="json")]
+    return ApplicationError(message, *details, type=error_type, non_retryable=non_retryable)

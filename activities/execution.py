@@ -19,7 +19,8 @@ execution"):
    fails ``verification_changed_tree`` — and write the complete patch file (``pr-ready.patch``).
 
 Any fail-closed rule raises a non-retryable ``ApplicationError`` whose ``type`` is the rule
-(``contracts.worktree.ExecutionFailure``) and whose one detail says where the preserved worktree is.
+(``contracts.worktree.ExecutionFailure``) and whose one detail (``contracts.failures.WorktreeFailureDetail``)
+says where the preserved worktree is.
 Only an unreachable store or a git failure is retryable; a retry claims the next attempt and makes a
 new worktree beside the old one, never reusing it.
 """
@@ -38,7 +39,7 @@ from temporalio.exceptions import ApplicationError
 from activities.change_evidence import check_and_collect, write_pr_ready_patch
 from activities.command_executor import CommandFailed, run_agent_command, run_verification_command
 from activities.config import ActivityConfig
-from activities.errors import refusal
+from activities.errors import failure, refusal
 from activities.patch_checks import apply_patch
 from activities.store_access import SharedStore
 from activities.worktree_lifecycle import create_attempt_worktree
@@ -54,6 +55,8 @@ from contracts.execution import (
     WorktreeExecution,
     WorktreeLocation,
 )
+from contracts.failures import WorktreeFailureDetail
+from contracts.temporal_names import ActivityName
 from contracts.worktree import (
     AppliedPatch,
     ChangeEvidence,
@@ -84,7 +87,7 @@ class ExecutionActivities:
         except OperatorError as error:
             raise refusal(error) from None
 
-    @activity.defn(name="execute_worktree_attempt")
+    @activity.defn(name=ActivityName.EXECUTE_WORKTREE_ATTEMPT)
     def execute_worktree_attempt(self, request: ExecuteAttemptRequest) -> WorktreeExecution:
         """Claim, create, apply, check and collect one execution attempt of ``request.run_id``.
 
@@ -93,12 +96,11 @@ class ExecutionActivities:
         a fail-closed type (``base_commit_unavailable``, ``patch_invalid``, ``patch_does_not_apply``,
         ``command_timeout``, ``command_output_too_large``, ``command_failed``,
         ``head_moved``, ``new_commit``, ``new_ref``, ``diff_check_failed``, ``too_many_files``,
-        ``path_outside_worktree``, ``verification_changed_tree``) with the worktree's
-        :class:`WorktreeLocation` as its first detail
-        whenever the worktree directory exists (failed or not, it is kept) and, once the agent ran, its
-        :class:`CommandReport` as the second, messages naming the state
-        directory as ``<state>``; ``attempt_claimed``; ``repository_unavailable`` (the alias is no longer
-        allow-listed); ``execution_failed`` (no state directory, unknown executor); retryable
+        ``path_outside_worktree``, ``verification_changed_tree``) whose detail, whenever the worktree
+        directory exists (failed or not, it is kept), is a ``WorktreeFailureDetail``: the worktree's
+        :class:`WorktreeLocation` and, once the agent ran, its :class:`CommandReport`; messages name
+        the state directory as ``<state>``; ``attempt_claimed``; ``repository_unavailable`` (the alias
+        is no longer allow-listed); ``execution_failed`` (no state directory, unknown executor); retryable
         ``ServiceUnavailable`` codes when the store or git cannot be reached.
         """
         info = activity.info()
@@ -187,16 +189,17 @@ class ExecutionActivities:
                 log.info("pr_ready_patch_written", sha256=digest, size_bytes=size)
         except OperatorError as error:  # fail closed (or a refused input): the worktree stays
             log.warning("worktree_failed_closed", error_type=error.code)
-            made = Path(planned.worktree).exists()
             failed_report = error.report if isinstance(error, CommandFailed) else report
-            details: list[object] = [planned.model_dump(mode="json")] if made else []
-            if made and failed_report is not None:
-                details.append(failed_report.model_dump(mode="json"))
-            raise ApplicationError(
+            detail = (
+                WorktreeFailureDetail(location=planned, command=failed_report)
+                if Path(planned.worktree).exists()
+                else None
+            )
+            raise failure(
                 # Messages name paths inside the worktree; the state directory itself is withheld.
                 error.message.replace(str(state_dir.resolve()), "<state>"),
-                *details,
-                type=error.code,
+                detail,
+                error_type=error.code,
                 non_retryable=not isinstance(error, ServiceUnavailable),
             ) from None
         log.info(

@@ -5,9 +5,9 @@ The provider is chosen by the model id's provider part: ``replay`` (built in), a
 was given, or — for ``openai`` and ``anthropic`` — the model's registration in the store (base URL,
 key variable, timeout; :mod:`activities.providers.registered`). Every failure becomes an
 ``ApplicationError`` whose ``type`` comes from ``contracts.errors.ErrorType``; only timeout, transport
-and rate-limit errors are retryable (DESIGN.md "Temporal conventions"). Each call reports its latency
-and token usage, on success in the result and on failure as the error's only detail, so every attempt
-can be audited.
+and rate-limit errors are retryable (docs/architecture.md "Temporal conventions"). Each call reports
+its latency and token usage, on success in the result and on failure in the error's detail
+(``contracts.failures.ModelCallFailureDetail``), so every attempt can be audited.
 
 The provider call runs on a helper thread while the activity heartbeats every few seconds: an HTTP
 call may take up to the model's timeout (600 s at most), far longer than the heartbeat timeout.
@@ -34,6 +34,7 @@ from activities.context import (
     check_request_size,
     contract_profile,
 )
+from activities.errors import failure
 from activities.providers.base import (
     Completion,
     CompletionRequest,
@@ -46,6 +47,7 @@ from activities.providers.registered import RegisteredProviders
 from activities.providers.replay import ReplayProvider
 from activities.store_access import SharedStore
 from contracts.errors import ErrorType, NotFound, is_retryable
+from contracts.failures import ModelCallFailureDetail
 from contracts.model_jobs import (
     CallUsage,
     ModelCallRequest,
@@ -63,6 +65,7 @@ from contracts.output import (
 )
 from contracts.pack_text import render_pack
 from contracts.research_teams import MAX_RESEARCH_OUTPUT_BYTES
+from contracts.temporal_names import ActivityName
 from runtime.logs import run_logger
 
 HEARTBEAT_EVERY_SECONDS = 5.0
@@ -78,8 +81,8 @@ CHECK_CONTEXT = "Reply now."
 
 
 def _fail(error_type: str, message: str, usage: CallUsage | None = None) -> ApplicationError:
-    details = [] if usage is None else [usage.model_dump(mode="json")]
-    return ApplicationError(message, *details, type=error_type, non_retryable=not is_retryable(error_type))
+    detail = None if usage is None else ModelCallFailureDetail(usage=usage)
+    return failure(message, detail, error_type=error_type, non_retryable=not is_retryable(error_type))
 
 
 def _usage(completion: Completion) -> CallUsage:
@@ -160,7 +163,7 @@ class ModelActivities:
         self._registered = registered or RegisteredProviders()
         self._releaser = releaser
 
-    @activity.defn(name="call_model")
+    @activity.defn(name=ActivityName.CALL_MODEL)
     def call_model(self, request: ModelCallRequest) -> ModelCallResult:
         """Call ``request.model_id`` once and return its validated output with the call's usage.
 
@@ -243,7 +246,7 @@ class ModelActivities:
         )
         return ModelCallResult(model_id=request.model_id, output=output, usage=usage)
 
-    @activity.defn(name="check_model")
+    @activity.defn(name=ActivityName.CHECK_MODEL)
     def check_model(self, request: ModelCheckCall) -> ModelCheckResult:
         """Send ``request.model_id`` one tiny request and report ``ok`` or the error class.
 

@@ -13,6 +13,7 @@ from activities.errors import refusal
 from activities.store_access import SharedStore
 from contracts.errors import OperatorError
 from contracts.runs import ProjectRunRequest
+from contracts.temporal_names import ActivityName
 from runtime.logs import run_logger
 
 
@@ -23,7 +24,7 @@ class ProjectionActivities:
         self._config = config
         self._store = store
 
-    @activity.defn(name="project_run")
+    @activity.defn(name=ActivityName.PROJECT_RUN)
     def project_run(self, request: ProjectRunRequest) -> None:
         """Upsert the run summary and insert the audit events not yet stored."""
         log = run_logger(request.summary.run_id, activity="project_run")

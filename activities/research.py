@@ -32,6 +32,7 @@ from contracts.research_teams import (
     check_team_evidence,
 )
 from contracts.runs import ModelSnapshot
+from contracts.temporal_names import ActivityName
 from runtime.logs import run_logger
 
 
@@ -42,7 +43,7 @@ class ResearchActivities:
         self._config = config
         self._store = store
 
-    @activity.defn(name="capture_team")
+    @activity.defn(name=ActivityName.CAPTURE_TEAM)
     def capture_team(self, request: TeamCaptureRequest) -> TeamCapture:
         """Freeze a team's inputs: the case's active evidence by reference and its digest, the catalog
         sha256, the model snapshot, each stage's profile and catalog reviewer, the deadline.
@@ -78,7 +79,7 @@ class ResearchActivities:
             raise refusal(error) from error
         chosen = selection.selection
         # A research team is security work: every stage runs on the primary chain, never the support
-        # model (DESIGN.md "Run lifecycle", model selection).
+        # model (docs/architecture.md "Run lifecycle", model selection).
         model = ModelSnapshot(
             primary=chosen.primary,
             fallbacks=list(chosen.fallbacks),
@@ -102,7 +103,7 @@ class ResearchActivities:
             deadline_seconds=self._config.team_deadline_seconds,
         )
 
-    @activity.defn(name="check_team_inputs")
+    @activity.defn(name=ActivityName.CHECK_TEAM_INPUTS)
     def check_team_inputs(self, request: TeamInputsCheckRequest) -> TeamInputsCheck:
         """The case's evidence digest (active records) and the worker's catalog sha256, read now.
 
@@ -115,7 +116,7 @@ class ResearchActivities:
             raise refusal(error) from error
         return TeamInputsCheck(evidence_digest=case.evidence_digest, catalog_sha256=catalog.sha256)
 
-    @activity.defn(name="store_job_output")
+    @activity.defn(name=ActivityName.STORE_JOB_OUTPUT)
     def store_job_output(self, request: StoreJobOutputRequest) -> StoredJobOutput:
         """Store a research job's output (validated again: model output is untrusted) and its pack;
         return the output's canonical sha256. Idempotent: a retry with the same output finds it.

@@ -28,7 +28,7 @@ from contracts.research_coordinator import (
     TeamIds,
     coordinator_workflow_id,
 )
-from contracts.temporal_names import WorkflowType
+from contracts.temporal_names import ActivityName, CoordinatorMessage, WorkflowType
 from runtime.logs import run_logger
 
 COORDINATOR_WORKFLOW = WorkflowType.RESEARCH_COORDINATOR
@@ -56,14 +56,14 @@ class CoordinationActivities:
             id_conflict_policy=WorkflowIDConflictPolicy.USE_EXISTING,
         )
         admission: Admission = await activity.client().execute_update_with_start_workflow(
-            "admit",
+            CoordinatorMessage.ADMIT,
             AdmitRequest(team_id=team_id, case_id=case_id, cycle_seconds=self._config.team_cycle_seconds),
             start_workflow_operation=start,
             result_type=Admission,
         )
         return admission
 
-    @activity.defn(name="request_team_admission")
+    @activity.defn(name=ActivityName.REQUEST_TEAM_ADMISSION)
     async def request_team_admission(self, call: AdmissionCall) -> Admission:
         """Ask the coordinator to admit the team (starting the coordinator if none runs). Returns its
         answer; a refusal (``team_limit_reached``) is an answer, not an error. Raises what Temporal
@@ -74,7 +74,7 @@ class CoordinationActivities:
         )
         return admission
 
-    @activity.defn(name="find_closed_teams")
+    @activity.defn(name=ActivityName.FIND_CLOSED_TEAMS)
     async def find_closed_teams(self, active: TeamIds) -> TeamIds:
         """The teams of ``active`` whose workflow has closed (or never existed): a team ended without
         telling the coordinator — an operator terminated it, or it timed out — frees its place
@@ -92,7 +92,7 @@ class CoordinationActivities:
                 closed.append(team_id)
         return TeamIds(team_ids=closed)
 
-    @activity.defn(name="request_stage_advance")
+    @activity.defn(name=ActivityName.REQUEST_STAGE_ADVANCE)
     async def request_stage_advance(self, call: AdvanceCall) -> None:
         """Queue the team's request to start ``call.stage``. Raises a retryable ``ApplicationError``
         (``team_not_admitted``) when the coordinator no longer admits the team — it was reset while
@@ -104,7 +104,9 @@ class CoordinationActivities:
                 type="team_not_admitted",
             )
         handle = activity.client().get_workflow_handle(coordinator_workflow_id(activity.info().task_queue))
-        await handle.signal("request_advance", AdvanceRequest(team_id=call.team_id, stage=call.stage))
+        await handle.signal(
+            CoordinatorMessage.REQUEST_ADVANCE, AdvanceRequest(team_id=call.team_id, stage=call.stage)
+        )
         run_logger(call.team_id, activity="request_stage_advance").info(
             "stage_advance_requested", stage=call.stage
         )

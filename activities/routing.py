@@ -16,6 +16,7 @@ from catalog.loader import load_catalog
 from contracts.errors import OperatorError
 from contracts.policy import APPROVAL_TIERS
 from contracts.runs import CapturedContract, RunInput
+from contracts.temporal_names import ActivityName
 from runtime.git_repository import base_commit_of
 from runtime.logs import run_logger
 
@@ -27,7 +28,7 @@ class RoutingActivities:
         self._config = config
         self._store = store
 
-    @activity.defn(name="capture_contract")
+    @activity.defn(name=ActivityName.CAPTURE_CONTRACT)
     def capture_contract(self, run_input: RunInput) -> CapturedContract:
         """Route, apply the policy, snapshot the model selection, freeze and hash the contract.
 

@@ -838,7 +838,7 @@ def main() -> None:
         parser.error("--delay-ms, --warmup and --burst must not be negative")
 
     from bench.report_output import report_on_stdout
-    from contracts.constants import SEARCH_ATTRIBUTES
+    from contracts.search_attributes import SEARCH_ATTRIBUTES
     from infra.devserver import DevServer, free_port
 
     started = time.perf_counter()

@@ -302,9 +302,10 @@ class ProjectDriver(Driver):
         )
 
         from contracts.runs import RunStatus, RunView
+        from contracts.search_attributes import SearchAttribute
         from control.runs import RUN_WORKFLOW
 
-        status_key = SearchAttributeKey.for_keyword("SpecialistStatus")
+        status_key = SearchAttributeKey.for_keyword(SearchAttribute.SPECIALIST_STATUS)
         return await self.client.start_workflow(
             RUN_WORKFLOW,
             run_input,
@@ -324,21 +325,24 @@ class ProjectDriver(Driver):
 
     async def status(self, handle: WorkflowHandle[Any, Any]) -> str:
         from contracts.runs import RunView
+        from contracts.temporal_names import RunMessage
 
-        view = await handle.query("view", result_type=RunView)
+        view = await handle.query(RunMessage.VIEW, result_type=RunView)
         return str(view.status.value)
 
     async def failure(self, handle: WorkflowHandle[Any, Any]) -> str:
         from contracts.runs import RunView
+        from contracts.temporal_names import RunMessage
 
-        view = await handle.query("view", result_type=RunView)
+        view = await handle.query(RunMessage.VIEW, result_type=RunView)
         return f" ({view.error.type}: {view.error.message})" if view.error else ""
 
     async def decide(self, handle: WorkflowHandle[Any, Any]) -> None:
         from contracts.runs import ActionResult, DecisionOutcome, DecisionRequest
+        from contracts.temporal_names import RunMessage
 
         result = await handle.execute_update(
-            "decide",
+            RunMessage.DECIDE,
             DecisionRequest(
                 actor=ACTOR,
                 outcome=DecisionOutcome.ACCEPTED,
@@ -988,7 +992,7 @@ def main() -> None:
 
 def _measure(args: argparse.Namespace) -> dict[str, Any]:
     """Run the bench on a fresh dev server; returns :func:`_bench`'s measurements."""
-    from contracts.constants import SEARCH_ATTRIBUTES
+    from contracts.search_attributes import SEARCH_ATTRIBUTES
     from infra.devserver import DevServer, free_port
 
     with (

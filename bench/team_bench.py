@@ -171,7 +171,7 @@ def main() -> int:
 
     import logging
 
-    from contracts.constants import SEARCH_ATTRIBUTES
+    from contracts.search_attributes import SEARCH_ATTRIBUTES
     from infra.devserver import DevServer, free_port
     from runtime.logs import configure_logging
 

@@ -10,18 +10,6 @@ DEFAULT_NAMESPACE: Final = "default"
 DEFAULT_TASK_QUEUE: Final = "specialists"
 DEFAULT_STATE_DIR: Final = ".specialists"
 
-# Custom search attributes (all Keyword). Registered by the dev-server launcher and by infra/.
-SEARCH_ATTRIBUTES: Final = (
-    "SpecialistStatus",
-    "SpecialistTier",
-    "SpecialistProfile",
-    "SpecialistReviewer",
-    "RiskLevel",
-    "RepoAlias",
-    "ResearchCaseId",
-    "TeamStatus",
-)
-
 # WorkItem bounds (DESIGN.md "Operator contract").
 MAX_TITLE_CHARS: Final = 200
 MAX_DESCRIPTION_CHARS: Final = 8_000

@@ -108,8 +108,9 @@ class CallUsage(BaseModel):
 class ModelCallResult(BaseModel):
     """A validated model result, the model that produced it and what the call cost.
 
-    A failed call raises instead; its ``ApplicationError`` carries one detail, the call's
-    :class:`CallUsage` as JSON (none when the activity itself timed out).
+    A failed call raises instead; its ``ApplicationError`` carries one detail, a
+    ``contracts.failures.ModelCallFailureDetail`` with the call's :class:`CallUsage` (none when the
+    activity itself timed out).
     """
 
     model_config = ConfigDict(frozen=True)

@@ -19,6 +19,8 @@ from typing import Annotated, Final
 
 from pydantic import BaseModel, ConfigDict, StringConstraints
 
+from contracts.refusals import RefusalCode
+
 PROOF_MAX_AGE: Final = dt.timedelta(minutes=15)
 # A little tolerance for clocks that disagree between the operator's machine and the worker's.
 PROOF_CLOCK_SKEW: Final = dt.timedelta(minutes=2)
@@ -73,7 +75,7 @@ def verify_action(
     actor: str,
     digest: str,
     now: dt.datetime,
-) -> tuple[str, str] | None:
+) -> tuple[RefusalCode, str] | None:
     """``None`` when ``proof`` is a valid, fresh proof of exactly this action; else ``(code, message)``.
 
     Codes: ``proof_missing``, ``proof_invalid`` (wrong token, or made for another run, action, actor or
@@ -81,7 +83,7 @@ def verify_action(
     """
     if proof is None:
         return (
-            "proof_missing",
+            RefusalCode.PROOF_MISSING,
             f"{action} needs a proof of the action token (send it with the specialists CLI)",
         )
     expected = sign_action(
@@ -95,13 +97,13 @@ def verify_action(
     )
     if not hmac.compare_digest(expected.mac, proof.mac):
         return (
-            "proof_invalid",
+            RefusalCode.PROOF_INVALID,
             f"the proof does not match this {action} on {run_id} by {actor} with this token",
         )
     age = now - proof.issued_at
     if age > PROOF_MAX_AGE or age < -PROOF_CLOCK_SKEW:
         return (
-            "proof_expired",
+            RefusalCode.PROOF_EXPIRED,
             f"the proof was made at {proof.issued_at.isoformat()}: send the action again",
         )
     return None

@@ -1,6 +1,11 @@
 """The names both sides of a Temporal call must agree on, defined once (docs/architecture.md
-"Temporal conventions"): a workflow registers under its :class:`WorkflowType` and every client starts
-or signals it by the same member, so no string literal names a remote thing twice."""
+"Temporal conventions"): a workflow registers under its :class:`WorkflowType`, an activity under its
+:class:`ActivityName`, a signal, update or query under its workflow's message enum, and every caller
+names the same member, so no string literal names a remote thing twice. Search-attribute names are in
+:mod:`contracts.search_attributes`.
+
+Values never change: recorded histories and running workflows carry them.
+"""
 
 from __future__ import annotations
 
@@ -17,3 +22,76 @@ class WorkflowType(StrEnum):
     WORKTREE_PRUNE = "WorktreePrune"
     RESEARCH_TEAM = "ResearchTeam"
     RESEARCH_COORDINATOR = "ResearchCoordinator"
+
+
+class ActivityName(StrEnum):
+    """Registered activity names: ``@activity.defn(name=...)`` and every ``execute_activity`` use these
+    (a recorded history names the activity it scheduled, so changing one breaks replay)."""
+
+    CAPTURE_CONTRACT = "capture_contract"
+    PROJECT_RUN = "project_run"
+    AUTHORIZE_ACTION = "authorize_action"
+    EXECUTE_WORKTREE_ATTEMPT = "execute_worktree_attempt"
+    CALL_MODEL = "call_model"
+    CHECK_MODEL = "check_model"
+    REQUEST_MODEL_LEASE = "request_model_lease"
+    BUILD_CONTEXT_PACK = "build_context_pack"
+    STORE_JOB_OUTPUT = "store_job_output"
+    CHECK_PRUNE_TARGET = "check_prune_target"
+    PRUNE_WORKTREES = "prune_worktrees"
+    CAPTURE_TEAM = "capture_team"
+    CHECK_TEAM_INPUTS = "check_team_inputs"
+    REQUEST_TEAM_ADMISSION = "request_team_admission"
+    REQUEST_STAGE_ADVANCE = "request_stage_advance"
+    FIND_CLOSED_TEAMS = "find_closed_teams"
+
+
+# The signals, updates and queries each workflow handles, one enum per workflow: the handler's
+# ``name=`` and every client's ``signal``/``execute_update``/``query`` name the same member.
+
+
+class RunMessage(StrEnum):
+    """``SpecialistRun``: query ``view``; updates ``enqueue``, ``decide``, ``approve``, ``execute``;
+    signal ``cancel``."""
+
+    VIEW = "view"
+    ENQUEUE = "enqueue"
+    DECIDE = "decide"
+    APPROVE = "approve"
+    EXECUTE = "execute"
+    CANCEL = "cancel"
+
+
+class TeamMessage(StrEnum):
+    """``ResearchTeam``: query ``view``; update ``adjudicate``; signals ``cancel`` and
+    ``advance_granted`` (from the coordinator)."""
+
+    VIEW = "view"
+    ADJUDICATE = "adjudicate"
+    CANCEL = "cancel"
+    ADVANCE_GRANTED = "advance_granted"
+
+
+class CoordinatorMessage(StrEnum):
+    """``ResearchCoordinator``: update ``admit``; signals ``request_advance`` and ``team_finished``;
+    query ``state``."""
+
+    ADMIT = "admit"
+    REQUEST_ADVANCE = "request_advance"
+    TEAM_FINISHED = "team_finished"
+    STATE = "state"
+
+
+class CeilingMessage(StrEnum):
+    """``ModelCeiling``: update ``try_acquire``; signals ``acquire`` and ``release``; query ``state``."""
+
+    TRY_ACQUIRE = "try_acquire"
+    ACQUIRE = "acquire"
+    RELEASE = "release"
+    STATE = "state"
+
+
+class ModelJobMessage(StrEnum):
+    """``ModelJob``: signal ``lease_granted`` (from the model's ceiling)."""
+
+    LEASE_GRANTED = "lease_granted"

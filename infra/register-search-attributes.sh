@@ -6,7 +6,7 @@
 #   SPECIALISTS_NAMESPACE         namespace         (default "default")
 #   TEMPORAL                      the temporal CLI  (default: `temporal` beside this venv's python, else PATH)
 #
-# The list must match contracts/constants.py SEARCH_ATTRIBUTES (a test checks that it does).
+# The list must match contracts/search_attributes.py SEARCH_ATTRIBUTES (a test checks that it does).
 set -euo pipefail
 
 ADDRESS="${SPECIALISTS_TEMPORAL_ADDRESS:-127.0.0.1:7233}"

@@ -25,7 +25,8 @@ from temporalio.client import Client
 from temporalio.contrib.pydantic import pydantic_data_converter
 from temporalio.testing import WorkflowEnvironment
 
-from contracts.constants import DEFAULT_NAMESPACE, SEARCH_ATTRIBUTES
+from contracts.constants import DEFAULT_NAMESPACE
+from contracts.search_attributes import SEARCH_ATTRIBUTES
 from infra.devserver import DevServer, free_port, register_search_attributes
 
 TEST_SERVER_BINARY = "temporal-test-server"

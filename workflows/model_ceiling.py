@@ -38,9 +38,8 @@ with workflow.unsafe.imports_passed_through():
         LeaseRequest,
         LeaseStatus,
     )
-    from contracts.temporal_names import WorkflowType
+    from contracts.temporal_names import CeilingMessage, ModelJobMessage, WorkflowType
 
-LEASE_GRANTED_SIGNAL = "lease_granted"
 PATCH_LEASE_RECORDS = "ceiling-lease-records"
 """``acquire`` for a lease already held signals its holder again (``try_acquire`` grants without a
 signal), and ``acquire`` for a lease already given back or reclaimed is ignored."""
@@ -68,7 +67,7 @@ class ModelCeilingWorkflow:
         self._unnotified: list[Lease] = []
         self._released: dict[str, None] = dict.fromkeys(state.released)
 
-    @workflow.signal(name="acquire")
+    @workflow.signal(name=CeilingMessage.ACQUIRE)
     def acquire(self, request: LeaseRequest) -> None:
         """Queue ``request`` unless its lease is already waiting (a retried request). A lease already
         held is signalled to its holder again: it may have been granted by ``try_acquire`` whose
@@ -85,7 +84,7 @@ class ModelCeilingWorkflow:
         self._waiting[request.lease_id] = request
         self._changed = True
 
-    @workflow.update(name="try_acquire")
+    @workflow.update(name=CeilingMessage.TRY_ACQUIRE)
     def try_acquire(self, request: LeaseRequest) -> LeaseStatus:
         """Queue ``request`` (idempotent by lease id), grant free slots in arrival order and answer
         whether this lease is now ``held``, ``waiting`` or already ``released`` (given back or
@@ -113,7 +112,7 @@ class ModelCeilingWorkflow:
             self._unnotified = [lease for lease in self._unnotified if lease.lease_id != lease_id]
         return LeaseStatus(lease_id=lease_id, status="held" if lease_id in self._held else "waiting")
 
-    @workflow.signal(name="release")
+    @workflow.signal(name=CeilingMessage.RELEASE)
     def release(self, release: LeaseRelease) -> None:
         """Give back a held lease or withdraw a waiting request. The id is remembered even when
         unknown here — the release may overtake a request still on its way — so a later request
@@ -128,7 +127,7 @@ class ModelCeilingWorkflow:
         while len(self._released) > MAX_RELEASED_REMEMBERED:
             del self._released[next(iter(self._released))]
 
-    @workflow.query(name="state")
+    @workflow.query(name=CeilingMessage.STATE)
     def state(self) -> CeilingState:
         """The lease table now."""
         return CeilingState(
@@ -197,7 +196,7 @@ class ModelCeilingWorkflow:
     async def _notify(self, lease: Lease) -> None:
         """Signal the holder; raises when the server finds no such running workflow."""
         handle = workflow.get_external_workflow_handle(lease.holder_workflow_id)
-        await handle.signal(LEASE_GRANTED_SIGNAL, LeaseGranted(lease_id=lease.lease_id))
+        await handle.signal(ModelJobMessage.LEASE_GRANTED, LeaseGranted(lease_id=lease.lease_id))
 
     async def _wait_for_change(self) -> None:
         """Sleep until a signal changes the table or the earliest lease deadline passes."""

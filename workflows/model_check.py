@@ -26,13 +26,11 @@ with workflow.unsafe.imports_passed_through():
         ModelCheckRequest,
         ModelCheckResult,
     )
-    from contracts.runs import AuthorizeRequest, AuthorizeResult
-    from contracts.temporal_names import WorkflowType
+    from contracts.runs import AuthorizeRequest
+    from contracts.temporal_names import ActivityName, WorkflowType
+    from workflows.authorization import authorize_action
 
-CHECK_MODEL_ACTIVITY = "check_model"
-AUTHORIZE_ACTION_ACTIVITY = "authorize_action"
 CHECK_HEARTBEAT = timedelta(seconds=30)
-_AUTHORIZE_TIMEOUT = timedelta(seconds=10)
 
 
 @workflow.defn(name=WorkflowType.MODEL_CHECK)
@@ -41,18 +39,16 @@ class ModelCheckWorkflow:
 
     @workflow.run
     async def run(self, request: ModelCheckRequest) -> ModelCheckResult:
-        authorised = await workflow.execute_activity(
-            AUTHORIZE_ACTION_ACTIVITY,
+        # The proof's nonce is spent in the store (a check is one action, so the workflow keeps no
+        # nonces of its own); an authorisation that cannot be made fails the check.
+        authorised = await authorize_action(
             AuthorizeRequest(
                 run_id=request.check_id,
                 action=TEST_MODEL_ACTION,
                 actor=request.actor,
                 digest=request.model_id,
                 proof=request.proof,
-            ),
-            result_type=AuthorizeResult,
-            start_to_close_timeout=_AUTHORIZE_TIMEOUT,
-            retry_policy=RetryPolicy(maximum_attempts=3, initial_interval=timedelta(milliseconds=200)),
+            )
         )
         if not authorised.allowed:
             return ModelCheckResult(
@@ -64,7 +60,7 @@ class ModelCheckWorkflow:
                 message=authorised.message,
             )
         result: ModelCheckResult = await workflow.execute_activity(
-            CHECK_MODEL_ACTIVITY,
+            ActivityName.CHECK_MODEL,
             ModelCheckCall(check_id=request.check_id, model_id=request.model_id),
             result_type=ModelCheckResult,
             start_to_close_timeout=CHECK_TIMEOUT,

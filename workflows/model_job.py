@@ -7,7 +7,8 @@ authentication and provider-availability errors move on to the next model
 (``contracts.errors.advances_fallback``); any other error ends the job. Every call is one
 ``call_model`` activity with one attempt, so every attempt — a retried one included — is its own
 event in this workflow's history and its own :class:`ModelAttempt` (with latency and token usage) in
-the result, or, on failure, in the error's details, for the parent run to audit.
+the result, or, on failure, in the error's detail (``contracts.failures.ModelJobFailureDetail``),
+for the parent run to audit.
 
 Each call to a registered model holds a lease from that model's ``ModelCeiling`` workflow for the
 call's duration (``workflows/model_ceiling.py``): the job asks for it (activity
@@ -46,6 +47,7 @@ with workflow.unsafe.imports_passed_through():
     )
     from contracts.context_packs import ContextPackResult
     from contracts.errors import ErrorType, advances_fallback, is_retryable
+    from contracts.failures import ModelCallFailureDetail, ModelJobFailureDetail, failure_detail
     from contracts.model_jobs import (
         CallUsage,
         ContextPackRequest,
@@ -62,14 +64,10 @@ with workflow.unsafe.imports_passed_through():
         StoreJobOutputRequest,
         highest_severity,
     )
-    from contracts.temporal_names import WorkflowType
+    from contracts.temporal_names import ActivityName, CeilingMessage, ModelJobMessage, WorkflowType
 
 _Prepared = TypeVar("_Prepared", ContextPackResult, LeaseTerms)
 
-CALL_MODEL_ACTIVITY = "call_model"
-REQUEST_LEASE_ACTIVITY = "request_model_lease"
-BUILD_CONTEXT_PACK_ACTIVITY = "build_context_pack"
-STORE_JOB_OUTPUT_ACTIVITY = "store_job_output"
 _STORE_OUTPUT_TIMEOUT = timedelta(seconds=10)
 _STORE_OUTPUT_RETRY = RetryPolicy(maximum_attempts=5, initial_interval=timedelta(milliseconds=200))
 MODEL_CALL_TIMEOUT = timedelta(minutes=10)
@@ -91,14 +89,9 @@ PATCH_LOCAL_PREPARE = "model-job-local-prepare"
 
 
 def _usage(error: ActivityError) -> CallUsage:
-    """The usage a failed ``call_model`` reported in its details (empty when it reported none)."""
-    cause = error.cause
-    if isinstance(cause, ApplicationError) and cause.details and isinstance(cause.details[0], dict):
-        try:
-            return CallUsage.model_validate(cause.details[0])
-        except ValueError:
-            return CallUsage()
-    return CallUsage()
+    """The usage a failed ``call_model`` reported in its detail (empty when it reported none)."""
+    detail = failure_detail(error.cause, ModelCallFailureDetail)
+    return detail.usage if detail is not None else CallUsage()
 
 
 def _error_type(error: ActivityError) -> tuple[str, str]:
@@ -123,7 +116,7 @@ class ModelJobWorkflow:
         self._pack_task: asyncio.Future[ContextPackResult] | None = None
         self._local_prepare = False
 
-    @workflow.signal(name="lease_granted")
+    @workflow.signal(name=ModelJobMessage.LEASE_GRANTED)
     def lease_granted(self, grant: LeaseGranted) -> None:
         """A model's ceiling granted one of this job's lease requests."""
         self._granted.add(grant.lease_id)
@@ -190,7 +183,7 @@ class ModelJobWorkflow:
         assert research is not None and self._pack is not None
         try:
             stored = await workflow.execute_activity(
-                STORE_JOB_OUTPUT_ACTIVITY,
+                ActivityName.STORE_JOB_OUTPUT,
                 StoreJobOutputRequest(
                     job_id=job.job_id,
                     team_id=research.team_id,
@@ -232,7 +225,7 @@ class ModelJobWorkflow:
         Raises the job's failure (no attempts) when the pack cannot be built, e.g. too large."""
         try:
             return await self._prepare(
-                BUILD_CONTEXT_PACK_ACTIVITY,
+                ActivityName.BUILD_CONTEXT_PACK,
                 ContextPackRequest(
                     job_id=job.job_id,
                     kind=job.kind,
@@ -251,7 +244,7 @@ class ModelJobWorkflow:
             error_type, message = _error_type(error)
             raise ApplicationError(
                 f"model job {job.job_id}: the context pack could not be built: {message}",
-                [],
+                ModelJobFailureDetail().model_dump(mode="json"),
                 type=error_type,
                 non_retryable=True,
             ) from error
@@ -278,7 +271,7 @@ class ModelJobWorkflow:
                 self._pack = await self._pack_task
             if requested:
                 terms = await self._prepare(
-                    REQUEST_LEASE_ACTIVITY,
+                    ActivityName.REQUEST_MODEL_LEASE,
                     LeaseCall(
                         model_id=model_id, lease_id=lease_id, holder_workflow_id=workflow.info().workflow_id
                     ),
@@ -298,7 +291,7 @@ class ModelJobWorkflow:
             call_deadline = workflow.now() + timeout
             try:
                 result: ModelCallResult = await workflow.execute_activity(
-                    CALL_MODEL_ACTIVITY,
+                    ActivityName.CALL_MODEL,
                     self._request(job, model_id, attempt, lease_id if requested else None),
                     result_type=ModelCallResult,
                     start_to_close_timeout=timeout,
@@ -325,7 +318,7 @@ class ModelJobWorkflow:
 
     async def _prepare(
         self,
-        activity: str,
+        activity: ActivityName,
         argument: ContextPackRequest | LeaseCall,
         result_type: type[_Prepared],
         timeout: timedelta,
@@ -363,7 +356,7 @@ class ModelJobWorkflow:
         )
         try:
             await asyncio.shield(
-                asyncio.ensure_future(handle.signal("release", LeaseRelease(lease_id=lease_id)))
+                asyncio.ensure_future(handle.signal(CeilingMessage.RELEASE, LeaseRelease(lease_id=lease_id)))
             )
         except Exception as error:  # the server reports a missing workflow as a failed signal
             workflow.logger.info("lease %s: nothing to release (%s)", lease_id, error)
@@ -386,14 +379,14 @@ class ModelJobWorkflow:
         )
 
     def _failure(self, job: ModelJobInput, model_id: str, error_type: str, message: str) -> ApplicationError:
-        """The job's failure: the last error's type; details: every attempt, then (when built) the
+        """The job's failure: the last error's type; its detail: every attempt and (when built) the
         context pack's sha256."""
-        details: list[object] = [[attempt.model_dump(mode="json") for attempt in self._attempts]]
-        if self._pack is not None:
-            details.append({"pack_sha256": self._pack.sha256})
+        detail = ModelJobFailureDetail(
+            attempts=self._attempts, pack_sha256=self._pack.sha256 if self._pack is not None else None
+        )
         return ApplicationError(
             f"model job {job.job_id} failed on {model_id}: {message}",
-            *details,
+            detail.model_dump(mode="json"),
             type=error_type,
             non_retryable=True,
         )
@@ -414,7 +407,7 @@ class ModelJobWorkflow:
             request = self._request(job, model_id, 1)
             try:
                 result = await workflow.execute_activity(
-                    CALL_MODEL_ACTIVITY,
+                    ActivityName.CALL_MODEL,
                     request,
                     result_type=ModelCallResult,
                     start_to_close_timeout=MODEL_CALL_TIMEOUT,

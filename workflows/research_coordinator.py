@@ -32,6 +32,7 @@ from temporalio.common import RetryPolicy
 from temporalio.exceptions import ActivityError, ApplicationError
 
 with workflow.unsafe.imports_passed_through():
+    from contracts.refusals import RefusalCode
     from contracts.research_coordinator import (
         RECENT_CYCLES,
         REMEMBERED_FINISHED,
@@ -45,9 +46,7 @@ with workflow.unsafe.imports_passed_through():
         TeamFinished,
         TeamIds,
     )
-    from contracts.temporal_names import WorkflowType
-
-FIND_CLOSED_TEAMS_ACTIVITY = "find_closed_teams"
+    from contracts.temporal_names import ActivityName, CoordinatorMessage, TeamMessage, WorkflowType
 
 
 @workflow.defn(name=WorkflowType.RESEARCH_COORDINATOR)
@@ -110,7 +109,9 @@ class ResearchCoordinatorWorkflow:
             self._last_granted[request.team_id] = request.stage
             handle = workflow.get_external_workflow_handle(request.team_id)
             try:
-                await handle.signal("advance_granted", AdvanceGrant(stage=request.stage, cycle=self._cycle))
+                await handle.signal(
+                    TeamMessage.ADVANCE_GRANTED, AdvanceGrant(stage=request.stage, cycle=self._cycle)
+                )
             except Exception as error:  # the server reports a closed or missing workflow so
                 workflow.logger.info("team %s could not take its grant (%s)", request.team_id, error)
                 self.team_finished(TeamFinished(team_id=request.team_id))
@@ -137,7 +138,7 @@ class ResearchCoordinatorWorkflow:
 
     # ---------------------------------------------------------------------------------------- handlers
 
-    @workflow.update(name="admit")
+    @workflow.update(name=CoordinatorMessage.ADMIT)
     async def admit(self, request: AdmitRequest) -> Admission:
         """Admit the team while fewer than the limit are active; the same team again gets the same
         answer. At the limit, teams whose workflow closed without saying so (terminated, timed out)
@@ -156,7 +157,7 @@ class ResearchCoordinatorWorkflow:
                 admitted=False,
                 active=len(self._active),
                 limit=limit,
-                code="team_finished",
+                code=RefusalCode.TEAM_FINISHED,
                 message=f"team {request.team_id} has already finished",
             )
         if len(self._active) >= limit:
@@ -164,7 +165,7 @@ class ResearchCoordinatorWorkflow:
                 admitted=False,
                 active=len(self._active),
                 limit=limit,
-                code="team_limit_reached",
+                code=RefusalCode.TEAM_LIMIT_REACHED,
                 message=(
                     f"the deployment runs at most {limit} active research teams and {len(self._active)} "
                     "are active: wait for one to finish, or cancel one, and start again with a new request id"
@@ -176,7 +177,7 @@ class ResearchCoordinatorWorkflow:
     async def _free_closed_places(self) -> None:
         try:
             closed = await workflow.execute_activity(
-                FIND_CLOSED_TEAMS_ACTIVITY,
+                ActivityName.FIND_CLOSED_TEAMS,
                 TeamIds(team_ids=list(self._active)),
                 result_type=TeamIds,
                 start_to_close_timeout=timedelta(seconds=10),
@@ -192,9 +193,9 @@ class ResearchCoordinatorWorkflow:
     @admit.validator
     def _validate_admit(self, request: AdmitRequest) -> None:
         if not request.team_id:
-            raise ApplicationError("a team id is required", type="invalid_team_id")
+            raise ApplicationError("a team id is required", type=RefusalCode.INVALID_TEAM_ID)
 
-    @workflow.signal(name="request_advance")
+    @workflow.signal(name=CoordinatorMessage.REQUEST_ADVANCE)
     def request_advance(self, request: AdvanceRequest) -> None:
         """Queue the team's request for its next stage. A repeat is one request; a request for a stage
         already granted (a late duplicate) is ignored, and one for a later stage replaces the team's
@@ -213,7 +214,7 @@ class ResearchCoordinatorWorkflow:
                 return
         self._waiting.append(request)
 
-    @workflow.signal(name="team_finished")
+    @workflow.signal(name=CoordinatorMessage.TEAM_FINISHED)
     def team_finished(self, message: TeamFinished) -> None:
         """Give the team's place back and drop any request it left."""
         if message.team_id in self._active:
@@ -223,7 +224,7 @@ class ResearchCoordinatorWorkflow:
         if message.team_id not in self._finished:
             self._finished = [*self._finished, message.team_id][-REMEMBERED_FINISHED:]
 
-    @workflow.query(name="state")
+    @workflow.query(name=CoordinatorMessage.STATE)
     def state(self) -> CoordinatorView:
         """The active teams, the requests waiting, the current cycle and its grants, the limits."""
         return CoordinatorView(

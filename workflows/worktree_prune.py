@@ -26,8 +26,9 @@ from temporalio.exceptions import ActivityError, ApplicationError, TimeoutType
 from temporalio.exceptions import TimeoutError as TemporalTimeoutError
 
 with workflow.unsafe.imports_passed_through():
-    from contracts.runs import AuthorizeRequest, AuthorizeResult
-    from contracts.temporal_names import WorkflowType
+    from contracts.refusals import RefusalCode
+    from contracts.runs import AuthorizeRequest
+    from contracts.temporal_names import ActivityName, WorkflowType
     from contracts.worktree_prune import (
         PRUNE_ACTION,
         UNKNOWN_STATUS,
@@ -40,10 +41,8 @@ with workflow.unsafe.imports_passed_through():
         host_task_queue,
         is_finished,
     )
+    from workflows.authorization import authorize_action
 
-AUTHORIZE_ACTION_ACTIVITY = "authorize_action"
-CHECK_PRUNE_TARGET_ACTIVITY = "check_prune_target"
-PRUNE_WORKTREES_ACTIVITY = "prune_worktrees"
 _SHORT_TIMEOUT = timedelta(seconds=30)
 _PRUNE_TIMEOUT = timedelta(minutes=5)
 _RETRY = RetryPolicy(maximum_attempts=2, initial_interval=timedelta(milliseconds=200))
@@ -55,21 +54,19 @@ class WorktreePruneWorkflow:
 
     @workflow.run
     async def run(self, request: PruneRequest) -> PruneResult:
-        authorised = await workflow.execute_activity(
-            AUTHORIZE_ACTION_ACTIVITY,
+        # The proof's nonce is spent in the store; an authorisation that cannot be made fails the prune.
+        authorised = await authorize_action(
             AuthorizeRequest(
                 run_id=request.run_id, action=PRUNE_ACTION, actor=request.actor, proof=request.proof
             ),
-            result_type=AuthorizeResult,
-            start_to_close_timeout=_SHORT_TIMEOUT,
-            retry_policy=RetryPolicy(maximum_attempts=3, initial_interval=timedelta(milliseconds=200)),
+            timeout=_SHORT_TIMEOUT,
         )
         if not authorised.allowed:
             return PruneResult(
                 run_id=request.run_id, refused=True, code=authorised.code, message=authorised.message
             )
         target = await workflow.execute_activity(
-            CHECK_PRUNE_TARGET_ACTIVITY,
+            ActivityName.CHECK_PRUNE_TARGET,
             PruneTargetRequest(run_id=request.run_id),
             result_type=PruneTarget,
             start_to_close_timeout=_SHORT_TIMEOUT,
@@ -79,7 +76,7 @@ class WorktreePruneWorkflow:
             return PruneResult(
                 run_id=request.run_id,
                 refused=True,
-                code="unknown_run",
+                code=RefusalCode.UNKNOWN_RUN,
                 message=f"no run {request.run_id} is known to Temporal or the projection",
                 status=target.status,
             )
@@ -87,7 +84,7 @@ class WorktreePruneWorkflow:
             return PruneResult(
                 run_id=request.run_id,
                 refused=True,
-                code="run_not_finished",
+                code=RefusalCode.RUN_NOT_FINISHED,
                 message=f"run {request.run_id} is {target.status}: its worktrees are pruned only "
                 "once it has finished (accepted, rejected, cancelled, failed or expired)",
                 status=target.status,
@@ -98,7 +95,7 @@ class WorktreePruneWorkflow:
         for host in hosts:
             try:
                 removed = await workflow.execute_activity(
-                    PRUNE_WORKTREES_ACTIVITY,
+                    ActivityName.PRUNE_WORKTREES,
                     PruneWorktreesRequest(run_id=request.run_id, repositories=target.repositories),
                     result_type=PruneWorktreesResult,
                     task_queue=host_task_queue(base_queue, host),

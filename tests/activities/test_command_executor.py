@@ -29,6 +29,7 @@ from contracts.execution import (
     WorktreeExecution,
     command_task_text,
 )
+from contracts.failures import WorktreeFailureDetail, failure_detail
 from tests.store.git_repository import git, make_working_tree, register_repository
 
 RUN_ID = "SOR-COMMANDEXECTEST1"
@@ -134,9 +135,10 @@ def _failure(activities: ExecutionActivities, base: str, config: RepositoryConfi
 
 
 def _report(error: ApplicationError) -> CommandReport:
-    location, report = error.details
-    assert isinstance(location, dict) and Path(location["worktree"]).is_dir()
-    return CommandReport.model_validate(report)
+    detail = failure_detail(error, WorktreeFailureDetail)
+    assert detail is not None and Path(detail.location.worktree).is_dir()
+    assert detail.command is not None
+    return detail.command
 
 
 @pytest.fixture

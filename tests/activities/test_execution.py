@@ -14,6 +14,7 @@ from activities.config import ActivityConfig
 from activities.execution import ExecutionActivities
 from activities.store_access import SharedStore
 from contracts.execution import ExecuteAttemptRequest, WorktreeExecution
+from contracts.failures import WorktreeFailureDetail, failure_detail
 from tests.store.git_repository import git, make_working_tree, register_repository
 
 RUN_ID = "SOR-EXECUTIONTEST01"
@@ -89,10 +90,12 @@ def test_a_failed_attempt_names_where_its_worktree_is_kept(
     with pytest.raises(ApplicationError) as failed:
         _run(activities, base, attempt=1, patch=stale)
     assert failed.value.type == "patch_does_not_apply" and failed.value.non_retryable
-    (location,) = failed.value.details
-    assert isinstance(location, dict)
-    assert Path(location["worktree"]) == (tmp_path / "state" / "worktrees" / RUN_ID / "attempt-1").resolve()
-    assert Path(location["worktree"]).is_dir() and location["base_commit"] == base
+    assert len(failed.value.details) == 1  # one detail, a WorktreeFailureDetail
+    detail = failure_detail(failed.value, WorktreeFailureDetail)
+    assert detail is not None and detail.command is None
+    location = detail.location
+    assert Path(location.worktree) == (tmp_path / "state" / "worktrees" / RUN_ID / "attempt-1").resolve()
+    assert Path(location.worktree).is_dir() and location.base_commit == base
 
 
 def test_an_alias_no_longer_allow_listed_fails_as_repository_unavailable(

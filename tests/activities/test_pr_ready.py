@@ -27,6 +27,7 @@ from contracts.execution import (
     ExecuteAttemptRequest,
     WorktreeExecution,
 )
+from contracts.failures import WorktreeFailureDetail, failure_detail
 from contracts.output import JobKind
 from contracts.pack_text import render_pack
 from tests.store.git_repository import git, make_working_tree, register_repository
@@ -146,8 +147,9 @@ def test_a_verify_command_over_its_budget_fails_command_timeout(
     activities, base, _ = setup
     error = _failure(activities, base, [[sys.executable, "-c", "import time; time.sleep(30)"]], timeout=1)
     assert error.type == "command_timeout"
-    location, report = error.details
-    assert Path(location["worktree"]).is_dir() and report["timed_out"] is True
+    detail = failure_detail(error, WorktreeFailureDetail)
+    assert detail is not None and detail.command is not None
+    assert Path(detail.location.worktree).is_dir() and detail.command.timed_out is True
 
 
 def test_verify_output_over_the_bound_fails_command_output_too_large(

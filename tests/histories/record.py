@@ -35,7 +35,6 @@ from temporalio.contrib.pydantic import pydantic_data_converter
 from activities.config import ActivityConfig
 from activities.providers.base import CompletionRequest, ProviderError
 from contracts.ceilings import ceiling_workflow_id
-from contracts.constants import SEARCH_ATTRIBUTES
 from contracts.enums import AutomationMode, FallbackMode, Tier
 from contracts.errors import ErrorType, NotFound
 from contracts.ids import new_run_id
@@ -52,6 +51,7 @@ from contracts.runs import (
     RunStatus,
     RunView,
 )
+from contracts.search_attributes import SEARCH_ATTRIBUTES
 from contracts.work_item import WorkItem
 from contracts.worktree_prune import PRUNE_ACTION, PruneRequest, PruneResult, prune_workflow_id
 from control.runs import approve_run, decide_run, execute_run, request_digest, wait_for_view

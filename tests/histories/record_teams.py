@@ -30,7 +30,6 @@ from temporalio.client import Client
 from temporalio.contrib.pydantic import pydantic_data_converter
 
 from activities.config import DEFAULT_RECORDINGS_DIR, ActivityConfig
-from contracts.constants import SEARCH_ATTRIBUTES
 from contracts.models import ModelSelection
 from contracts.proofs import sign_action
 from contracts.research_coordinator import coordinator_workflow_id
@@ -42,6 +41,7 @@ from contracts.research_teams import (
     TeamView,
     adjudication_digest,
 )
+from contracts.search_attributes import SEARCH_ATTRIBUTES
 from control.research_teams import (
     adjudicate_team,
     cancel_team,

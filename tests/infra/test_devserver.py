@@ -21,8 +21,8 @@ from temporalio.client import Client, WorkflowExecutionStatus
 from temporalio.common import SearchAttributeKey, SearchAttributePair, TypedSearchAttributes
 from temporalio.contrib.pydantic import pydantic_data_converter
 
-from contracts.constants import SEARCH_ATTRIBUTES
 from contracts.errors import InvalidInput, Refused, ServiceUnavailable
+from contracts.search_attributes import SEARCH_ATTRIBUTES
 from infra.devserver import (
     LOG_FILENAME,
     PID_FILENAME,

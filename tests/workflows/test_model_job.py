@@ -1,6 +1,6 @@
 """The ``ModelJob`` child workflow on its own (shared dev server): the captured chain is walked in
 order, only quota, authentication and availability errors fall back, Temporal retries only transient
-errors, and every attempt is reported — in the result, or in the failure's details."""
+errors, and every attempt is reported — in the result, or in the failure's detail."""
 
 from __future__ import annotations
 
@@ -16,6 +16,7 @@ from activities.providers.base import CompletionRequest
 from catalog.loader import load_catalog
 from contracts.enums import FallbackMode
 from contracts.errors import ErrorType
+from contracts.failures import ModelJobFailureDetail, failure_detail
 from contracts.model_jobs import JobContext, ModelJobInput, ModelJobResult
 from contracts.output import JobKind
 from contracts.runs import ModelSnapshot
@@ -62,6 +63,14 @@ async def _execute(client: Client, task_queue: str, job: ModelJobInput) -> Model
         task_queue=task_queue,
         execution_timeout=dt.timedelta(seconds=30),
     )
+
+
+def _attempts_and_pack(cause: ApplicationError) -> tuple[list[dict[str, object]], str | None]:
+    """The failed job's attempts (as JSON) and its pack's sha256, from its one detail."""
+    assert len(cause.details) == 1
+    detail = failure_detail(cause, ModelJobFailureDetail)
+    assert detail is not None
+    return detail.attempts_data(), detail.pack_sha256
 
 
 async def _failure(client: Client, task_queue: str, job: ModelJobInput) -> ApplicationError:
@@ -120,8 +129,8 @@ async def test_an_exhausted_ordered_chain_fails_with_the_last_error_and_every_at
     ):
         cause = await _failure(temporal_client, task_queue, _job("quota:a", "auth:b"))
     assert cause.type == ErrorType.MODEL_AUTHENTICATION
-    attempts, pack = cause.details
-    assert len(pack["pack_sha256"]) == 64
+    attempts, pack_sha256 = _attempts_and_pack(cause)
+    assert pack_sha256 is not None and len(pack_sha256) == 64
     assert [(a["model_id"], a["error_type"], a["fallback"]) for a in attempts] == [
         ("quota:a", ErrorType.MODEL_QUOTA, True),
         ("auth:b", ErrorType.MODEL_AUTHENTICATION, False),
@@ -136,8 +145,8 @@ async def test_primary_only_chain_never_falls_back(
     async with bench(temporal_client, task_queue, tmp_path, providers={"quota": quota}) as b, b.worker():
         cause = await _failure(temporal_client, task_queue, _job("quota:a"))
     assert cause.type == ErrorType.MODEL_QUOTA
-    attempts, pack = cause.details
-    assert len(pack["pack_sha256"]) == 64
+    attempts, pack_sha256 = _attempts_and_pack(cause)
+    assert pack_sha256 is not None and len(pack_sha256) == 64
     assert [(a["model_id"], a["fallback"]) for a in attempts] == [("quota:a", False)]
     assert quota.calls == 1
 
@@ -160,8 +169,8 @@ async def test_schema_validation_safety_and_task_errors_never_fall_back_even_in_
     async with bench(temporal_client, task_queue, tmp_path, providers={"bad": failing}) as b, b.worker():
         cause = await _failure(temporal_client, task_queue, _job("bad:a", REPLAY_MODEL))
     assert cause.type == error_type
-    attempts, pack = cause.details
-    assert len(pack["pack_sha256"]) == 64
+    attempts, pack_sha256 = _attempts_and_pack(cause)
+    assert pack_sha256 is not None and len(pack_sha256) == 64
     assert [(a["model_id"], a["error_type"], a["fallback"]) for a in attempts] == [
         ("bad:a", error_type, False)
     ]
@@ -204,8 +213,8 @@ async def test_a_transport_error_on_every_attempt_fails_after_max_attempts_witho
         cause = await _failure(temporal_client, task_queue, _job("down:a", REPLAY_MODEL))
     assert down.calls == 2
     assert cause.type == ErrorType.MODEL_TRANSPORT
-    attempts, pack = cause.details
-    assert len(pack["pack_sha256"]) == 64
+    attempts, pack_sha256 = _attempts_and_pack(cause)
+    assert pack_sha256 is not None and len(pack_sha256) == 64
     assert [(a["model_id"], a["attempt"], a["retried"], a["fallback"]) for a in attempts] == [
         ("down:a", 1, True, False),
         ("down:a", 2, False, False),

@@ -36,7 +36,8 @@ from worker import WORKFLOWS, sandbox_runner
 from workflows.model_ceiling import PATCH_LEASE_RECORDS
 from workflows.model_job import PATCH_ATTEMPTS_IN_WORKFLOW, PATCH_LOCAL_PREPARE
 from workflows.research_team import PATCH_COORDINATED
-from workflows.specialist_run import PATCH_AUDIT_MODEL_ATTEMPTS, PATCH_AUTHORIZE_CREATE
+from workflows.run_jobs import PATCH_AUDIT_MODEL_ATTEMPTS
+from workflows.specialist_run import PATCH_AUTHORIZE_CREATE
 
 HISTORIES = Path(__file__).resolve().parent.parent / "histories"
 WORKFLOW_IDS = "workflow-ids.json"  # not a history: which id each current recording ran under

@@ -17,7 +17,8 @@ from temporalio.common import SearchAttributeKey
 from temporalio.testing import WorkflowEnvironment
 from temporalio.worker import Worker
 
-from contracts.constants import DEFAULT_NAMESPACE, SEARCH_ATTRIBUTES
+from contracts.constants import DEFAULT_NAMESPACE
+from contracts.search_attributes import SEARCH_ATTRIBUTES
 
 STATUS = SearchAttributeKey.for_keyword("SpecialistStatus")
 

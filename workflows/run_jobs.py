@@ -1,0 +1,204 @@
+"""A ``SpecialistRun``'s model jobs: each one a ``ModelJob`` child inside the runtime budget, what it
+is given and what the run audits of it (docs/architecture.md "Run lifecycle").
+
+The reviewer is blinded: its job sees the original task and evidence, then the primary's findings
+only — never the author's profile, model, confidence or verdict; a worktree run's reviewer sees the
+change git computed, never the author's patch.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from datetime import datetime, timedelta
+from typing import Any
+
+from temporalio import workflow
+from temporalio.exceptions import ApplicationError, ChildWorkflowError
+
+with workflow.unsafe.imports_passed_through():
+    from contracts.audit import AuditKind
+    from contracts.errors import ErrorType
+    from contracts.execution import ChangeUnderReview
+    from contracts.failures import ModelJobFailureDetail, failure_detail
+    from contracts.model_jobs import JobContext, ModelAttempt, ModelJobInput, ModelJobResult
+    from contracts.output import JobKind, SpecialistOutput
+    from contracts.runs import ContextPackRecord, ExecutionContract
+    from workflows.model_job import ModelJobWorkflow
+    from workflows.run_state import RunState
+
+PATCH_AUDIT_MODEL_ATTEMPTS = "audit-model-attempts"
+"""workflow.patched() id: a run audits every call its jobs made (``model_attempt`` events)."""
+
+
+async def run_model_job(
+    state: RunState,
+    kind: JobKind,
+    deadline: datetime,
+    *,
+    expects_patch: bool = False,
+    change: ChangeUnderReview | None = None,
+) -> ModelJobResult | None:
+    """Run one ``ModelJob`` child inside the runtime budget (``expects_patch``: a worktree run's
+    change job; ``change``: what git says a worktree run changed, for its reviewer).
+
+    Returns the result, or ``None`` after moving the run to ``failed`` or ``expired``.
+    """
+    contract = state.contract
+    if contract.model is None:
+        state.fail(ErrorType.MODEL_NOT_CONFIGURED, "no model in the contract")
+        return None
+    job = job_input(
+        contract,
+        state.run_input.work_item.title,
+        kind,
+        state.result,
+        expects_patch=expects_patch,
+        change=change,
+    )
+    state.audit.record(AuditKind.MODEL_JOB_STARTED, data=started_data(contract, job))
+    state.model_job_running = True
+    child = asyncio.ensure_future(
+        workflow.execute_child_workflow(
+            ModelJobWorkflow.run, job, id=job.job_id, task_queue=workflow.info().task_queue
+        )
+    )
+    remaining = max((deadline - workflow.now()).total_seconds(), 0.001)
+    try:
+        await workflow.wait_condition(child.done, timeout=timedelta(seconds=remaining))
+    except TimeoutError:
+        child.cancel()
+        state.model_job_running = False
+        state.expire({"kind": kind.value, "budget_seconds": remaining})
+        return None
+    finally:
+        state.model_job_running = False
+    try:
+        result = child.result()
+    except ChildWorkflowError as error:
+        _job_failed(state, kind, error)
+        return None
+    _record_attempts(state, kind, result.attempts)
+    output = result.require_output()
+    if result.pack is not None and result.pack_sha256 is not None:
+        state.packs.append(ContextPackRecord(sha256=result.pack_sha256, pack=result.pack))
+    state.audit.record(AuditKind.MODEL_JOB_COMPLETED, data=completed_data(kind, result, output))
+    return result
+
+
+def _job_failed(state: RunState, kind: JobKind, error: ChildWorkflowError) -> None:
+    """A failed job: its attempts and (when it built one) its pack audited, the run ``failed``."""
+    cause = error.cause
+    error_type: str | None = None
+    message = str(error)
+    detail = None
+    if isinstance(cause, ApplicationError):
+        error_type, message = cause.type, cause.message
+        detail = failure_detail(cause, ModelJobFailureDetail)
+    detail = detail or ModelJobFailureDetail()
+    _record_attempts(state, kind, detail.attempts)
+    state.audit.record(AuditKind.MODEL_JOB_FAILED, data=failed_data(kind, error_type, message, detail))
+    state.fail(error_type or ErrorType.MODEL_TASK, message)
+
+
+def _record_attempts(state: RunState, kind: JobKind, attempts: list[ModelAttempt]) -> None:
+    """One ``model_attempt`` audit event per call the job made, retried ones included."""
+    if not workflow.patched(PATCH_AUDIT_MODEL_ATTEMPTS):
+        return
+    for attempt in attempts:
+        state.audit.record(AuditKind.MODEL_ATTEMPT, data=attempt_data(kind, attempt))
+
+
+def job_input(
+    contract: ExecutionContract,
+    title: str,
+    kind: JobKind,
+    analysis: SpecialistOutput | None,
+    *,
+    expects_patch: bool = False,
+    change: ChangeUnderReview | None = None,
+) -> ModelJobInput:
+    """The child's input: the primary (analysis) or the reviewer (review, of ``analysis``'s
+    findings) over the captured task (``expects_patch``: a worktree run's change job; ``change``:
+    what git says a worktree run changed, for its reviewer)."""
+    assert contract.model is not None
+    findings = [] if kind is JobKind.ANALYSIS or analysis is None else analysis.findings
+    return ModelJobInput(
+        job_id=f"{contract.run_id}-{kind.value}",
+        run_id=contract.run_id,
+        kind=kind,
+        profile_id=contract.primary if kind is JobKind.ANALYSIS else contract.reviewer,
+        catalog_sha256=contract.catalog_sha256,
+        context=JobContext(
+            title=title,
+            task=contract.task,
+            evidence_refs=contract.evidence_refs,
+            findings_under_review=findings,
+            expects_patch=expects_patch,
+            change=change,
+        ),
+        # The captured assignment picks the job's models; a contract captured before support
+        # routing has none, so for_job returns the same snapshot and old runs replay unchanged.
+        model=contract.model.for_job(kind),
+        max_attempts=contract.budgets.max_attempts,
+        task_type=contract.task_type,
+        repo_alias=contract.repo_alias,
+        base_commit=contract.base_commit,
+    )
+
+
+def started_data(contract: ExecutionContract, job: ModelJobInput) -> dict[str, Any]:
+    """The ``model_job_started`` audit data: the profile, the models and why (support routing)."""
+    assert contract.model is not None
+    assignment = contract.model.assignment_for(job.kind)
+    return {
+        "kind": job.kind.value,
+        "profile": job.profile_id,
+        "models": job.model.chain,
+        "uses_support_model": assignment.uses_support_model if assignment else False,
+        "model_reason": assignment.reason if assignment else None,
+    }
+
+
+def completed_data(kind: JobKind, result: ModelJobResult, output: SpecialistOutput) -> dict[str, Any]:
+    """The ``model_job_completed`` audit data: pack, model, attempts, findings and verdict."""
+    return {
+        **({"pack_sha256": result.pack_sha256} if result.pack_sha256 is not None else {}),
+        "kind": kind.value,
+        "model": result.model_id,
+        "attempts": [attempt.model_dump(mode="json") for attempt in result.attempts],
+        "findings": len(output.findings),
+        "verdict": output.verdict.value if output.verdict else None,
+    }
+
+
+def failed_data(
+    kind: JobKind, error_type: str | None, message: str, detail: ModelJobFailureDetail
+) -> dict[str, Any]:
+    """The ``model_job_failed`` audit data: the error, the attempts and (when built) the pack."""
+    data: dict[str, Any] = {
+        "kind": kind.value,
+        "error_type": error_type,
+        "message": message,
+        "attempts": detail.attempts_data(),
+    }
+    if detail.pack_sha256 is not None:
+        data["pack_sha256"] = detail.pack_sha256
+    return data
+
+
+def attempt_data(kind: JobKind, attempt: ModelAttempt) -> dict[str, Any]:
+    """One ``model_attempt`` audit event's data: model, attempt number, outcome, error class,
+    whether it was retried or fell back, latency, tokens."""
+    return {
+        "kind": kind.value,
+        "model": attempt.model_id,
+        "attempt": attempt.attempt,
+        "outcome": attempt.outcome,
+        "error_type": attempt.error_type,
+        "message": attempt.message,
+        "retried": attempt.retried,
+        "fallback": attempt.fallback,
+        "latency_ms": attempt.usage.latency_ms,
+        "input_tokens": attempt.usage.input_tokens,
+        "output_tokens": attempt.usage.output_tokens,
+    }
