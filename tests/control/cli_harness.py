@@ -3,7 +3,8 @@
 ``Cli.run`` starts a real process (``python -m control.cli``), so exit codes, stdout and stderr are
 exactly what an operator sees. ``Cli.call`` runs ``control.cli.main`` in this process with the same
 environment and working directory, for the many small checks where a fresh interpreter only costs
-time. ``running_worker`` starts ``python -m worker`` as a process and stops it afterwards.
+time. ``Cli.run_reporting_modules`` runs ``control.cli.main`` in a fresh interpreter and reports the
+modules it loaded. ``running_worker`` starts ``python -m worker`` as a process and stops it afterwards.
 
 Every environment built here carries the test deployment's action token (:data:`ACTION_TOKEN` in
 ``SPECIALISTS_ACTION_TOKEN``), so protected commands work as an operator holding the token sees
@@ -22,6 +23,7 @@ import os
 import signal
 import subprocess
 import sys
+import tempfile
 import time
 from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
@@ -42,6 +44,20 @@ TOKEN_ENV = "SPECIALISTS_ACTION_TOKEN"
 TOKEN_FILE_ENV = "SPECIALISTS_ACTION_TOKEN_FILE"
 ACTION_TOKEN = "test-action-token-7f3c9a1e5b2d"
 """The action token of every test deployment (unless a test chooses another or none)."""
+
+
+_MODULES_WRAPPER = """
+import json, os, sys
+from control.cli import main
+code = main(sys.argv[2:])
+with open(sys.argv[1], "w", encoding="utf-8") as report:
+    json.dump(sorted(sys.modules), report)
+sys.stdout.flush()
+sys.stderr.flush()
+os._exit(code)  # as control.cli.entry does after talking to Temporal
+"""
+"""Runs ``control.cli.main`` on its arguments, then writes the modules the process holds to the file
+named first (:meth:`Cli.run_reporting_modules`)."""
 
 
 @dataclasses.dataclass(frozen=True)
@@ -151,6 +167,26 @@ class Cli:
             check=False,
         )
         return self._noted(CliResult(args, completed.returncode, completed.stdout, completed.stderr))
+
+    def run_reporting_modules(self, *args: str, timeout: float = 60.0) -> tuple[CliResult, frozenset[str]]:
+        """``control.cli.main(ARGS)`` in a fresh interpreter, and every module that process had
+        imported when the command returned (what a command loads, checked from outside)."""
+        with tempfile.TemporaryDirectory(prefix="cli-modules-") as scratch:
+            report = Path(scratch) / "modules.json"
+            completed = subprocess.run(
+                [sys.executable, "-c", _MODULES_WRAPPER, str(report), *args],
+                cwd=self.cwd,
+                env=self.env,
+                stdin=subprocess.DEVNULL,
+                capture_output=True,
+                text=True,
+                timeout=timeout,
+                check=False,
+            )
+            assert report.exists(), completed.stderr
+            modules = frozenset(json.loads(report.read_text(encoding="utf-8")))
+        result = CliResult(args, completed.returncode, completed.stdout, completed.stderr)
+        return self._noted(result), modules
 
     def call(self, *args: str) -> CliResult:
         """``control.cli.main(ARGS)`` in this process, with this environment and working directory."""

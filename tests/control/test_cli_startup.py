@@ -3,15 +3,14 @@
 group of its command; pydantic's plugin discovery is off for the command and only for it.
 
 Each command runs in a fresh interpreter through a tiny wrapper that calls ``control.cli.main`` and
-then writes the modules the process holds, so the check sees exactly what the command imported.
+then writes the modules the process holds (``Cli.run_reporting_modules``), so the check sees exactly
+what the command imported.
 """
 
 from __future__ import annotations
 
 import json
 import os
-import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
@@ -19,17 +18,8 @@ import pytest
 import typer.main
 
 from control.cli import GROUPS, build_app, main
-from tests.control.cli_harness import ROOT, SLOW_QUERY, Cli
+from tests.control.cli_harness import SLOW_QUERY, Cli
 from tests.store.git_repository import make_working_tree
-
-WRAPPER = """
-import json, sys
-from control.cli import main
-code = main(sys.argv[2:])
-sys.stdout.flush()
-with open(sys.argv[1], "w", encoding="utf-8") as report:
-    json.dump({"exit_code": code, "modules": sorted(sys.modules)}, report)
-"""
 
 NEVER = {"temporalio", "openai", "anthropic"}
 """What no command that talks to no Temporal server may import."""
@@ -38,25 +28,15 @@ NO_STORE = NEVER | {"sqlalchemy", "alembic"}
 ROUTE = ["route", "--input-json", f"@{SLOW_QUERY}"]
 
 
-def loaded(cli: Cli, tmp_path: Path, *args: str) -> dict[str, Any]:
-    """Run ``specialists ARGS`` in a fresh interpreter; its exit code and the top-level packages of
-    every module it had loaded when it finished."""
-    report = tmp_path / f"modules-{len(list(tmp_path.glob('modules-*')))}.json"
-    completed = subprocess.run(
-        [sys.executable, "-c", WRAPPER, str(report), *args],
-        cwd=ROOT,
-        env=cli.env,
-        stdin=subprocess.DEVNULL,
-        capture_output=True,
-        text=True,
-        timeout=60,
-        check=False,
-    )
-    assert report.exists(), completed.stderr
-    data: dict[str, Any] = json.loads(report.read_text(encoding="utf-8"))
-    data["packages"] = {name.split(".")[0] for name in data.pop("modules")}
-    data["stdout"] = completed.stdout
-    return data
+def loaded(cli: Cli, *args: str) -> dict[str, Any]:
+    """Run ``specialists ARGS`` in a fresh interpreter; its exit code, its standard output and the
+    top-level packages of every module it had loaded when it finished."""
+    result, modules = cli.run_reporting_modules(*args)
+    return {
+        "exit_code": result.exit_code,
+        "stdout": result.stdout,
+        "packages": {name.split(".")[0] for name in modules},
+    }
 
 
 @pytest.fixture(scope="module")
@@ -103,9 +83,9 @@ def configured(tmp_path_factory: pytest.TempPathFactory) -> Cli:
     ],
 )
 def test_previews_and_help_load_neither_temporal_nor_providers_nor_the_store(
-    configured: Cli, tmp_path: Path, args: list[str]
+    configured: Cli, args: list[str]
 ) -> None:
-    result = loaded(configured, tmp_path, *args)
+    result = loaded(configured, *args)
 
     assert result["exit_code"] == 0, result["stdout"]
     assert not result["packages"] & NO_STORE, sorted(result["packages"] & NO_STORE)
@@ -128,10 +108,8 @@ def test_previews_and_help_load_neither_temporal_nor_providers_nor_the_store(
         ["list", "--json"],
     ],
 )
-def test_reads_of_the_store_load_neither_temporal_nor_providers(
-    configured: Cli, tmp_path: Path, args: list[str]
-) -> None:
-    result = loaded(configured, tmp_path, *args)
+def test_reads_of_the_store_load_neither_temporal_nor_providers(configured: Cli, args: list[str]) -> None:
+    result = loaded(configured, *args)
 
     assert result["exit_code"] == 0, result["stdout"]
     assert "sqlalchemy" in result["packages"]  # the store was read: the check sees real work
@@ -139,8 +117,8 @@ def test_reads_of_the_store_load_neither_temporal_nor_providers(
 
 
 def test_route_on_a_fresh_deployment_loads_no_store_and_writes_nothing(tmp_path: Path) -> None:
-    cli = Cli.isolated(tmp_path / "fresh")
-    result = loaded(cli, tmp_path, *ROUTE, "--json")
+    cli = Cli.isolated(tmp_path)
+    result = loaded(cli, *ROUTE, "--json")
 
     assert result["exit_code"] == 0
     assert json.loads(result["stdout"])["primary"] == "database-optimizer"
