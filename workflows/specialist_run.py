@@ -64,8 +64,8 @@ with workflow.unsafe.imports_passed_through():
     from workflows.worktree_attempt import attempt_worktree, uses_command_executor
 
 _SHORT_ACTIVITY = timedelta(seconds=10)
-# Bookkeeping activities (capture, projection, authorisation) are cheap and idempotent: a few quick
-# retries cover a database hiccup; a refusal is a non-retryable ApplicationError and is not retried.
+# Bookkeeping activities (capture, projection) are cheap and idempotent: a few quick retries cover a
+# database hiccup; a refusal is a non-retryable ApplicationError and is not retried.
 _BOOKKEEPING_RETRY = RetryPolicy(maximum_attempts=3, initial_interval=timedelta(milliseconds=200))
 _PROJECTION_RETRY = RetryPolicy(maximum_attempts=5, initial_interval=timedelta(milliseconds=200))
 
@@ -82,7 +82,6 @@ class SpecialistRunWorkflow:
     def __init__(self, run_input: RunInput) -> None:
         # Everything a handler may touch is set here, so a signal or update that arrives in the first
         # workflow task (before run() starts) finds initialised state.
-        self._input = run_input
         self._state = RunState(run_input, workflow.now(), enqueued=run_input.enqueue)
         self._actions = ProtectedActions(run_input.run_id, self._state.audit, self._refused)
         self._state.audit.record(
@@ -149,7 +148,7 @@ class SpecialistRunWorkflow:
         """Creating a run that is enqueued at once or whose tier the policy picks is a protected
         action: ``failed`` with the refusal as its error. Histories recorded before this check
         existed replay without it."""
-        run_input = self._input
+        run_input = self._state.run_input
         if not (run_input.enqueue or run_input.automatic) or not workflow.patched(PATCH_AUTHORIZE_CREATE):
             return None
         refusal = await self._actions.authorize(
@@ -167,7 +166,7 @@ class SpecialistRunWorkflow:
         try:
             captured = await workflow.execute_activity(
                 ActivityName.CAPTURE_CONTRACT,
-                self._input,
+                self._state.run_input,
                 result_type=CapturedContract,
                 start_to_close_timeout=_SHORT_ACTIVITY,
                 retry_policy=_BOOKKEEPING_RETRY,
@@ -221,7 +220,7 @@ class SpecialistRunWorkflow:
         """The blinded review (of ``change`` too, for a worktree run), then the operator's decision."""
         state = self._state
         await self._transition(RunStatus.REVIEWING)
-        review = await run_model_job(self._state, JobKind.REVIEW, deadline, change=change)
+        review = await run_model_job(state, JobKind.REVIEW, deadline, change=change)
         if review is None:
             return state.status
         state.review = review.require_output()
@@ -240,7 +239,7 @@ class SpecialistRunWorkflow:
         """Wait (durably, up to the approval window) for an approval of the exact contract digest;
         ``expired`` when none came."""
         state = self._state
-        window = timedelta(seconds=self._state.contract.budgets.approval_window_seconds)
+        window = timedelta(seconds=state.contract.budgets.approval_window_seconds)
         await self._transition(RunStatus.AWAITING_APPROVAL)
         try:
             await workflow.wait_condition(
@@ -249,7 +248,7 @@ class SpecialistRunWorkflow:
         except TimeoutError:
             await self._actions.settled()
             if state.approval is None and state.cancel is None:
-                self._state.audit.record(
+                state.audit.record(
                     AuditKind.APPROVAL_WINDOW_EXPIRED, data={"window_seconds": window.total_seconds()}
                 )
                 state.error = RunError(
@@ -278,10 +277,10 @@ class SpecialistRunWorkflow:
         repository's agent in the worktree instead (a branch no run before that executor reaches)."""
         state = self._state
         assert state.execute is not None
-        command = uses_command_executor(self._state.contract)
+        command = uses_command_executor(state.contract)
         patch = ""  # the command executor's agent makes the change itself
         if not command:
-            change_job = await run_model_job(self._state, JobKind.ANALYSIS, deadline, expects_patch=True)
+            change_job = await run_model_job(state, JobKind.ANALYSIS, deadline, expects_patch=True)
             if change_job is None:
                 return state.status
             state.result = change_job.require_output()
@@ -303,7 +302,7 @@ class SpecialistRunWorkflow:
         if state.cancel is not None:
             state.executing = False
             return RunStatus.CANCELLED
-        execution = await attempt_worktree(self._state, patch, deadline)
+        execution = await attempt_worktree(state, patch, deadline)
         if execution is None:
             return state.status
         if state.cancel is not None:
@@ -338,7 +337,7 @@ class SpecialistRunWorkflow:
     def _validate_enqueue(self, request: EnqueueRequest) -> None:
         if self._state.status is not RunStatus.READY:
             raise ApplicationError(
-                f"run {self._input.run_id} is {self._state.status.value}; only a ready run can be enqueued",
+                f"run {self._run_id} is {self._state.status.value}; only a ready run can be enqueued",
                 type=RefusalCode.NOT_READY,
             )
 
@@ -356,7 +355,7 @@ class SpecialistRunWorkflow:
         state.decision = Decision(
             actor=request.actor, outcome=request.outcome, note=request.note, at=workflow.now()
         )
-        self._state.audit.record(
+        state.audit.record(
             AuditKind.DECIDED,
             actor=request.actor,
             data={"outcome": request.outcome.value, "note": request.note},
@@ -369,8 +368,7 @@ class SpecialistRunWorkflow:
         state = self._state
         if state.status is not RunStatus.AWAITING_DECISION or state.decision is not None:
             raise ApplicationError(
-                f"run {self._input.run_id} is {state.status.value}; only a run awaiting a decision "
-                "can be decided",
+                f"run {self._run_id} is {state.status.value}; only a run awaiting a decision can be decided",
                 type=RefusalCode.NOT_AWAITING_DECISION,
             )
 
@@ -388,7 +386,7 @@ class SpecialistRunWorkflow:
                 "approve", request.actor, RefusalCode.NOT_AWAITING_APPROVAL, self._status_text()
             )
         state.approval = Approval(actor=request.actor, contract_sha256=digest, at=workflow.now())
-        self._state.audit.record(AuditKind.APPROVED, actor=request.actor, data={"contract_sha256": digest})
+        state.audit.record(AuditKind.APPROVED, actor=request.actor, data={"contract_sha256": digest})
         return ActionResult(accepted=True, status=RunStatus.APPROVED)
 
     @approve.validator
@@ -396,14 +394,13 @@ class SpecialistRunWorkflow:
         state = self._state
         if state.status is not RunStatus.AWAITING_APPROVAL or state.approval is not None:
             raise ApplicationError(
-                f"run {self._input.run_id} is {state.status.value}; only a run awaiting approval "
-                "can be approved",
+                f"run {self._run_id} is {state.status.value}; only a run awaiting approval can be approved",
                 type=RefusalCode.NOT_AWAITING_APPROVAL,
             )
-        if request.contract_sha256 != self._state.contract_sha256:
+        if request.contract_sha256 != state.contract_sha256:
             raise ApplicationError(
                 f"contract digest {request.contract_sha256!r} is not the run's contract "
-                f"({self._state.contract_sha256}): review the current contract with `show`",
+                f"({state.contract_sha256}): review the current contract with `show`",
                 type=RefusalCode.STALE_CONTRACT_DIGEST,
             )
 
@@ -422,9 +419,7 @@ class SpecialistRunWorkflow:
                 "execute", request.actor, RefusalCode.ALREADY_EXECUTING, self._status_text()
             )
         state.execute = request
-        self._state.audit.record(
-            AuditKind.EXECUTE_REQUESTED, actor=request.actor, data={"contract_sha256": digest}
-        )
+        state.audit.record(AuditKind.EXECUTE_REQUESTED, actor=request.actor, data={"contract_sha256": digest})
         return ActionResult(accepted=True, status=RunStatus.QUEUED)
 
     @execute.validator
@@ -432,12 +427,12 @@ class SpecialistRunWorkflow:
         state = self._state
         if state.execute is not None:
             raise ApplicationError(
-                f"run {self._input.run_id} is already executing or executed ({state.status.value})",
+                f"run {self._run_id} is already executing or executed ({state.status.value})",
                 type=RefusalCode.ALREADY_EXECUTING,
             )
         if state.status is not RunStatus.APPROVED:
             raise ApplicationError(
-                f"run {self._input.run_id} is {state.status.value}; only an approved run executes",
+                f"run {self._run_id} is {state.status.value}; only an approved run executes",
                 type=RefusalCode.NOT_APPROVED,
             )
 
@@ -452,11 +447,9 @@ class SpecialistRunWorkflow:
             self._actions.refuse("cancel", request.actor, RefusalCode.ALREADY_FINISHED, self._status_text())
             return
         state.cancel = request
-        self._state.audit.record(
-            AuditKind.CANCEL_REQUESTED, actor=request.actor, data={"reason": request.reason}
-        )
+        state.audit.record(AuditKind.CANCEL_REQUESTED, actor=request.actor, data={"reason": request.reason})
         if state.model_job_running or state.executing:
-            self._state.set_status(RunStatus.CANCEL_REQUESTED)
+            state.set_status(RunStatus.CANCEL_REQUESTED)
 
     def _refused(self, code: str, message: str) -> ActionResult:
         """A refused action's answer: the run's status now, the code and message."""
@@ -464,6 +457,10 @@ class SpecialistRunWorkflow:
 
     def _status_text(self) -> str:
         return f"run is {self._state.status.value}"
+
+    @property
+    def _run_id(self) -> str:
+        return self._state.run_input.run_id
 
     # ------------------------------------------------------------------------------------ state/audit
 
@@ -490,7 +487,7 @@ class SpecialistRunWorkflow:
         """Write the run's summary and its new audit events to the SQL projection."""
         state = self._state
         summary = state.summary(workflow.now())
-        events = self._state.audit.since(state.projected_seq)
+        events = state.audit.since(state.projected_seq)
         await workflow.execute_activity(
             ActivityName.PROJECT_RUN,
             ProjectRunRequest(summary=summary, events=events),
