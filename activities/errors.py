@@ -10,13 +10,14 @@ from contracts.errors import OperatorError, ServiceUnavailable
 from contracts.failures import FailureDetail
 
 
-def refusal(error: OperatorError) -> ApplicationError:
-    """An ``ApplicationError`` whose ``type`` is the operator error's code.
+def refusal(error: OperatorError, detail: FailureDetail | None = None) -> ApplicationError:
+    """An ``ApplicationError`` whose ``type`` is the operator error's code, with ``detail`` as its one
+    detail when given (e.g. :class:`contracts.refusal_detail.RefusalDetail`).
 
     Non-retryable, except an unreachable service (the database), which Temporal may retry.
     """
-    return ApplicationError(
-        error.message, type=error.code, non_retryable=not isinstance(error, ServiceUnavailable)
+    return failure(
+        error.message, detail, error_type=error.code, non_retryable=not isinstance(error, ServiceUnavailable)
     )
 
 

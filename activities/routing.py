@@ -15,6 +15,7 @@ from catalog.capture import capture
 from catalog.loader import load_catalog
 from contracts.errors import OperatorError
 from contracts.policy import APPROVAL_TIERS
+from contracts.refusal_detail import RefusalDetail
 from contracts.runs import CapturedContract, RunInput
 from contracts.temporal_names import ActivityName
 from runtime.git_repository import base_commit_of
@@ -32,7 +33,9 @@ class RoutingActivities:
     def capture_contract(self, run_input: RunInput) -> CapturedContract:
         """Route, apply the policy, snapshot the model selection, freeze and hash the contract.
 
-        A refusal is a non-retryable ``ApplicationError`` whose type is the refusal code.
+        A refusal is a non-retryable ``ApplicationError`` whose type is the refusal code and whose
+        detail (:class:`RefusalDetail`) is its exit code: a create refused here leaves a failed run,
+        and the CLI reports the refusal as the operator error it is.
         """
         log = run_logger(run_input.run_id, activity="capture_contract")
         try:
@@ -67,7 +70,7 @@ class RoutingActivities:
             )
         except OperatorError as error:
             log.warning("capture_refused", code=error.code, message=error.message)
-            raise refusal(error) from error
+            raise refusal(error, RefusalDetail.of(error)) from error
         contract = captured.contract
         log.info(
             "contract_captured",

@@ -359,12 +359,18 @@ class ActionResult(BaseModel):
 
 
 class RunError(BaseModel):
-    """Why a run failed: an error type from ``contracts.errors`` and a message."""
+    """Why a run failed: an error type from ``contracts.errors`` and a message.
+
+    ``exit_code``: when an activity refused with an operator error (the run's capture refusing a
+    create), the exit code of its class (:mod:`contracts.refusal_detail`), so the CLI reports it as
+    that refusal; ``None`` for any other failure and in histories recorded before it existed.
+    """
 
     model_config = ConfigDict(frozen=True)
 
     type: str
     message: str
+    exit_code: int | None = None
 
 
 class ContextPackRecord(BaseModel):

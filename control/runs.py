@@ -33,6 +33,7 @@ from contracts.errors import InvalidInput, NotFound, OperatorError, Refused, Ser
 from contracts.hashing import canonical_sha256
 from contracts.ids import is_run_id
 from contracts.proofs import ActionProof
+from contracts.refusal_detail import operator_error
 from contracts.refusals import AUTHORISATION_REFUSALS, RefusalCode
 from contracts.runs import (
     ActionResult,
@@ -58,16 +59,23 @@ _NOT_FOUND_CODES = frozenset({RefusalCode.UNKNOWN_ACTOR})
 
 
 def raise_if_creation_refused(view: RunView) -> None:
-    """Raise the refusal when a protected create was refused by the worker's authorisation.
+    """Raise the refusal when the run refused its own creation: the worker's authorisation refused a
+    protected create, or the run's capture refused the request (automation off, an unknown override
+    profile, an unknown or unavailable repository, no model selected, ...).
 
-    The run exists (it ended ``failed`` with the refusal as its error type), but the operator's action
-    was refused, so the CLI reports it like any refused action (exit 3 or 4).
+    The run exists (it ended ``failed`` with the refusal as its error type), but the operator's
+    request was refused, so the CLI reports it like any refusal: with the exit code of the refusal's
+    class (``RunError.exit_code``; an authorisation refusal exits 3 or 4).
     """
-    if view.status is RunStatus.FAILED and view.error is not None:
-        code = view.error.type
-        if code in AUTHORISATION_REFUSALS:
-            error_class: type[OperatorError] = NotFound if code in _NOT_FOUND_CODES else Refused
-            raise error_class(code, f"run {view.run_id} was refused at creation: {view.error.message}")
+    if view.status is not RunStatus.FAILED or view.error is None:
+        return
+    code = view.error.type
+    message = f"run {view.run_id} was refused at creation: {view.error.message}"
+    if view.error.exit_code is not None:
+        raise operator_error(code, message, view.error.exit_code)
+    if code in AUTHORISATION_REFUSALS:
+        error_class: type[OperatorError] = NotFound if code in _NOT_FOUND_CODES else Refused
+        raise error_class(code, message)
 
 
 def request_digest(run_input: RunInput) -> str:

@@ -15,6 +15,8 @@ from temporalio.exceptions import ActivityError, ApplicationError
 
 with workflow.unsafe.imports_passed_through():
     from contracts.audit import AuditKind
+    from contracts.failures import failure_detail
+    from contracts.refusal_detail import RefusalDetail
     from contracts.runs import AuditEvent, RunError
 
 
@@ -39,8 +41,11 @@ class AuditTrail:
 
 def activity_failure(error: ActivityError) -> RunError:
     """The error type and message behind a failed activity: the ``ApplicationError``'s own, else
-    ``activity_failed`` (a timeout, a cancellation) with what Temporal said."""
+    ``activity_failed`` (a timeout, a cancellation) with what Temporal said; and, for a refusal that
+    says which operator error it is (:class:`RefusalDetail`, e.g. a refused capture), its exit code."""
     cause = error.cause
     error_type = cause.type if isinstance(cause, ApplicationError) and cause.type else "activity_failed"
     message = cause.message if isinstance(cause, ApplicationError) else str(cause or error)
-    return RunError(type=error_type, message=message)
+    refused = failure_detail(cause, RefusalDetail) if isinstance(cause, ApplicationError) else None
+    exit_code = None if refused is None else refused.exit_code
+    return RunError(type=error_type, message=message, exit_code=exit_code)

@@ -2,6 +2,12 @@
 ``approve`` and ``execute``. Each refuses bad flags and an unknown actor before anything is sent;
 the workflow checks every rule again, and a refusal comes back as the operator error it names
 (docs/architecture.md "Operator contract").
+
+``create`` does not capture the contract itself: the workflow's ``capture_contract`` activity is the
+only capture, and a create it refuses (automation off, an unknown override profile, a repository that
+is unknown or unavailable, no model selected, ...) leaves a ``failed`` run whose error names the
+refusal; the command reports it with the refusal's own exit code and error code
+(:func:`control.runs.raise_if_creation_refused`).
 """
 
 import re
@@ -14,11 +20,10 @@ from control.commands.common import (
     ActorOption,
     JsonFlag,
     RunArgument,
+    actor_registered,
     actor_required,
     client,
-    default_policy_record,
     emit_run,
-    open_store,
     parse_override,
     parse_tier,
     progress,
@@ -95,36 +100,11 @@ def create_command(
         created_by=actor,
     )
     run_input = draft.model_copy(update={"request_digest": request_digest(draft)})
-    # The same checks the workflow's capture activity makes, so a refusal reaches the operator at once.
-    from catalog.capture import capture
-    from catalog.loader import load_catalog
-    from contracts.policy import APPROVAL_TIERS
-    from runtime.git_repository import base_commit_of
-
-    base_commit = None
-    store = open_store(create=False)
-    if store is None:
-        policy, selection = default_policy_record(), None
-        known_actor = actor is None  # no store yet: no actor is registered
-        if requested in APPROVAL_TIERS and item.repo_alias is not None:
-            raise NotFound("unknown_repository", f"no repository {item.repo_alias!r} is registered")
-    else:
-        with store:
-            policy, selection = store.get_policy(), store.get_model_selection()
-            known_actor = actor is None or store.actor_exists(actor)
-            if requested in APPROVAL_TIERS and item.repo_alias is not None:
-                base_commit = base_commit_of(store.get_repository(item.repo_alias))
-    if not known_actor:
+    # The one check made here rather than by the run: a creator who is not registered is refused
+    # before anything is started (the workflow's authorisation checks again). Everything else the
+    # request must satisfy, the run's capture checks: a refusal there comes back below.
+    if actor is not None and not actor_registered(actor):
         raise NotFound("unknown_actor", f"actor {actor!r} is not registered")
-    capture(
-        run_input,
-        load_catalog(),
-        policy,
-        selection,
-        read_only_budget_seconds=1,
-        edit_budget_seconds=1,
-        base_commit=base_commit,
-    )
     if protected:
         from control.actions import proof_for
 

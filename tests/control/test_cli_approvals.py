@@ -166,13 +166,17 @@ def test_worktree_run_needs_an_allow_listed_repository(
     deployment: Deployment, changes: dict[str, Any], exit_code: int, code: str
 ) -> None:
     item = {key: value for key, value in {**WORK_ITEM, **changes}.items() if value is not None}
-    request_id = f"refused-{uuid.uuid4().hex}"
     for tier in ("worktree", "pr_ready"):
+        request_id = f"refused-{uuid.uuid4().hex}"
         created = deployment.cli.call(
             "create", "--input-json", json.dumps(item), "--tier", tier, "--request-id", request_id, "--json"
         )
         created.error(exit_code, code)
-    deployment.cli.call("show", _run_id_for(request_id), "--json").error(3, "unknown_run")
+        # The run's capture refused it: the run ended failed, its error naming the refusal; it waits
+        # for no approval.
+        run = deployment.show(_run_id_for(request_id))
+        assert (run["status"], run["error"]["type"], run["error"]["exit_code"]) == ("failed", code, exit_code)
+        assert run["contract"] is None and run["approval"] is None
 
 
 def _run_id_for(request_id: str) -> str:

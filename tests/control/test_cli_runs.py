@@ -1,9 +1,10 @@
 """Run commands against a real Temporal dev server and a worker process: create, enqueue, decide,
 cancel, show and list, request-id deduplication, refusals, and an unreachable server.
 
-One worker process serves the whole module (its own task queue and state directory, with ``alice``
-registered and ``replay:demo`` selected); tests that need another configuration use their own state
-directory and are refused before Temporal is contacted.
+One worker process serves most of the module (its own task queue and state directory, with ``alice``
+registered and ``replay:demo`` selected). Creates the run's capture refuses have a deployment and a
+worker of their own (automation off, no model, a repository gone); refusals of flags and of an
+unregistered creator need no server at all and are made before Temporal is contacted.
 """
 
 from __future__ import annotations
@@ -11,6 +12,7 @@ from __future__ import annotations
 import hashlib
 import json
 import re
+import shutil
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
@@ -18,8 +20,10 @@ from typing import Any
 
 import pytest
 
+from contracts.ids import run_id_for_request
 from infra.devserver import DevServer, free_port
 from tests.control.cli_harness import ISO_UTC, RUN_ID, SHA256_HEX, SLOW_QUERY, Cli, running_worker, wait_until
+from tests.store.git_repository import make_working_tree
 
 RUN_KEYS = {
     "run_id",
@@ -281,10 +285,6 @@ def offline(tmp_path: Path) -> Cli:
         (["--input-json", ITEM, "--tier", "sometimes"], 2, "unknown_tier"),
         (["--input-json", "{", "--tier", "recommend"], 2, "invalid_json"),
         (["--input-json", ITEM, "--tier", "recommend", "--request-id", ""], 2, "invalid_request_id"),
-        (["--input-json", ITEM, "--tier", "worktree"], 3, "unknown_repository"),
-        (["--input-json", ITEM, "--tier", "pr_ready"], 3, "unknown_repository"),
-        (["--input-json", UNANCHORED, "--tier", "worktree"], 2, "repo_alias_required"),
-        (["--input-json", UNANCHORED, "--tier", "pr_ready"], 2, "repo_alias_required"),
         (["--input-json", ITEM, "--tier", "read_only", "--enqueue"], 2, "actor_required"),
         (["--input-json", ITEM, "--automatic"], 2, "actor_required"),
         (["--input-json", ITEM, "--automatic", "--actor", " "], 2, "actor_required"),
@@ -310,18 +310,105 @@ def test_unregistered_creator_is_refused(cli: Cli) -> None:
     assert "mallory" in created.error(3, "unknown_actor")
 
 
-def test_read_only_without_a_model_says_how_to_select_one(offline: Cli) -> None:
-    result = offline.call("create", "--input-json", ITEM, "--tier", "read_only", "--json")
+# -------------------------------------------------------------------------- refused by the run's capture
+
+
+@pytest.fixture(scope="module")
+def refusing(temporal_dev_server: DevServer, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cli]:
+    """A deployment whose capture refuses: automation off, no model selected, ``alice`` registered and
+    one allow-listed repository (``gone-service``) whose working tree has since been deleted; its own
+    worker and queue."""
+    root = tmp_path_factory.mktemp("cli-refusals")
+    cli = Cli.isolated(
+        root,
+        SPECIALISTS_TEMPORAL_ADDRESS=temporal_dev_server.address,
+        SPECIALISTS_TASK_QUEUE=f"cli-refusals-{uuid.uuid4().hex}",
+    )
+    assert cli.call("actors", "register", "alice", "--name", "Alice").exit_code == 0
+    assert cli.call("policy", "--mode", "off", "--actor", "alice").exit_code == 0
+    tree = make_working_tree(root / "gone")
+    assert cli.call("repos", "add", "gone-service", str(tree), "--actor", "alice").exit_code == 0
+    shutil.rmtree(tree)
+    with running_worker(cli.env, root / "worker.log"):
+        yield cli
+
+
+GONE = json.dumps({"title": "Tidy the orders report query", "task_type": "fix", "repo_alias": "gone-service"})
+UNKNOWN_PROFILE = ["--override", "no-such-profile", "--override-reason", "a second opinion"]
+
+
+@pytest.mark.parametrize(
+    ("args", "exit_code", "code"),
+    [
+        (["--input-json", ITEM, "--tier", "worktree"], 3, "unknown_repository"),
+        (["--input-json", ITEM, "--tier", "pr_ready"], 3, "unknown_repository"),
+        (["--input-json", UNANCHORED, "--tier", "worktree"], 2, "repo_alias_required"),
+        (["--input-json", UNANCHORED, "--tier", "pr_ready"], 2, "repo_alias_required"),
+        (["--input-json", GONE, "--tier", "worktree"], 4, "repository_unavailable"),
+        (["--input-json", ITEM, "--tier", "read_only"], 4, "no_model_selected"),
+        (["--input-json", ITEM, "--automatic", "--actor", "alice"], 4, "automation_off"),
+        (["--input-json", ITEM, "--tier", "recommend", *UNKNOWN_PROFILE], 3, "unknown_profile"),
+    ],
+    ids=[
+        "worktree-unknown-repository",
+        "pr-ready-unknown-repository",
+        "worktree-no-alias",
+        "pr-ready-no-alias",
+        "repository-unavailable",
+        "no-model",
+        "automation-off",
+        "unknown-profile",
+    ],
+)
+def test_a_create_refused_at_capture_exits_with_the_refusal_and_leaves_a_failed_run(
+    refusing: Cli, args: list[str], exit_code: int, code: str
+) -> None:
+    request_id = f"refused-{uuid.uuid4().hex}"
+    run_id = run_id_for_request(request_id)
+
+    result, modules = refusing.run_reporting_modules("create", *args, "--request-id", request_id, "--json")
+
+    message = result.error(exit_code, code)
+    assert run_id in message
+    # The workflow's capture is the only one: the CLI does not even import it.
+    assert "catalog.capture" not in modules
+    run = refusing.call("show", run_id, "--json").ok()
+    assert run["status"] == "failed"
+    assert run["error"] == {"type": code, "message": run["error"]["message"], "exit_code": exit_code}
+    assert run["error"]["message"] in message
+    assert run["contract"] is None and run["contract_sha256"] is None
+    failed = [event for event in run["audit"] if event["kind"] == "step_failed"]
+    assert [(event["data"]["step"], event["data"]["error_type"]) for event in failed] == [
+        ("capture_contract", code)
+    ]
+    # The same request again meets the same run, and the same refusal.
+    again = refusing.call("create", *args, "--request-id", request_id, "--json")
+    assert again.error(exit_code, code) == message
+    human = refusing.call("create", *args, "--request-id", request_id)
+    assert (human.exit_code, human.stdout) == (exit_code, "")
+    assert human.stderr == f"error [{code}]: {message}\n"
+
+
+def test_read_only_without_a_model_says_how_to_select_one(refusing: Cli) -> None:
+    result = refusing.call("create", "--input-json", ITEM, "--tier", "read_only", "--json")
     assert "specialists models select" in result.error(4, "no_model_selected")
-    assert not offline.state_dir.exists()
 
 
-def test_automatic_run_is_refused_when_automation_is_off(offline: Cli) -> None:
-    assert offline.call("actors", "register", "alice", "--name", "Alice").exit_code == 0
-    assert offline.call("policy", "--mode", "off", "--actor", "alice").exit_code == 0
-    offline.call("create", "--input-json", ITEM, "--automatic", "--actor", "alice", "--json").error(
+def test_automatic_run_is_refused_when_automation_is_off(refusing: Cli) -> None:
+    refusing.call("create", "--input-json", ITEM, "--automatic", "--actor", "alice", "--json").error(
         4, "automation_off"
     )
+
+
+def test_a_refused_create_is_listed_as_failed(refusing: Cli) -> None:
+    request_id = f"listed-{uuid.uuid4().hex}"
+    refusing.call("create", "--input-json", ITEM, "--tier", "read_only", "--request-id", request_id, "--json")
+    (row,) = [
+        row
+        for row in refusing.call("list", "--status", "failed", "--json").ok()["runs"]
+        if row["run_id"] == run_id_for_request(request_id)
+    ]
+    assert row["tier"] == "read_only"
 
 
 def test_unreachable_temporal_exits_5_and_says_how_to_start_it(offline: Cli) -> None:
