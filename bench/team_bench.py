@@ -89,7 +89,7 @@ async def measure(
     from contracts.models import ModelSelection
     from contracts.research import CaseInput
     from contracts.research_coordinator import ADVANCES_PER_CYCLE, coordinator_workflow_id
-    from control.research_cases import read_input
+    from control.case_inputs import read_input
     from control.research_teams import get_coordinator
     from store.database import default_database_url, open_store
     from worker import build_worker
