@@ -32,6 +32,8 @@ from contracts.errors import ErrorType, OperatorError
 from contracts.execution import WorktreeLocation
 from contracts.ids import is_run_id
 from contracts.runs import RunView
+from contracts.search_attributes import SearchAttribute
+from contracts.temporal_names import ActivityName, RunMessage
 from contracts.worktree_prune import (
     FINISHED_STATUSES,
     TERMINATED_STATUS,
@@ -44,7 +46,7 @@ from contracts.worktree_prune import (
 from runtime.logs import run_logger
 from store.run_lookup import projected_status
 
-STATUS_KEY = SearchAttributeKey.for_keyword("SpecialistStatus")
+STATUS_KEY = SearchAttributeKey.for_keyword(SearchAttribute.SPECIALIST_STATUS)
 _VIEW_QUERY_TIMEOUT = dt.timedelta(seconds=5)
 
 
@@ -64,7 +66,7 @@ class WorktreePruneActivities:
         self._config = config
         self._store = store
 
-    @activity.defn(name="check_prune_target")
+    @activity.defn(name=ActivityName.CHECK_PRUNE_TARGET)
     async def check_prune_target(self, request: PruneTargetRequest) -> PruneTarget:
         """The run's status and the hosts and repositories of its worktrees.
 
@@ -120,7 +122,7 @@ class WorktreePruneActivities:
         location: WorktreeLocation | None = None
         # The view adds where the execution kept its worktree (host, repository); a hint only.
         with contextlib.suppress(Exception):
-            view = await handle.query("view", result_type=RunView, rpc_timeout=_VIEW_QUERY_TIMEOUT)
+            view = await handle.query(RunMessage.VIEW, result_type=RunView, rpc_timeout=_VIEW_QUERY_TIMEOUT)
             location = view.execution.location if view.execution is not None else None
             status = status or view.status.value
         closed = description.status not in (WorkflowExecutionStatus.RUNNING, None)
@@ -128,7 +130,7 @@ class WorktreePruneActivities:
             status = TERMINATED_STATUS
         return status or "unknown", location
 
-    @activity.defn(name="prune_worktrees")
+    @activity.defn(name=ActivityName.PRUNE_WORKTREES)
     def prune_worktrees(self, request: PruneWorktreesRequest) -> PruneWorktreesResult:
         """Remove every attempt of ``request.run_id`` in this worker's state directory (see
         :func:`activities.worktree_housekeeping.prune_run`); the allow-listed repositories and

@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING, Any
 
 from contracts.errors import NotFound, OperatorError, Refused, ServiceUnavailable
 from contracts.ids import is_run_id
+from contracts.search_attributes import SearchAttribute
 from contracts.worktree_prune import (
     FINISHED_STATUSES,
     PRUNE_WORKFLOW,
@@ -121,7 +122,9 @@ async def temporal_status(client: Client, run_id: str) -> str | None:
         description = await client.get_workflow_handle(run_id).describe()
     except RPCError:
         return None
-    status = description.typed_search_attributes.get(SearchAttributeKey.for_keyword("SpecialistStatus"))
+    status = description.typed_search_attributes.get(
+        SearchAttributeKey.for_keyword(SearchAttribute.SPECIALIST_STATUS)
+    )
     if description.status not in (WorkflowExecutionStatus.RUNNING, None) and status not in FINISHED_STATUSES:
         return TERMINATED_STATUS
     return status

@@ -32,11 +32,6 @@ MESSAGES: dict[WorkflowType, type[StrEnum] | None] = {
     WorkflowType.RESEARCH_COORDINATOR: CoordinatorMessage,
 }
 
-# Modules whose owners have not moved them to the contracts' names yet (their remote names are the
-# same values; the scan below keeps every other module free of literals).
-LITERALS_PENDING = {"activities/worktree_prune.py", "control/worktrees.py"}
-PENDING_ACTIVITIES = {ActivityName.CHECK_PRUNE_TARGET, ActivityName.PRUNE_WORKTREES}
-
 REMOTE_CALLS = {
     "execute_activity",
     "start_activity",
@@ -64,8 +59,7 @@ def test_every_registered_activity_is_named_by_an_activity_name(tmp_path: Path) 
         for fn in [*activities_for(config), *host_activities(config)]
     ]
     assert sorted(names) == sorted(ActivityName)  # each once, and none the enum lacks
-    literal = [name for name in names if not isinstance(name, ActivityName)]
-    assert set(literal) <= PENDING_ACTIVITIES, literal
+    assert [name for name in names if not isinstance(name, ActivityName)] == []
 
 
 def test_every_workflow_registers_its_type_and_handlers_from_its_enums() -> None:
@@ -112,6 +106,5 @@ def test_no_module_names_a_remote_thing_with_a_string_literal() -> None:
     found = []
     for package in ("workflows", "activities", "control", "worker", "infra"):
         for path in sorted((ROOT / package).rglob("*.py")):
-            if path.relative_to(ROOT).as_posix() not in LITERALS_PENDING:
-                found += _literal_names(path)
+            found += _literal_names(path)
     assert found == []
