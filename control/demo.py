@@ -25,17 +25,20 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any, Final
 
-from catalog.loaded import LoadedCatalog
 from catalog.loader import load_catalog
-from catalog.router import route
 from contracts.enums import TaskType, Tier
-from contracts.execution import ExecutionRecord
 from contracts.ids import new_run_id
 from contracts.models import ModelSelection
 from contracts.research_teams import TeamStatus, TeamView
 from contracts.runs import DecisionOutcome, RunInput, RunStatus, RunView
 from contracts.work_item import WorkItem
-from control.output import console, table
+from control.demo_views import (
+    diff_stat_lines,
+    print_routes,
+    print_summary,
+    print_team,
+    verification_lines,
+)
 
 EXAMPLES_DIR = Path(__file__).resolve().parent.parent / "examples" / "work-items"
 DEMO_ACTOR = "demo-operator"
@@ -52,31 +55,6 @@ def example_work_items(directory: Path = EXAMPLES_DIR) -> list[tuple[str, WorkIt
         (path.name, WorkItem.model_validate_json(path.read_text(encoding="utf-8")))
         for path in sorted(directory.glob("*.json"))
     ]
-
-
-def print_routes(catalog: LoadedCatalog, items: list[tuple[str, WorkItem]]) -> None:
-    """The route table: one row per example."""
-    rows = []
-    for name, item in items:
-        decision = route(item, catalog)
-        rows.append(
-            [
-                name,
-                item.title,
-                decision.primary,
-                decision.reviewer,
-                decision.risk.value,
-                f"{decision.confidence:.2f}",
-                "; ".join(decision.evidence_gaps) or "-",
-            ]
-        )
-    console().print(
-        table(
-            f"routes on catalog {catalog.version} (sha256 {catalog.sha256[:16]}…)",
-            ["example", "title", "primary", "reviewer", "risk", "confidence", "evidence gaps"],
-            rows,
-        )
-    )
 
 
 def worktree_work_item(item: WorkItem) -> WorkItem:
@@ -216,40 +194,6 @@ async def _run_team(client: Any, settings: Any) -> TeamView:
     return view
 
 
-def print_team(view: TeamView) -> None:
-    """The demo team's stages: analysis and review, the review's verdict, limitations, omissions."""
-    out = console()
-    rows = []
-    for stage in view.stages:
-        verdict = stage.review.verdict.value if stage.review and stage.review.verdict else "-"
-        rows.append(
-            [
-                str(stage.number),
-                stage.name,
-                stage.profile_id,
-                stage.reviewer_id or "-",
-                verdict,
-                str(len(stage.limitations)),
-                str(sum(len(items) for items in stage.omitted.values())),
-            ]
-        )
-    out.print(
-        table(
-            f"research team {view.team_id}: {view.status.value} "
-            f"({view.jobs_used} of {view.jobs_limit} model jobs)",
-            ["stage", "name", "analysis by", "reviewed by", "verdict", "limitations", "omitted"],
-            rows,
-        )
-    )
-    for stage in view.stages:
-        for limitation in stage.limitations:
-            out.print(f"limitation: {limitation}")
-    writer = view.stages[-1]
-    out.print(
-        f"the writer drew on {len(writer.drew_on)} stored stage results; nothing was approved or published"
-    )
-
-
 async def _run_one(
     client: Any, settings: Any, name: str, item: WorkItem, tier: Tier, enqueue: bool
 ) -> RunView:
@@ -333,99 +277,6 @@ def _set_demo_verify(database_url: str) -> Callable[[], None]:
             store.update_repository_config(DEMO_REPOSITORY, previous or RepositoryConfig(), DEMO_ACTOR)
 
     return restore
-
-
-def verification_lines(execution: ExecutionRecord) -> list[str]:
-    """A pr_ready run's verification evidence and its patch file (path relative to the state directory)."""
-    lines = []
-    for item in execution.verification:
-        status = "killed" if item.exit_status is None else str(item.exit_status)
-        lines.append(f"verify {item.argv[0]} … exit {status} in {item.duration_seconds:.1f} s")
-        lines += [f"  | {line}" for line in (item.stdout + item.stderr).splitlines()[:5]]
-    if execution.pr_patch is not None:
-        kept = "/".join(Path(execution.pr_patch.path).parts[-4:])
-        lines.append(
-            f"pr-ready patch file ({execution.pr_patch.size_bytes} bytes, sha256 "
-            f"{execution.pr_patch.sha256[:16]}…) kept in the state directory: {kept}"
-        )
-    return lines
-
-
-def diff_stat_lines(execution: ExecutionRecord) -> list[str]:
-    """What git says an executed run changed: one line per file (status, path, ``+added -deleted``),
-    then ``N files changed``; one line saying why when there is no change evidence."""
-    evidence = execution.evidence
-    if evidence is None:
-        return [f"no change evidence (execution failed: {execution.failure_type or 'unknown'})"]
-    counts = {entry.path: entry for entry in evidence.numstat}
-    lines = []
-    for changed in evidence.files:
-        entry = counts.get(changed.path)
-        if entry is None or entry.added is None or entry.deleted is None:
-            stat = "binary" if entry is not None else ""
-        else:
-            stat = f"+{entry.added} -{entry.deleted}"
-        lines.append(f"{changed.status.value:<9} {changed.path}  {stat}".rstrip())
-    plural = "file" if evidence.files_changed == 1 else "files"
-    lines.append(f"{evidence.files_changed} {plural} changed (diff sha256 {evidence.diff_sha256[:16]}…)")
-    return lines
-
-
-def print_summary(results: list[tuple[str, RunView]]) -> None:
-    """One row per run, then each analysed run's findings, review and decision, and each executed
-    run's diff stat."""
-    out = console()
-    out.print(
-        table(
-            "demo runs",
-            ["run", "example", "tier", "status", "primary", "reviewer", "risk", "contract sha256"],
-            [
-                [
-                    view.run_id,
-                    name,
-                    view.tier.value if view.tier else "-",
-                    view.status.value,
-                    view.route.primary if view.route else "-",
-                    view.route.reviewer if view.route else "-",
-                    view.route.risk.value if view.route else "-",
-                    (view.contract_sha256 or "-")[:16],
-                ]
-                for name, view in results
-            ],
-        )
-    )
-    for _, view in results:
-        if view.result is None:
-            continue
-        out.print(
-            table(
-                f"{view.run_id} findings ({view.route.primary if view.route else ''})",
-                ["severity", "finding"],
-                [[f.severity.value, f.title] for f in view.result.findings],
-            )
-        )
-        if view.execution is not None:
-            out.print(f"{view.run_id} change (computed by git):")
-            for line in diff_stat_lines(view.execution) + verification_lines(view.execution):
-                out.print(f"  {line}")
-        if view.review is not None and view.review.verdict is not None:
-            out.print(
-                f"independent review: {view.review.verdict.value} (confidence {view.review.confidence})"
-            )
-        if view.decision is not None:
-            note = f": {view.decision.note}" if view.decision.note else ""
-            out.print(f"decision: {view.decision.outcome.value} by {view.decision.actor}{note}")
-    for _, view in results:
-        if view.approval is not None:
-            executed = f", executed by {view.execution.actor}" if view.execution is not None else ""
-            out.print(
-                f"{view.run_id}: {view.status.value} — contract {view.approval.contract_sha256} approved by "
-                f"{view.approval.actor}{executed}"
-            )
-            location = view.execution.location if view.execution is not None else None
-            if location is not None:
-                kept = "/".join(Path(location.worktree).parts[-3:])
-                out.print(f"  worktree attempt {location.attempt} is kept in the state directory: {kept}")
 
 
 def main() -> int:

@@ -17,13 +17,8 @@ from catalog.loader import load_catalog
 from catalog.router import route
 from contracts.execution import ExecutionRecord
 from contracts.output import JobKind, SpecialistOutput, check_output_for_job
-from control.demo import (
-    READ_ONLY_EXAMPLE,
-    demo_repository,
-    diff_stat_lines,
-    example_work_items,
-    worktree_work_item,
-)
+from control.demo import READ_ONLY_EXAMPLE, demo_repository, example_work_items, worktree_work_item
+from control.demo_views import diff_stat_lines
 from tests.store.git_repository import git
 
 
