@@ -244,7 +244,8 @@ class Driver(ABC):
 
 
 class ProjectDriver(Driver):
-    """``SpecialistRun`` started as ``create_run`` starts it; status by the ``view`` query."""
+    """``SpecialistRun`` started as ``create_run`` starts it; status by the ``status`` query (as
+    ``control.runs.wait_for_view`` polls it)."""
 
     def __init__(self, client: Client, poll_interval: float, token: bytes) -> None:
         super().__init__(client, poll_interval)
@@ -324,11 +325,11 @@ class ProjectDriver(Driver):
         return await self.start_input(self.run_input(tier, index), PROJECT_QUEUE)
 
     async def status(self, handle: WorkflowHandle[Any, Any]) -> str:
-        from contracts.runs import RunView
+        from contracts.runs import RunProgress
         from contracts.temporal_names import RunMessage
 
-        view = await handle.query(RunMessage.VIEW, result_type=RunView)
-        return str(view.status.value)
+        progress = await handle.query(RunMessage.STATUS, result_type=RunProgress)
+        return str(progress.status.value)
 
     async def failure(self, handle: WorkflowHandle[Any, Any]) -> str:
         from contracts.runs import RunView

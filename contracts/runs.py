@@ -406,6 +406,19 @@ class RunView(BaseModel):
     execution: ExecutionRecord | None = None
 
 
+class RunProgress(BaseModel):
+    """How far a run is, answered by query ``status``: what a poller compares between polls.
+
+    The view changes only with the status or with a new audit event, so a poller fetches the full
+    :class:`RunView` (query ``view``) only when ``(status, audit_events)`` differs from its last poll.
+    """
+
+    model_config = ConfigDict(frozen=True)
+
+    status: RunStatus
+    audit_events: int
+
+
 class AuthorizeRequest(BaseModel):
     """Input of the ``authorize_action`` activity: may ``actor`` take ``action`` on ``run_id``?"""
 

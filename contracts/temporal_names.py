@@ -51,10 +51,11 @@ class ActivityName(StrEnum):
 
 
 class RunMessage(StrEnum):
-    """``SpecialistRun``: query ``view``; updates ``enqueue``, ``decide``, ``approve``, ``execute``;
-    signal ``cancel``."""
+    """``SpecialistRun``: queries ``view`` and ``status``; updates ``enqueue``, ``decide``,
+    ``approve``, ``execute``; signal ``cancel``."""
 
     VIEW = "view"
+    STATUS = "status"
     ENQUEUE = "enqueue"
     DECIDE = "decide"
     APPROVE = "approve"

@@ -10,7 +10,7 @@ import asyncio
 import contextlib
 import datetime as dt
 from collections.abc import Callable
-from typing import Any
+from typing import Any, TypeVar
 
 from temporalio.api.enums.v1 import EventType
 from temporalio.client import (
@@ -45,6 +45,7 @@ from contracts.runs import (
     EnqueueRequest,
     ExecuteRequest,
     RunInput,
+    RunProgress,
     RunStatus,
     RunView,
 )
@@ -56,6 +57,7 @@ RUN_WORKFLOW = WorkflowType.SPECIALIST_RUN
 QUERY_TIMEOUT = dt.timedelta(seconds=10)
 _STATUS_KEY = SearchAttributeKey.for_keyword(SearchAttribute.SPECIALIST_STATUS)
 _NOT_FOUND_CODES = frozenset({RefusalCode.UNKNOWN_ACTOR})
+Answer = TypeVar("Answer")
 
 
 def raise_if_creation_refused(view: RunView) -> None:
@@ -124,11 +126,27 @@ async def create_run(client: Client, run_input: RunInput, *, task_queue: str) ->
 
 async def get_view(client: Client, run_id: str) -> RunView:
     """The run's view by query. Raises :class:`NotFound` or :class:`ServiceUnavailable`."""
+    return await _query(client, run_id, RunMessage.VIEW, RunView)
+
+
+async def get_progress(client: Client, run_id: str) -> RunProgress | None:
+    """The run's status and number of audit events by query ``status`` (a few bytes, where the
+    view is kilobytes); ``None`` when the run's worker predates that query. Raises like
+    :func:`get_view`."""
+    try:
+        return await _query(client, run_id, RunMessage.STATUS, RunProgress)
+    except ServiceUnavailable as error:
+        if error.code == "query_failed":
+            return None
+        raise
+
+
+async def _query(client: Client, run_id: str, name: RunMessage, result_type: type[Answer]) -> Answer:
     check_run_id(run_id)
     handle = client.get_workflow_handle(run_id)
     try:
-        view: RunView = await handle.query(RunMessage.VIEW, result_type=RunView, rpc_timeout=QUERY_TIMEOUT)
-        return view
+        answer: Answer = await handle.query(name, result_type=result_type, rpc_timeout=QUERY_TIMEOUT)
+        return answer
     except RPCError as error:
         if error.status == RPCStatusCode.NOT_FOUND:
             raise NotFound("unknown_run", f"no run {run_id}") from None
@@ -153,9 +171,25 @@ async def wait_for_view(
     timeout: float | None = 15.0,
     on_change: Callable[[RunView], None] | None = None,
 ) -> RunView:
-    """Poll the run's view until ``done(view)`` or ``timeout`` seconds (``None`` = no limit)."""
+    """Poll the run's view until ``done(view)`` or ``timeout`` seconds (``None`` = no limit).
+
+    The whole view is fetched first and then only when query ``status`` shows that the status or
+    the number of audit events changed: every other poll would return the same view again.
+    """
+    last: tuple[RunView, RunProgress] | None = None
+
+    async def fetch() -> RunView:
+        nonlocal last
+        if last is not None:
+            progress = await get_progress(client, run_id)
+            if progress == last[1]:
+                return last[0]
+        view = await get_view(client, run_id)
+        last = (view, RunProgress(status=view.status, audit_events=len(view.audit)))
+        return view
+
     view = await poll_view(
-        lambda: get_view(client, run_id),
+        fetch,
         done,
         status=lambda v: v.status,
         timeout=timeout,

@@ -53,6 +53,7 @@ with workflow.unsafe.imports_passed_through():
         ProjectRunRequest,
         RunError,
         RunInput,
+        RunProgress,
         RunStatus,
         RunView,
     )
@@ -320,6 +321,11 @@ class SpecialistRunWorkflow:
     def view(self) -> RunView:
         """The run as ``show`` presents it."""
         return self._state.view()
+
+    @workflow.query(name=RunMessage.STATUS)
+    def status(self) -> RunProgress:
+        """Status and audit length: what a poller checks before it asks for the whole view."""
+        return RunProgress(status=self._state.status, audit_events=len(self._state.audit.events))
 
     @workflow.update(name=RunMessage.ENQUEUE)
     async def enqueue(self, request: EnqueueRequest) -> ActionResult:

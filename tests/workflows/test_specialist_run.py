@@ -33,10 +33,11 @@ from contracts.runs import (
     CancelRequest,
     DecisionOutcome,
     DecisionRequest,
+    RunProgress,
     RunStatus,
 )
 from contracts.work_item import WorkItem
-from control.runs import decide_run, enqueue_run, get_view
+from control.runs import decide_run, enqueue_run, get_progress, get_view
 from tests.store.git_repository import git, make_working_tree
 from tests.workflows.harness import (
     ACTOR,
@@ -142,6 +143,9 @@ async def test_read_only_run_waits_ready_until_enqueued_then_is_reviewed_and_acc
         assert view.review.verdict is not None and view.review.verdict.value == "agree"
         assert view.decision is None
         assert await b.projected(view.run_id, "awaiting_decision")
+        # Query status answers what a poller compares: the status and how many audit events.
+        progress = await get_progress(temporal_client, view.run_id)
+        assert progress == RunProgress(status=RunStatus.AWAITING_DECISION, audit_events=len(view.audit))
 
         decided = await b.decide(view.run_id, DecisionOutcome.ACCEPTED, "index proposal accepted")
         assert decided.accepted and decided.status is RunStatus.ACCEPTED
