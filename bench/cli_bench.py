@@ -4,7 +4,9 @@ two libraries every command needs. Prints one JSON object.
 In the same run, alternating so that noise on this shared machine hits both alike: ``--runs`` cold
 starts (fresh subprocesses) of the venv's ``specialists`` console script, ``specialists route
 --input-json @<example> --json``, and as many of ``python -c "import pydantic, typer"`` with the same
-interpreter. The figure to watch is the ratio of their medians (target: at most 2.0).
+interpreter. The figure to watch is the ratio of their wall-time medians (target: at most 2.0).
+Beside it, the medians of the CPU time each start used (user + system), which another process
+holding a core disturbs less than wall time.
 
 Both run with bytecode caches, as an installed command does: the caches go to a temporary
 ``PYTHONPYCACHEPREFIX`` (written by one untimed warm-up start of each, which also warms the file
@@ -19,6 +21,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import resource
 import statistics
 import subprocess
 import sys
@@ -32,16 +35,20 @@ BASELINE_CODE = "import pydantic, typer"
 TARGET_RATIO = 2.0
 
 
-def _wall(command: list[str], env: dict[str, str]) -> float:
-    """Seconds from starting ``command`` to its exit; fails unless it exits 0."""
+def _start(command: list[str], env: dict[str, str]) -> tuple[float, float]:
+    """Seconds from starting ``command`` to its exit, and the CPU seconds it used (user + system);
+    fails unless it exits 0."""
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
     start = time.perf_counter()
     completed = subprocess.run(
         command, cwd=ROOT, env=env, stdin=subprocess.DEVNULL, capture_output=True, check=False
     )
     elapsed = time.perf_counter() - start
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
     if completed.returncode != 0:
         raise SystemExit(f"{command[0]} exited {completed.returncode}: {completed.stderr.decode()[-2000:]}")
-    return elapsed
+    cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+    return elapsed, cpu
 
 
 def _ms(seconds: float) -> float:
@@ -68,16 +75,18 @@ def main() -> None:
         }
         env["PYTHONPYCACHEPREFIX"] = prefix
         for command in (cli, baseline):  # untimed: writes the bytecode caches, warms the file cache
-            _wall(command, env)
-        cli_samples: list[float] = []
-        baseline_samples: list[float] = []
+            _start(command, env)
+        cli_samples: list[tuple[float, float]] = []
+        baseline_samples: list[tuple[float, float]] = []
         for _ in range(args.runs):
-            cli_samples.append(_wall(cli, env))
-            baseline_samples.append(_wall(baseline, env))
+            cli_samples.append(_start(cli, env))
+            baseline_samples.append(_start(baseline, env))
 
-    cli_median = statistics.median(cli_samples)
-    baseline_median = statistics.median(baseline_samples)
+    cli_median = statistics.median(wall for wall, _ in cli_samples)
+    baseline_median = statistics.median(wall for wall, _ in baseline_samples)
     ratio = round(cli_median / baseline_median, 2)
+    cli_cpu = statistics.median(cpu for _, cpu in cli_samples)
+    baseline_cpu = statistics.median(cpu for _, cpu in baseline_samples)
     print(
         json.dumps(
             {
@@ -86,11 +95,14 @@ def main() -> None:
                 "runs": args.runs,
                 "cli_route_ms_median": _ms(cli_median),
                 "baseline_ms_median": _ms(baseline_median),
-                "cli_route_ms_samples": [_ms(sample) for sample in cli_samples],
-                "baseline_ms_samples": [_ms(sample) for sample in baseline_samples],
+                "cli_route_ms_samples": [_ms(wall) for wall, _ in cli_samples],
+                "baseline_ms_samples": [_ms(wall) for wall, _ in baseline_samples],
                 "ratio": ratio,
                 "target": TARGET_RATIO,
                 "target_met": ratio <= TARGET_RATIO,
+                "cli_route_cpu_ms_median": _ms(cli_cpu),
+                "baseline_cpu_ms_median": _ms(baseline_cpu),
+                "cpu_ratio": round(cli_cpu / baseline_cpu, 2),
             },
             indent=2,
         )

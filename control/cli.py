@@ -12,10 +12,15 @@ Start-up is kept short, because ``specialists route`` is a preview people run of
 * a command that is not a long-running process (``worker``, ``dev``) runs with pydantic's plugin
   discovery off (``PYDANTIC_DISABLE_PLUGINS``, unless the environment sets it): the deployment
   installs no pydantic plugin, and looking for one reads every installed distribution's entry
-  points the first time a model class is built.
+  points the first time a model class is built;
+* and with the cyclic garbage collector paused until it talks to Temporal
+  (:func:`control.commands.common.run_async` resumes it, as a command may then wait for long):
+  otherwise it would run some eighty times while the command's modules load, each time walking the
+  objects pydantic has just built for its models, which all live as long as the process does.
 """
 
 import contextlib
+import gc
 import importlib
 import os
 import sys
@@ -64,17 +69,25 @@ def build_app(command: str | None = None) -> typer.Typer:
 
 
 @contextlib.contextmanager
-def _pydantic_plugins_off(command: str | None) -> Iterator[None]:
-    """Within, pydantic looks for no plugins (see the module docstring), unless ``command`` is
-    long-running or the environment already says what to do with plugins."""
-    if command in LONG_RUNNING or "PYDANTIC_DISABLE_PLUGINS" in os.environ:
+def _short_command(command: str | None) -> Iterator[None]:
+    """Within, pydantic looks for no plugins and the cyclic garbage collector is paused (see the
+    module docstring), unless ``command`` is long-running; the environment's choice about plugins
+    is kept. Both are as they were afterwards."""
+    if command in LONG_RUNNING:
         yield
         return
-    os.environ["PYDANTIC_DISABLE_PLUGINS"] = "__all__"
+    plugins_chosen = "PYDANTIC_DISABLE_PLUGINS" in os.environ
+    collecting = gc.isenabled()
+    if not plugins_chosen:
+        os.environ["PYDANTIC_DISABLE_PLUGINS"] = "__all__"
+    gc.disable()
     try:
         yield
     finally:
-        os.environ.pop("PYDANTIC_DISABLE_PLUGINS", None)
+        if collecting:
+            gc.enable()
+        if not plugins_chosen:
+            os.environ.pop("PYDANTIC_DISABLE_PLUGINS", None)
 
 
 # ------------------------------------------------------------------------------------------------- main
@@ -88,7 +101,7 @@ def main(argv: list[str] | None = None) -> int:
     as_json = "--json" in args
     command = args[0] if args else None
     try:
-        with _pydantic_plugins_off(command):
+        with _short_command(command):
             result = build_app(command)(args=args, prog_name="specialists", standalone_mode=False)
     except OperatorError as error:
         from control.output import report_error

@@ -8,6 +8,7 @@ never calls them never loads them.
 
 from __future__ import annotations
 
+import gc
 import sys
 from collections.abc import Callable, Coroutine
 from typing import TYPE_CHECKING, Annotated, Any, TypeVar
@@ -121,9 +122,12 @@ def default_policy_record() -> PolicyRecord:
 
 
 def run_async(coro: Coroutine[Any, Any, T]) -> T:
-    """Run ``coro`` to completion on a fresh event loop."""
+    """Run ``coro`` to completion on a fresh event loop, with the cyclic garbage collector running:
+    :func:`control.cli.main` pauses it while a command starts, and what runs here may wait for long
+    (``--wait``), making garbage all the while."""
     import asyncio
 
+    gc.enable()
     return asyncio.run(coro)
 
 

@@ -21,6 +21,9 @@ def test_cli_bench_prints_both_medians_every_sample_and_the_ratio(tmp_path: Path
         "ratio",
         "target",
         "target_met",
+        "cli_route_cpu_ms_median",
+        "baseline_cpu_ms_median",
+        "cpu_ratio",
     }
     assert report["cli_command"][:2] == ["specialists", "route"] and report["cli_command"][-1] == "--json"
     assert report["baseline_command"] == ["python", "-c", "import pydantic, typer"]
@@ -31,4 +34,5 @@ def test_cli_bench_prints_both_medians_every_sample_and_the_ratio(tmp_path: Path
     assert abs(report["ratio"] - report["cli_route_ms_median"] / report["baseline_ms_median"]) < 0.011
     assert report["target"] == 2.0
     assert report["target_met"] is (report["ratio"] <= 2.0)
+    assert report["cli_route_cpu_ms_median"] > 0 and report["baseline_cpu_ms_median"] > 0
     assert list(tmp_path.iterdir()) == []  # nothing is written where it runs

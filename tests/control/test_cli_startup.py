@@ -1,6 +1,7 @@
 """Start-up: commands that talk to no Temporal server load neither Temporal nor the provider SDKs
 (and ``route``, ``catalog`` and the help load no store either); each invocation assembles only the
-group of its command; pydantic's plugin discovery is off for the command and only for it.
+group of its command; pydantic's plugin discovery and the cyclic garbage collector are off while a
+short command runs, and the collector is back on before a command talks to Temporal.
 
 Each command runs in a fresh interpreter through a tiny wrapper that calls ``control.cli.main`` and
 then writes the modules the process holds (``Cli.run_reporting_modules``), so the check sees exactly
@@ -9,6 +10,7 @@ what the command imported.
 
 from __future__ import annotations
 
+import gc
 import json
 import os
 from pathlib import Path
@@ -18,6 +20,7 @@ import pytest
 import typer.main
 
 from control.cli import GROUPS, build_app, main
+from infra.devserver import free_port
 from tests.control.cli_harness import SLOW_QUERY, Cli
 from tests.store.git_repository import make_working_tree
 
@@ -153,31 +156,55 @@ def test_the_help_and_an_unknown_command_see_every_group(first: str | None) -> N
     assert _top_level(build_app(first)) == _top_level(build_app())
 
 
-# -------------------------------------------------------------------------------------- pydantic plugins
+# ------------------------------------------------------------------------- plugins and garbage collector
 
 
-def test_pydantic_plugin_discovery_is_off_only_while_a_command_runs(
+def test_a_short_command_runs_without_plugin_discovery_or_the_cyclic_collector_and_restores_both(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
     monkeypatch.delenv("PYDANTIC_DISABLE_PLUGINS", raising=False)
-    seen: list[str | None] = []
+    seen: list[tuple[str | None, bool]] = []
     import control.commands.catalog as catalog_commands
 
     original = catalog_commands.parse_tier
 
     def spy(value: str | None) -> Any:
-        seen.append(os.environ.get("PYDANTIC_DISABLE_PLUGINS"))
+        seen.append((os.environ.get("PYDANTIC_DISABLE_PLUGINS"), gc.isenabled()))
         return original(value)
 
     monkeypatch.setattr(catalog_commands, "parse_tier", spy)
     monkeypatch.chdir(tmp_path)
+    assert gc.isenabled()
 
     assert main([*ROUTE, "--json"]) == 0
-    assert seen == ["__all__"]
+    assert seen == [("__all__", False)]
     assert "PYDANTIC_DISABLE_PLUGINS" not in os.environ
+    assert gc.isenabled()
 
     monkeypatch.setenv("PYDANTIC_DISABLE_PLUGINS", "")  # the environment's choice is kept
     assert main([*ROUTE, "--json"]) == 0
-    assert seen[-1] == ""
+    assert seen[-1] == ("", False)
     assert os.environ["PYDANTIC_DISABLE_PLUGINS"] == ""
+    assert gc.isenabled()
+    capsys.readouterr()
+
+
+def test_a_command_that_talks_to_temporal_collects_garbage_while_it_waits(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    cli = Cli.isolated(tmp_path, SPECIALISTS_TEMPORAL_ADDRESS=f"127.0.0.1:{free_port()}")
+    collecting: list[bool] = []
+    import control.commands.inspect as inspect_commands
+
+    original = inspect_commands.client
+
+    async def spy() -> Any:
+        collecting.append(gc.isenabled())
+        return await original()
+
+    monkeypatch.setattr(inspect_commands, "client", spy)
+
+    cli.call("show", "SOR-0000000000000000", "--json").error(5, "temporal_unreachable")
+    assert collecting == [True]
+    assert gc.isenabled()
     capsys.readouterr()
