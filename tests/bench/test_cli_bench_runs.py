@@ -24,11 +24,15 @@ def test_cli_bench_prints_both_medians_every_sample_and_the_ratio(tmp_path: Path
         "cli_route_cpu_ms_median",
         "baseline_cpu_ms_median",
         "cpu_ratio",
+        "floor_ms_median",
+        "floor_ms_samples",
+        "floor_ratio",
     }
     assert report["cli_command"][:2] == ["specialists", "route"] and report["cli_command"][-1] == "--json"
     assert report["baseline_command"] == ["python", "-c", "import pydantic, typer"]
     assert report["runs"] == 2
     assert len(report["cli_route_ms_samples"]) == len(report["baseline_ms_samples"]) == 2
+    assert len(report["floor_ms_samples"]) == 2 and report["floor_ms_median"] > 0
     assert all(sample > 0 for sample in report["cli_route_ms_samples"] + report["baseline_ms_samples"])
     assert report["cli_route_ms_median"] > 0 and report["baseline_ms_median"] > 0
     assert abs(report["ratio"] - report["cli_route_ms_median"] / report["baseline_ms_median"]) < 0.011
