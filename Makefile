@@ -18,9 +18,11 @@ demo: $(STAMP)
 
 test: lint typecheck unit
 
+# The layers of docs/architecture.md "Layers" are import-linter contracts in pyproject.toml.
 lint: $(STAMP)
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
+	$(BIN)/lint-imports --no-cache
 
 typecheck: $(STAMP)
 	$(BIN)/mypy contracts catalog
