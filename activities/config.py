@@ -20,8 +20,8 @@ class ActivityConfig:
 
     ``database_url``: the store. ``catalog_path``: the catalog file (``None`` = the installed one).
     ``read_only_budget_seconds`` / ``edit_budget_seconds``: runtime budgets captured into contracts
-    (defaults 30 and 60 minutes, DESIGN.md "Run lifecycle"). ``approval_window_seconds``: how long a
-    worktree or pr_ready run waits for approval before it expires (default 7 days).
+    (defaults 30 and 60 minutes, docs/architecture.md "Run lifecycle"). ``approval_window_seconds``: how long
+    a worktree or pr_ready run waits for approval before it expires (default 7 days).
     ``recordings_dir``: where the ``replay`` provider finds ``<name>.json`` for model id
     ``replay:<name>``. ``action_token``: the deployment's action token, which the authorisation
     activity uses to check proofs (``None``: every protected action is refused); never logged.

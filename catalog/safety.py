@@ -3,9 +3,9 @@
 A profile says what a specialist looks at and what it delivers. It must never tell a model to drop its
 instructions, impersonate a chat role, get around approval or policy, touch secrets, destroy data,
 publish, deploy, or push/merge/open pull requests, and it must not hide text from a human reviewer
-(invisible or direction-changing characters, control characters, HTML comments). DESIGN.md: nothing is
-ever committed, pushed, merged or published by a run, and worktree/pr_ready tiers need an operator's
-explicit approval; a profile cannot widen either.
+(invisible or direction-changing characters, control characters, HTML comments). docs/architecture.md
+"Worktree execution": nothing is ever committed, pushed, merged or published by a run, and worktree/pr_ready
+tiers need an operator's explicit approval; a profile cannot widen either.
 
 Rules (stable ``snake_case`` names, see :class:`SafetyRule`):
 

@@ -8,7 +8,8 @@ once. The checks:
   against :class:`catalog.schema.Profile` (missing, unknown or mistyped fields, bounds, patterns);
   ``schema_version`` must be exactly the integer :data:`catalog.schema.SUPPORTED_SCHEMA_VERSION`;
 * cross-profile — duplicate ids, a reviewer that is no profile of the catalog, a profile reviewing
-  itself (DESIGN.md: every run has an *independent* reviewer);
+  itself (docs/architecture.md "Run lifecycle": every run has an *independent*
+  reviewer);
 * provenance — origin ``upstream`` needs ``repository``, ``source_path``, ``sha256`` and ``license``;
   origin ``local`` needs a ``local_reason`` and must not carry ``source_path``, ``source_commit`` or
   ``sha256`` (a local profile has no upstream file);

@@ -1,7 +1,7 @@
 """Per-model ceilings: the messages of the ``ModelCeiling`` workflow, one per registered model.
 
 A registered model's ``ceiling`` bounds its calls in flight across every worker process together
-(DESIGN.md "Model selection"). Each call holds a *lease* from the model's ``ModelCeiling`` workflow
+(docs/architecture.md "Model selection"). Each call holds a *lease* from the model's ``ModelCeiling`` workflow
 (id :func:`ceiling_workflow_id`, one per model and task queue: workers of one deployment share a task
 queue, so they share the ceiling): the calling ``ModelJob``'s ``request_model_lease`` activity asks
 for one with update ``try_acquire``, which answers at once whether a slot was free; a request that

@@ -1,5 +1,6 @@
-"""Operator configuration records as read from the store (DESIGN.md "Storage"), and the configuration
-of a repository (:class:`RepositoryConfig`), which runs on that repository capture into their contract."""
+"""Operator configuration records as read from the store (docs/architecture.md "Storage"), and the
+configuration of a repository (:class:`RepositoryConfig`), which runs on that repository capture into their
+contract."""
 
 from __future__ import annotations
 

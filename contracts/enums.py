@@ -1,7 +1,7 @@
 """Enumerations shared by the CLI, workflows, activities and the store.
 
-Values are part of the operator contract (DESIGN.md, "Operator contract"): they appear in JSON output,
-search attributes and the database, so a value is never renamed, only added.
+Values are part of the operator contract (docs/architecture.md "Operator contract"): they appear in JSON
+output, search attributes and the database, so a value is never renamed, only added.
 """
 
 from __future__ import annotations
@@ -49,7 +49,7 @@ _RISK_ORDER = (RiskLevel.LOW, RiskLevel.MEDIUM, RiskLevel.HIGH, RiskLevel.CRITIC
 
 
 class TaskType(StrEnum):
-    """What the work item asks for (DESIGN.md ``WorkItem.task_type``)."""
+    """What the work item asks for (docs/architecture.md "Operator contract", ``WorkItem``)."""
 
     INVESTIGATE = "investigate"
     FIX = "fix"

@@ -1,6 +1,6 @@
 """Operator-facing errors: a stable snake_case code, a message and the CLI exit code.
 
-Exit codes follow DESIGN.md ("Operator contract"): 2 invalid input (nothing written), 3 not found,
+Exit codes follow docs/architecture.md "Exit codes": 2 invalid input (nothing written), 3 not found,
 4 refused by state, policy or a limit, 5 a required service unreachable, 6 verification failed.
 """
 
@@ -57,9 +57,9 @@ class VerificationFailed(OperatorError):
 class ErrorType:
     """``ApplicationError.type`` values raised by activities and workflows.
 
-    This is the one place that classifies errors for retry and fallback (DESIGN.md "Temporal
-    conventions", "Model fallback"): Temporal retries only :data:`RETRYABLE_ERROR_TYPES` (at most two
-    attempts); an ``ordered`` model chain advances only on :data:`FALLBACK_ERROR_TYPES`; everything else
+    This is the one place that classifies errors for retry and fallback (docs/architecture.md
+    "Temporal conventions", "Model selection"): Temporal retries only :data:`RETRYABLE_ERROR_TYPES` (at most
+    two attempts); an ``ordered`` model chain advances only on :data:`FALLBACK_ERROR_TYPES`; everything else
     fails at once.
 
     Model errors fall in three groups. Retried on the same model: timeout, transport, rate limit.

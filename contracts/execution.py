@@ -1,9 +1,9 @@
 """Executing an approved worktree run: the ``execute_worktree_attempt`` activity's input and result, the
 change a reviewer sees, and what the run keeps of its execution.
 
-DESIGN.md "Worktree execution". The run's change job returns a unified diff (``SpecialistOutput.patch``);
-one activity then claims an execution attempt, makes a fresh detached worktree at the contract's base
-commit, applies the patch with git and fails closed on anything outside the rules
+docs/architecture.md "Worktree execution". The run's change job returns a unified diff
+(``SpecialistOutput.patch``); one activity then claims an execution attempt, makes a fresh detached worktree
+at the contract's base commit, applies the patch with git and fails closed on anything outside the rules
 (``contracts.worktree.ExecutionFailure``). What git reports as changed (:class:`ChangeEvidence`) is the
 evidence the blinded reviewer and the operator see — never the model's own description.
 

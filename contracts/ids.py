@@ -1,5 +1,5 @@
-"""Domain ids (DESIGN.md "Operator contract"): run ``SOR-`` + 16, team ``RTM-`` + 16, case ``RSC-`` + 12;
-evidence ``EVD-`` + 12; model check ``SMC-`` + 16.
+"""Domain ids (docs/architecture.md "Operator contract"): run ``SOR-`` + 16, team ``RTM-`` + 16, case ``RSC-``
++ 12; evidence ``EVD-`` + 12; model check ``SMC-`` + 16.
 
 With a request id, the id is derived from sha256 of the request id (first 16 hex digits, upper case),
 so repeated delivery of the same request maps to the same workflow id.

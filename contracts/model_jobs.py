@@ -1,6 +1,6 @@
 """Model job contracts: the ``ModelJob`` child workflow's input and result, and one model call.
 
-A model job is one primary analysis or one review, including its retries and fallbacks (DESIGN.md
+A model job is one primary analysis or one review, including its retries and fallbacks (docs/architecture.md
 "Run lifecycle"). The review job is blinded: it receives the task, the evidence and the primary's
 findings only — never the author's profile, model, confidence or verdict.
 """

@@ -1,4 +1,4 @@
-"""Model identifiers and the operator's model selection (DESIGN.md "Run lifecycle", model selection)."""
+"""Model identifiers and the operator's model selection (docs/architecture.md "Model selection")."""
 
 from __future__ import annotations
 

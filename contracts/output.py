@@ -1,4 +1,4 @@
-"""The output contract every model job's result is validated against (DESIGN.md "Run lifecycle").
+"""The output contract every model job's result is validated against (docs/architecture.md "Run lifecycle").
 
 Model output is untrusted data: it is parsed into these models with unknown keys refused, every
 evidence id it cites must be one the job was given, and the serialised result is bounded (48 KiB).

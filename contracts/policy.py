@@ -1,4 +1,4 @@
-"""Automation policy and the effective-tier rule (DESIGN.md "Run lifecycle"). Pure: no I/O.
+"""Automation policy and the effective-tier rule (docs/architecture.md "Run lifecycle"). Pure: no I/O.
 
 The rule, in order:
 

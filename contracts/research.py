@@ -1,4 +1,4 @@
-"""Research cases and their evidence (DESIGN.md "Research team", "Storage").
+"""Research cases and their evidence (docs/architecture.md "Research team", "Storage").
 
 A research case (``RSC-`` + 12) has a structured subject and evidence records. Each record has a kind,
 its content, a source reference, an active flag and the sha256 of its content. Records are never
@@ -37,7 +37,7 @@ MAX_EVIDENCE_CONTENT_BYTES: Final = 48 * 1024
 MAX_EVIDENCE_PER_INPUT: Final = 100
 """Most evidence records one ``case-create`` or ``evidence-add`` input may carry."""
 MAX_TEAM_EVIDENCE: Final = 25
-"""Most active evidence records a research team may start with (DESIGN.md "Research team")."""
+"""Most active evidence records a research team may start with (docs/architecture.md "Research team")."""
 MAX_TEAM_EVIDENCE_BYTES: Final = 16 * 1024
 """Most UTF-8 bytes of active evidence content a team may start with. Every stage's model request (at
 most 60 KiB) carries the evidence in full beside the instructions and output schema (about 6 KiB), and

@@ -1,4 +1,4 @@
-"""Research coordinator contracts: admission of teams and stage advances per cycle (DESIGN.md
+"""Research coordinator contracts: admission of teams and stage advances per cycle (docs/architecture.md
 "Research team": at most 20 active teams, at most 5 stage advances per coordinator cycle).
 
 The ``ResearchCoordinator`` workflow is one per deployment (its id is fixed by the task queue,

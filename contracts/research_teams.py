@@ -1,7 +1,7 @@
 """Research team contracts: the ``ResearchTeam`` workflow's input, stages, blinding rules and view.
 
-A team (``RTM-`` + 16) runs six stages over one research case (DESIGN.md "Research team"); each stage is
-an analysis job and a blinded review job, both ``ModelJob`` children, at most 12 model jobs in all.
+A team (``RTM-`` + 16) runs six stages over one research case (docs/architecture.md "Research team"); each
+stage is an analysis job and a blinded review job, both ``ModelJob`` children, at most 12 model jobs in all.
 What each job may see is decided here, by the pure function :func:`job_visibility`, so the workflow,
 the context-pack builder and the blinding test share one rule:
 
@@ -55,7 +55,7 @@ Note = Annotated[str, StringConstraints(max_length=2_000)]
 
 
 class TeamStatus(StrEnum):
-    """Team statuses (DESIGN.md "Operator contract")."""
+    """Team statuses (docs/architecture.md "Operator contract")."""
 
     STARTING = "starting"
     WAITING_FOR_GRANT = "waiting_for_grant"
@@ -262,7 +262,7 @@ def job_visibility(
     Inputs: the stage and job kind; the team's captured evidence (active records); the accepted
     analyses and reviews of earlier stages and, for a review job, this stage's analysis — each as
     ``(stage number, ref)``. Output: a :class:`ResearchJobContext`. The rules are in the module
-    docstring (DESIGN.md "Research team"). Raises ``ValueError`` for a review job without this
+    docstring (docs/architecture.md "Research team"). Raises ``ValueError`` for a review job without this
     stage's analysis.
     """
     factual_only = kind is JobKind.REVIEW or stage.number == SKEPTICAL_STAGE

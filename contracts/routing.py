@@ -1,4 +1,4 @@
-"""Router output: the ``RouteDecision`` (DESIGN.md "Operator contract", ``route --json``)."""
+"""Router output: the ``RouteDecision`` (docs/architecture.md "Operator contract", ``route --json``)."""
 
 from __future__ import annotations
 

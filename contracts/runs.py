@@ -1,7 +1,7 @@
 """Specialist run contracts: the run's input, its execution contract, operator actions and its view.
 
 These models cross the Temporal boundary (client → workflow → activities); new fields always get
-defaults so recorded histories keep replaying (DESIGN.md "Temporal conventions").
+defaults so recorded histories keep replaying (docs/architecture.md "Temporal conventions").
 """
 
 from __future__ import annotations
@@ -25,7 +25,7 @@ Note = Annotated[str, StringConstraints(max_length=2_000)]
 
 
 class RunStatus(StrEnum):
-    """Run statuses (DESIGN.md "Run lifecycle")."""
+    """Run statuses (docs/architecture.md "Run lifecycle")."""
 
     ROUTING = "routing"
     RECOMMENDED = "recommended"
@@ -89,7 +89,7 @@ class RunInput(BaseModel):
 
 
 class ModelAssignment(BaseModel):
-    """Which models one job of a run uses, and why (DESIGN.md "Run lifecycle", model selection).
+    """Which models one job of a run uses, and why (docs/architecture.md "Model selection").
 
     ``kind`` is the job (the primary's analysis or the independent review), ``profile`` the catalog
     profile doing it, ``models`` the chain the job will try in order, ``uses_support_model`` whether
@@ -383,7 +383,8 @@ class ContextPackRecord(BaseModel):
 
 
 class RunView(BaseModel):
-    """The ``show`` view of a run (DESIGN.md ``create/show --json``), answered by query ``view``."""
+    """The ``show`` view of a run (docs/architecture.md "Operator contract", ``create/show --json``), answered
+    by query ``view``."""
 
     model_config = ConfigDict(frozen=True)
 
@@ -442,7 +443,8 @@ class AuthorizeResult(BaseModel):
 
 
 class RunSummary(BaseModel):
-    """The listable facts of a run, written to the projection (DESIGN.md ``list --json``)."""
+    """The listable facts of a run, written to the projection (docs/architecture.md "Operator contract",
+    ``list --json``)."""
 
     model_config = ConfigDict(frozen=True)
 

@@ -1,4 +1,4 @@
-"""The ``WorkItem`` an operator or an integration submits (DESIGN.md "Operator contract").
+"""The ``WorkItem`` an operator or an integration submits (docs/architecture.md "Operator contract").
 
 Every bound is enforced, never applied by cutting: an over-long field is a validation error naming the
 field. Unknown keys are refused.

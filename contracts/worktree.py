@@ -1,9 +1,9 @@
 """Worktree execution: one attempt's worktree, the evidence of what it changed, and how it fails.
 
-DESIGN.md "Worktree execution": an approved ``worktree``/``pr_ready`` run edits files in a fresh, detached
-``git worktree`` of an allow-listed repository at the contract's frozen base commit — one new worktree
-per attempt, never reused or overwritten — and the run *fails closed* on a commit made by the model, a
-new commit or ref in the source repository, a ``git diff --check`` failure, an unavailable base commit,
+docs/architecture.md "Worktree execution": an approved ``worktree``/``pr_ready`` run edits files in a fresh,
+detached ``git worktree`` of an allow-listed repository at the contract's frozen base commit — one new
+worktree per attempt, never reused or overwritten — and the run *fails closed* on a commit made by the model,
+a new commit or ref in the source repository, a ``git diff --check`` failure, an unavailable base commit,
 more than :data:`MAX_CHANGED_FILES` changed paths, or a path that escapes the worktree. The evidence is
 what git says changed against the base commit, never the model's claim.
 
@@ -23,7 +23,7 @@ from contracts.errors import Refused
 
 MAX_CHANGED_FILES: Final = 40
 """Most paths an attempt may change: tracked modified, added (untracked included, ignored ones too)
-and deleted all count, and a rename counts as its two paths (DESIGN.md: "max 40 changed files")."""
+and deleted all count, and a rename counts as its two paths (docs/architecture.md "Worktree execution")."""
 
 MAX_INLINE_DIFF_BYTES: Final = 256 * 1024
 """A diff up to this size (and valid UTF-8) travels inline in :class:`ChangeEvidence`; a bigger one is

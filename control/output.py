@@ -1,7 +1,7 @@
 """How the CLI speaks: one JSON object on stdout with ``--json``, rich tables otherwise.
 
-Errors follow DESIGN.md: ``{"error": {"code", "message"}}`` on stdout with ``--json``, a one-line
-message on stderr otherwise; the process exits with the error's exit code.
+Errors follow docs/architecture.md "Operator contract": ``{"error": {"code", "message"}}`` on stdout with
+``--json``, a one-line message on stderr otherwise; the process exits with the error's exit code.
 
 The human view shows text our code did not write — model output, provider error messages, audit
 data, work item titles, operator notes. All of it reaches the console through :func:`safe_text`

@@ -1,7 +1,8 @@
 """Research team operations over the Temporal client: start (deduplicated), show, list, adjudicate, cancel.
 
 Every function takes the client as an argument so tests can pass their own. Refusals become
-:class:`contracts.errors.OperatorError` subclasses carrying DESIGN.md's exit codes.
+:class:`contracts.errors.OperatorError` subclasses carrying the exit codes of
+docs/architecture.md "Exit codes".
 """
 
 from __future__ import annotations

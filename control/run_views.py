@@ -1,4 +1,4 @@
-"""JSON shapes and renderings of runs (DESIGN.md ``create/show --json`` and ``list --json``)."""
+"""JSON shapes and renderings of runs (docs/architecture.md "Operator contract")."""
 
 from __future__ import annotations
 

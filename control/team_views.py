@@ -1,5 +1,5 @@
 """JSON shapes and renderings of research teams (``research team-start``, ``team-show``, ``adjudicate``,
-``team-cancel`` and ``teams``; DESIGN.md "Research team" and "Operator contract").
+``team-cancel`` and ``teams``; docs/architecture.md "Research team" and "Operator contract").
 
 A team (``--json``)::
 
@@ -41,7 +41,7 @@ NOTHING_APPROVED: Final = (
 
 
 def iso(value: dt.datetime | None) -> str | None:
-    """ISO 8601 UTC with ``Z`` (DESIGN.md "Values"); ``None`` stays ``None``."""
+    """ISO 8601 UTC with ``Z`` (docs/architecture.md "Values"); ``None`` stays ``None``."""
     if value is None:
         return None
     return value.astimezone(dt.UTC).isoformat().replace("+00:00", "Z")

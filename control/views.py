@@ -1,4 +1,5 @@
-"""JSON shapes (DESIGN.md "Operator contract") and rich renderings for the CLI's configuration views.
+"""JSON shapes (docs/architecture.md "Operator contract") and rich renderings for the CLI's configuration
+views.
 
 Each ``*_json`` function returns the exact object ``--json`` prints; each ``render_*`` draws the same
 facts for a person.
@@ -25,7 +26,7 @@ if TYPE_CHECKING:
 
 
 def _time(value: Any) -> str | None:
-    """ISO 8601 UTC with ``Z`` (DESIGN.md "Values")."""
+    """ISO 8601 UTC with ``Z`` (docs/architecture.md "Values")."""
     if value is None:
         return None
     return str(value.astimezone(_utc()).isoformat().replace("+00:00", "Z"))

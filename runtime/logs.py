@@ -1,4 +1,4 @@
-"""Structured logs for activities and the worker (DESIGN.md "Configuration", logs).
+"""Structured logs for activities and the worker (docs/architecture.md "Configuration").
 
 JSON lines off a terminal, a console renderer on one. Every line is bound with the run (or team) id it
 concerns. Never pass a secret, token or model key to a logger.

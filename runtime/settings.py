@@ -1,4 +1,4 @@
-"""Deployment settings read from the environment (DESIGN.md "Configuration").
+"""Deployment settings read from the environment (docs/architecture.md "Configuration").
 
 Cheap to import: the standard library and ``contracts`` only. An unset or empty variable takes its
 default; a malformed one raises :class:`contracts.errors.InvalidInput` naming the variable.
@@ -180,10 +180,10 @@ _MAX_SECONDS: Final = 365 * 24 * 3600
 
 @dataclass(frozen=True)
 class RunBudgets:
-    """Per-deployment run limits in seconds (DESIGN.md "Run lifecycle", budgets), captured into each
+    """Per-deployment run limits in seconds (docs/architecture.md "Run lifecycle"), captured into each
     contract: runtime 30 min for read_only and 60 min for worktree/pr_ready, approval window 7 days;
     the research team deadline, 24 hours from the team's start, and the research coordinator's cycle,
-    60 s (DESIGN.md "Research team")."""
+    60 s (docs/architecture.md "Research team")."""
 
     read_only_seconds: int = 30 * 60
     edit_seconds: int = 60 * 60

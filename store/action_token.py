@@ -1,4 +1,4 @@
-"""Reading the deployment's action token (DESIGN.md "Configuration").
+"""Reading the deployment's action token (docs/architecture.md "Configuration").
 
 ``SPECIALISTS_ACTION_TOKEN`` holds the token, or ``SPECIALISTS_ACTION_TOKEN_FILE`` names a file that
 holds it; the file must not be readable or writable by group or others (mode 0600 or stricter). The

@@ -1,4 +1,4 @@
-"""Where the store lives and how it is opened (DESIGN.md "Storage", "Configuration").
+"""Where the store lives and how it is opened (docs/architecture.md "Storage", "Configuration").
 
 SQLite file ``<state dir>/specialists.db`` by default; ``SPECIALISTS_DATABASE_URL`` selects another
 database, e.g. ``postgresql+psycopg://postgres@127.0.0.1:5432/test``.

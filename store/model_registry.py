@@ -1,4 +1,5 @@
-"""The model registry: models an operator registered for runs to call (DESIGN.md "Model selection").
+"""The model registry: models an operator registered for runs to call (docs/architecture.md "Model
+selection").
 
 ``replay:*`` ids are built in and never registered. Only ``openai`` and ``anthropic`` models may be
 registered. A model's key is never stored: ``api_key_env`` names the environment variable the worker

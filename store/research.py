@@ -1,5 +1,5 @@
 """Research cases, their evidence records, and the stored outputs of research model jobs
-(DESIGN.md "Research team", "Storage"; the contracts are in :mod:`contracts.research`).
+(docs/architecture.md "Research team", "Storage"; the contracts are in :mod:`contracts.research`).
 
 A case is created with its first evidence records; more are added later, and a record is deactivated,
 never edited or deleted. The store computes each record's sha256 from its content (an input carries no

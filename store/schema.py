@@ -1,5 +1,5 @@
 """The SQLAlchemy schema of the store: operator configuration, run projection, spent proof nonces,
-worktree claims, research cases and their evidence, research job outputs (DESIGN.md "Storage").
+worktree claims, research cases and their evidence, research job outputs (docs/architecture.md "Storage").
 
 Every change to these classes ships with an Alembic migration in ``store/migrations/versions/`` and a
 new :data:`SCHEMA_REVISION`. Times are stored in UTC and read back timezone-aware.

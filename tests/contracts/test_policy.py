@@ -20,7 +20,7 @@ HIGH = {RiskLevel.HIGH, RiskLevel.CRITICAL}
 
 
 def expected_automatic(policy: AutomationPolicy, risk: RiskLevel, analysis_only: bool) -> Tier | None:
-    """The rule from DESIGN.md written as a plain table lookup (None = refused)."""
+    """The rule of docs/architecture.md "Run lifecycle" written as a plain table lookup (None = refused)."""
     if policy.mode is AutomationMode.OFF:
         return None
     if policy.mode is AutomationMode.RECOMMEND:

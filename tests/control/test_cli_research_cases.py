@@ -4,8 +4,8 @@ deactivating evidence.
 An input file is parsed strictly (unknown keys and kinds are refused, naming the field); a record's
 ``path`` is read relative to the input file's directory and must be a regular UTF-8 file of at most
 48 KiB. Any bad record writes nothing (exit 2). Creating, adding and deactivating are protected (the
-deployment's action token) and need a registered actor. The JSON shapes follow DESIGN.md; content is
-shown only with ``case-show --content``, and the human view shows untrusted text literally.
+deployment's action token) and need a registered actor. The JSON shapes follow docs/architecture.md; content
+is shown only with ``case-show --content``, and the human view shows untrusted text literally.
 """
 
 from __future__ import annotations

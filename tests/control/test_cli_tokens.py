@@ -1,5 +1,5 @@
-"""The action token (DESIGN.md "Configuration", "Protected actions"): every protected command needs it,
-a token file must be private, configuration changes need the token the deployment adopted, a worker
+"""The action token (docs/architecture.md "Configuration", "Protected actions"): every protected command needs
+it, a token file must be private, configuration changes need the token the deployment adopted, a worker
 refuses proofs made with another token, and the token never shows up in output, history or the store.
 
 Commands that must be refused before anything happens use fresh state directories (no server is

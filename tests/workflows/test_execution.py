@@ -1,7 +1,7 @@
-"""Executing approved worktree runs (DESIGN.md "Worktree execution"): ``execute`` is a protected update
-accepted once; the change job's patch is applied with git in a fresh detached worktree at the contract's
-base commit; anything outside the rules fails the run closed with a specific error type and keeps the
-worktree; the reviewer and the operator see what git says changed.
+"""Executing approved worktree runs (docs/architecture.md "Worktree execution"): ``execute`` is a protected
+update accepted once; the change job's patch is applied with git in a fresh detached worktree at the
+contract's base commit; anything outside the rules fails the run closed with a specific error type and keeps
+the worktree; the reviewer and the operator see what git says changed.
 
 Real dev server, real SQLite store, real git repositories made in ``tmp_path``; the model is a test
 provider that answers the change job with the ``replay:demo`` analysis plus a chosen patch.

@@ -1,7 +1,7 @@
 """Every recorded history in ``tests/histories/`` replays against the current workflow code.
 
 A failure here means a change would break runs already in flight: put it behind
-``workflow.patched()`` (DESIGN.md "Temporal conventions") instead of changing the command sequence.
+``workflow.patched()`` (docs/architecture.md "Temporal conventions") instead of changing the command sequence.
 
 ``tests/histories/*.json`` are the current recordings (``python -m tests.histories.record``). Older
 recordings stay and replay too, each proving a change sits behind its patch marker:

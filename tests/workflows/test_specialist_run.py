@@ -1,6 +1,6 @@
 """``SpecialistRun`` on the shared dev server: a real worker in-process (holding the deployment's
 action token), a real SQLite store in ``tmp_path``, the replay provider and small test providers
-(DESIGN.md "Run lifecycle"). Protected actions carry proofs of the token, as the CLI sends them;
+(docs/architecture.md "Run lifecycle"). Protected actions carry proofs of the token, as the CLI sends them;
 approvals of worktree and pr_ready runs are in ``test_approvals.py``."""
 
 from __future__ import annotations
