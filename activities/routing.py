@@ -41,22 +41,22 @@ class RoutingActivities:
         try:
             catalog = load_catalog(self._config.catalog_path)
             store = self._store.get()
-            policy = store.get_policy()
-            selection = store.get_model_selection()
+            alias = run_input.work_item.repo_alias
+            policy, selection, record = store.capture_reads(alias)
             base_commit = None
             repository_config = None
-            alias = run_input.work_item.repo_alias
             if run_input.requested_tier in APPROVAL_TIERS and alias is not None:
                 # Resolved now and frozen in the contract: the run uses this commit even if the
                 # branch moves while it waits for approval; so is the repository's configuration
                 # (executor, commands, grants), which approval then covers.
-                record = store.get_repository(alias)
+                if record is None:
+                    record = store.get_repository(alias)  # raises unknown_repository
                 base_commit = base_commit_of(record)
                 repository_config = record.config
-            elif alias is not None and store.repository_exists(alias):
+            elif record is not None:
                 # Any other run on an allow-listed repository freezes its commit too, so its context
                 # packs read file evidence at a commit the contract names.
-                base_commit = base_commit_of(store.get_repository(alias))
+                base_commit = base_commit_of(record)
             captured = capture(
                 run_input,
                 catalog,

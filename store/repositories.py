@@ -79,10 +79,16 @@ def update_repository_config(
 
 def get_repository(session: Session, alias: str) -> RepositoryRecord:
     """The repository registered as ``alias``. Raises ``unknown_repository`` (not found)."""
-    row = session.get(RepositoryRow, alias)
-    if row is None:
+    record = find_repository(session, alias)
+    if record is None:
         raise _unknown(alias)
-    return repository_record(row)
+    return record
+
+
+def find_repository(session: Session, alias: str) -> RepositoryRecord | None:
+    """The repository registered as ``alias``, or ``None``."""
+    row = session.get(RepositoryRow, alias)
+    return None if row is None else repository_record(row)
 
 
 def list_repositories(session: Session) -> list[RepositoryRecord]:

@@ -227,6 +227,18 @@ class Store:
         with self._reading() as session:
             return repositories.get_repository(session, alias)
 
+    def capture_reads(
+        self, alias: str | None
+    ) -> tuple[PolicyRecord, ModelSelectionRecord | None, RepositoryRecord | None]:
+        """What contract capture reads, in one transaction: the policy in force, the model selection
+        in force (``None`` when none was ever made) and the repository registered as ``alias``
+        (``None`` for no alias or one not registered)."""
+        with self._reading() as session:
+            policy = automation_policy.current_policy(session)
+            selection = model_selection.current_selection(session)
+            repository = None if alias is None else repositories.find_repository(session, alias)
+            return policy, selection, repository
+
     def repository_exists(self, alias: str) -> bool:
         """Whether ``alias`` names an allow-listed repository."""
         try:

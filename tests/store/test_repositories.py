@@ -7,6 +7,7 @@ from pathlib import Path
 import pytest
 
 from contracts.errors import InvalidInput, NotFound, Refused
+from contracts.models import ModelSelection
 from store import Store
 from tests.store.git_repository import git, register_repository
 
@@ -161,3 +162,14 @@ def test_the_store_runs_no_git_and_refuses_what_was_not_checked(
     assert store.list_repositories() == []
     record = store.add_repository("service", git_repository.resolve(), "feature", actor)
     assert (record.path, record.default_branch) == (str(git_repository.resolve()), "feature")
+
+
+def test_capture_reads_policy_selection_and_repository_together(
+    store: Store, actor: str, git_repository: Path
+) -> None:
+    record = register_repository(store, "service", git_repository, None, actor)
+    selection = store.select_models(ModelSelection(primary="replay:demo"), actor)
+
+    assert store.capture_reads("service") == (store.get_policy(), selection, record)
+    assert store.capture_reads("unregistered") == (store.get_policy(), selection, None)
+    assert store.capture_reads(None) == (store.get_policy(), selection, None)
