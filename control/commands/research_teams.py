@@ -243,7 +243,9 @@ def adjudicate_command(
 ) -> None:
     """Record a person's outcome for the stage a team waits on: a disagreement (accept_primary,
     accept_reviewer, record_both) or a blocked stage (retry_stage, stop) (protected)."""
+    from contracts.audit import AuditKind
     from contracts.errors import Refused
+    from contracts.refusals import RefusalCode
     from contracts.research_teams import AdjudicateRequest, adjudication_digest
     from control.actions import proof_for
     from control.research_teams import adjudicate_team, check_team_id, get_team, settled, wait_for_team
@@ -272,7 +274,7 @@ def adjudicate_command(
         before = await get_team(temporal, team_id)
         if before.status.final:  # the workflow has ended: no update can reach it
             raise Refused(
-                "team_finished",
+                RefusalCode.TEAM_FINISHED,
                 f"team {team_id} is {before.status.value}: it has ended and takes no adjudication",
             )
         seen = len(before.audit)
@@ -282,10 +284,12 @@ def adjudicate_command(
             """The team took the outcome: it left the wait, or it already waits on something new."""
             events = view.audit[seen:]
             kinds = [event.kind for event in events]
-            if "adjudicated" not in kinds:
+            if AuditKind.ADJUDICATED not in kinds:
                 return view.status.final
-            after = kinds[kinds.index("adjudicated") + 1 :]
-            waits_again = any(kind in ("stage_blocked", "material_disagreement") for kind in after)
+            after = kinds[kinds.index(AuditKind.ADJUDICATED) + 1 :]
+            waits_again = any(
+                kind in (AuditKind.STAGE_BLOCKED, AuditKind.MATERIAL_DISAGREEMENT) for kind in after
+            )
             return view.status.final or not view.status.needs_person or waits_again
 
         if wait:

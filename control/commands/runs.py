@@ -245,7 +245,9 @@ def execute_command(
 ) -> None:
     """Execute an approved worktree run: its change is applied in a fresh worktree, checked and
     reviewed (protected; the proof is bound to the approved contract digest)."""
+    from contracts.audit import AuditKind
     from contracts.errors import Refused
+    from contracts.refusals import RefusalCode
     from contracts.runs import RunStatus
     from control.actions import proof_for
     from control.runs import check_run_id, execute_run, get_view, settled, wait_for_view
@@ -260,15 +262,15 @@ def execute_command(
         view = await get_view(temporal, run_id)
         # The workflow checks these again; checked here so that a run that cannot execute is refused
         # clearly, and before a proof bound to its contract digest is made.
-        if any(event.kind == "execute_requested" for event in view.audit):
+        if any(event.kind == AuditKind.EXECUTE_REQUESTED for event in view.audit):
             raise Refused(
-                "already_executing",
+                RefusalCode.ALREADY_EXECUTING,
                 f"run {run_id} was already executed ({view.status.value}): an approved run executes once",
             )
         if view.status is not RunStatus.APPROVED or view.contract_sha256 is None:
             hint = ": approve it first (`specialists approve`)"
             raise Refused(
-                "not_approved",
+                RefusalCode.NOT_APPROVED,
                 f"run {run_id} is {view.status.value}; only an approved run executes"
                 + (hint if view.status is RunStatus.AWAITING_APPROVAL else ""),
             )
