@@ -13,9 +13,11 @@ transaction of every new spend, which keeps the table at about a day's worth of 
 from __future__ import annotations
 
 import datetime as dt
+import functools
 from typing import Final
 
-from sqlalchemy import delete
+from sqlalchemy import Executable, Table, bindparam, delete, select
+from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.orm import Session
 
 from store.schema import SpentProofRow
@@ -23,11 +25,17 @@ from store.schema import SpentProofRow
 SPENT_PROOF_RETENTION: Final = dt.timedelta(days=1)
 """How long a spent nonce is kept: far longer than a proof stays valid (15 minutes + 2 of skew)."""
 
+_SPENT: Table = SpentProofRow.__table__  # type: ignore[assignment]
+# Built once: every protected action spends a nonce, and building a statement costs more than
+# running it.
+_SPENDER = select(_SPENT.c.spent_by).where(_SPENT.c.nonce == bindparam("nonce"))
+_PRUNE = delete(_SPENT).where(_SPENT.c.spent_at < bindparam("before"))
+
 
 def spender_of(session: Session, nonce: str) -> str | None:
     """Who spent ``nonce`` (a workflow run id), or ``None`` when it was never spent (or pruned)."""
-    row = session.get(SpentProofRow, nonce)
-    return None if row is None else row.spent_by
+    spender: str | None = session.execute(_SPENDER, {"nonce": nonce}).scalar_one_or_none()
+    return spender
 
 
 def spend(
@@ -42,25 +50,36 @@ def spend(
 ) -> bool:
     """Spend ``nonce`` for ``spent_by``; ``False`` when another execution spent it first.
 
-    A new row is flushed, so a concurrent insert of the same nonce raises ``IntegrityError`` here or
-    at commit; the caller re-reads then. A new spend also prunes rows older than the retention.
+    The insert skips a nonce stored meanwhile (``ON CONFLICT DO NOTHING``: a concurrent insert of
+    the same nonce waits for the other transaction), and the row that is there decides. A new spend
+    also prunes rows older than the retention.
     """
     owner = spender_of(session, nonce)
     if owner is not None:
         return owner == spent_by
-    session.add(
-        SpentProofRow(nonce=nonce, action=action, run_id=run_id, actor=actor, spent_by=spent_by, spent_at=at)
-    )
-    session.flush()
+    row = {
+        "nonce": nonce,
+        "action": action,
+        "run_id": run_id,
+        "actor": actor,
+        "spent_by": spent_by,
+        "spent_at": at,
+    }
+    session.execute(_insert(session.get_bind().dialect.name), row)
+    if spender_of(session, nonce) != spent_by:
+        return False
     prune(session, before=at - SPENT_PROOF_RETENTION)
     return True
 
 
 def prune(session: Session, *, before: dt.datetime) -> int:
     """Delete the nonces spent before ``before``; the number deleted."""
-    result = session.execute(
-        delete(SpentProofRow)
-        .where(SpentProofRow.spent_at < before)
-        .execution_options(synchronize_session=False)
-    )
+    result = session.execute(_PRUNE, {"before": before}, execution_options={"synchronize_session": False})
     return int(getattr(result, "rowcount", 0) or 0)
+
+
+@functools.cache
+def _insert(dialect: str) -> Executable:
+    """The backend's ``INSERT ... ON CONFLICT (nonce) DO NOTHING`` (SQLite or PostgreSQL)."""
+    insert = postgresql.insert if dialect == "postgresql" else sqlite.insert
+    return insert(_SPENT).on_conflict_do_nothing(index_elements=[_SPENT.c.nonce])

@@ -16,7 +16,6 @@ from typing import Final
 
 from sqlalchemy import Engine
 from sqlalchemy.engine import URL
-from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
 from contracts.config import ActorRecord, PolicyRecord, RepositoryConfig, RepositoryRecord
@@ -317,21 +316,16 @@ class Store:
         ``at``: their proofs expired long ago (see :meth:`prune_spent_proofs`).
         """
         spent_at = self._now() if at is None else _utc(at)
-        try:
-            with self._writing() as session:
-                return spent_proofs.spend(
-                    session,
-                    nonce,
-                    action=action,
-                    run_id=run_id,
-                    actor=actor,
-                    spent_by=spent_by,
-                    at=spent_at,
-                )
-        except IntegrityError:
-            # Another writer inserted this nonce between the read and the insert: it decides.
-            with self._reading() as session:
-                return spent_proofs.spender_of(session, nonce) == spent_by
+        with self._writing() as session:
+            return spent_proofs.spend(
+                session,
+                nonce,
+                action=action,
+                run_id=run_id,
+                actor=actor,
+                spent_by=spent_by,
+                at=spent_at,
+            )
 
     def prune_spent_proofs(self, *, before: dt.datetime | None = None) -> int:
         """Delete nonces spent before ``before`` (default: one day ago); the number deleted.
