@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import json
 import re
+import threading
 from pathlib import Path
 
 from activities.providers.base import CompletionRequest, JobIdentity, ProviderError
@@ -27,11 +28,31 @@ class ReplayProvider:
 
     def __init__(self, recordings_dir: Path) -> None:
         self._dir = recordings_dir
+        # Parsed files by name, with the (mtime, size) they were parsed at: a call re-reads a file
+        # only when it changed, not on every call (sync activities run in a thread pool).
+        self._tables: dict[str, tuple[tuple[int, int], dict[tuple[str, str, str], str]]] = {}
+        self._lock = threading.Lock()
 
     def _load(self, name: str) -> dict[tuple[str, str, str], str]:
         if not _NAME.fullmatch(name):
             raise ProviderError(ErrorType.MODEL_NOT_CONFIGURED, f"replay model name {name!r} is not valid")
         path = self._dir / f"{name}.json"
+        try:
+            stat = path.stat()
+        except OSError:
+            stat = None
+        version = (stat.st_mtime_ns, stat.st_size) if stat is not None else None
+        with self._lock:
+            cached = self._tables.get(name)
+        if cached is not None and cached[0] == version:
+            return cached[1]
+        table = self._parse(path)
+        if version is not None:
+            with self._lock:
+                self._tables[name] = (version, table)
+        return table
+
+    def _parse(self, path: Path) -> dict[tuple[str, str, str], str]:
         try:
             data = json.loads(path.read_text(encoding="utf-8"))
         except FileNotFoundError:

@@ -74,6 +74,34 @@ def test_replay_ignores_instructions_and_context(recordings: Path) -> None:
     assert first == second
 
 
+def test_replay_reads_its_file_once_and_again_when_it_changes(
+    recordings: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    provider = ReplayProvider(recordings)
+    reads: list[Path] = []
+    read_text = Path.read_text
+
+    def counting(path: Path, *args: Any, **kwargs: Any) -> str:
+        reads.append(path)
+        return read_text(path, *args, **kwargs)
+
+    monkeypatch.setattr(Path, "read_text", counting)
+    for _ in range(3):
+        provider.complete(_request("db", JobKind.ANALYSIS, "Slow query"))
+    assert len(reads) == 1
+
+    path = recordings / "cases.json"
+    edited = {
+        "recordings": [
+            {"profile": "db", "kind": "analysis", "title": "Slow query", "response": _response("edited")}
+        ]
+    }
+    path.write_text(json.dumps(edited), encoding="utf-8")
+    raw = provider.complete(_request("db", JobKind.ANALYSIS, "Slow query"))
+    assert json.loads(raw) == _response("edited")
+    assert len(reads) == 2
+
+
 @pytest.mark.parametrize(
     ("profile", "kind", "title"),
     [
