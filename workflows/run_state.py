@@ -65,6 +65,12 @@ class RunState:
     """From the worktree attempt's start a cancel waits for it (``cancel_requested``)."""
     projected_seq: int = 0
     """The last audit event written to the projection."""
+    one_upsert_per_task: bool = False
+    """Search-attribute changes wait in ``pending_attributes`` until :meth:`publish_attributes`,
+    which the run calls once in a workflow task (runs started with ``PATCH_ONE_UPSERT_PER_TASK``):
+    every task that upserts costs the server a visibility write. Otherwise each change is upserted
+    at once, as recorded histories did."""
+    pending_attributes: dict[str, SearchAttributeUpdate[Any]] = field(default_factory=dict)
 
     @property
     def contract(self) -> ExecutionContract:
@@ -83,7 +89,22 @@ class RunState:
             return
         previous, self.status = self.status, status
         self.audit.record(AuditKind.STATUS_CHANGED, data={"from": previous.value, "to": status.value})
-        workflow.upsert_search_attributes([STATUS_KEY.value_set(status.value)])
+        self.update_attributes([STATUS_KEY.value_set(status.value)])
+
+    def update_attributes(self, updates: list[SearchAttributeUpdate[Any]]) -> None:
+        """Set search attributes: at once, or (``one_upsert_per_task``) at the next
+        :meth:`publish_attributes`, a later value of an attribute replacing an earlier one."""
+        if not self.one_upsert_per_task:
+            workflow.upsert_search_attributes(updates)
+            return
+        for update in updates:
+            self.pending_attributes[update.key.name] = update
+
+    def publish_attributes(self) -> None:
+        """Upsert the pending search attributes, all in one command."""
+        if self.pending_attributes:
+            workflow.upsert_search_attributes(list(self.pending_attributes.values()))
+            self.pending_attributes.clear()
 
     def fail(self, error_type: str, message: str) -> None:
         """End ``failed`` with this error."""

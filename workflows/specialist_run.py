@@ -73,6 +73,7 @@ _PROJECTION_RETRY = RetryPolicy(maximum_attempts=5, initial_interval=timedelta(m
 # workflow.patched() ids: each marks a change to logic that recorded histories already exercise
 # (and run_jobs.PATCH_AUDIT_MODEL_ATTEMPTS).
 PATCH_AUTHORIZE_CREATE = "authorize-protected-create"
+PATCH_ONE_UPSERT_PER_TASK = "one-search-attribute-upsert-per-task"
 
 
 @workflow.defn(name=WorkflowType.SPECIALIST_RUN)
@@ -84,6 +85,10 @@ class SpecialistRunWorkflow:
         # Everything a handler may touch is set here, so a signal or update that arrives in the first
         # workflow task (before run() starts) finds initialised state.
         self._state = RunState(run_input, workflow.now(), enqueued=run_input.enqueue)
+        # Asked in the first workflow task, where the patch's own search attribute
+        # (TemporalChangeVersion) costs no visibility write of its own, as an upsert in any later
+        # task but the closing one does (docs/architecture.md "Temporal conventions").
+        self._state.one_upsert_per_task = workflow.patched(PATCH_ONE_UPSERT_PER_TASK)
         self._actions = ProtectedActions(run_input.run_id, self._state.audit, self._refused)
         self._state.audit.record(
             AuditKind.RUN_CREATED,
@@ -189,7 +194,7 @@ class SpecialistRunWorkflow:
                 "tier_reasons": captured.tier_reasons,
             },
         )
-        workflow.upsert_search_attributes(route_attributes(contract))
+        self._state.update_attributes(route_attributes(contract))
         return None
 
     async def _wait_for_enqueue(self) -> RunStatus | None:
@@ -456,6 +461,7 @@ class SpecialistRunWorkflow:
         state.audit.record(AuditKind.CANCEL_REQUESTED, actor=request.actor, data={"reason": request.reason})
         if state.model_job_running or state.executing:
             state.set_status(RunStatus.CANCEL_REQUESTED)
+            state.publish_attributes()
 
     def _refused(self, code: str, message: str) -> ActionResult:
         """A refused action's answer: the run's status now, the code and message."""
@@ -472,12 +478,16 @@ class SpecialistRunWorkflow:
 
     async def _transition(self, status: RunStatus) -> None:
         self._state.set_status(status)
+        self._state.publish_attributes()
         await self._project()
 
     async def _finish(self, status: RunStatus) -> RunView:
         self._state.set_status(status)
         await workflow.wait_condition(workflow.all_handlers_finished)
         await self._project()
+        # The final status (and a recommendation's route) in the task that closes the run: the
+        # server writes its visibility record then anyway, one activity after the status changed.
+        self._state.publish_attributes()
         return self.view()
 
     def _step_failed(self, error: ActivityError, step: str) -> RunStatus:

@@ -12,7 +12,8 @@ the build; such a change goes behind ``workflow.patched()``.
 Histories recorded before an earlier change are kept beside them and replay too: ``v1/`` before
 protected create was authorised, ``v2/`` before model jobs drove each attempt themselves and runs
 audited every attempt, ``v3/`` before a job's pack and lease requests were local activities and the
-ceiling answered lease requests by update (each with the ``workflow-ids.json`` it ran under).
+ceiling answered lease requests by update, ``v4/`` before a run upserted its search attributes at most
+once per workflow task (each with the ``workflow-ids.json`` it ran under).
 """
 
 from __future__ import annotations

@@ -11,7 +11,9 @@ recordings stay and replay too, each proving a change sits behind its patch mark
 - ``v2/``: before a ``ModelJob`` drove each model attempt itself (Temporal retried the activity) and
   before runs recorded a ``model_attempt`` audit event per call;
 - ``v3/``: before a ``ModelJob`` built its pack and asked for leases with local activities, and
-  before the ``ModelCeiling`` answered lease requests by update (its own ``workflow-ids.json``).
+  before the ``ModelCeiling`` answered lease requests by update (its own ``workflow-ids.json``);
+- ``v4/``: before a run upserted its search attributes at most once per workflow task, its final
+  status in the task that closes it (its own ``workflow-ids.json``).
 
 ``teams/`` holds ``ResearchTeam`` histories (``python -m tests.histories.record_teams``), one per team
 path, the first stage's two ``ModelJob`` histories of the completed team and the
@@ -37,7 +39,7 @@ from workflows.model_ceiling import PATCH_LEASE_RECORDS
 from workflows.model_job import PATCH_ATTEMPTS_IN_WORKFLOW, PATCH_LOCAL_PREPARE
 from workflows.research_team import PATCH_COORDINATED
 from workflows.run_jobs import PATCH_AUDIT_MODEL_ATTEMPTS
-from workflows.specialist_run import PATCH_AUTHORIZE_CREATE
+from workflows.specialist_run import PATCH_AUTHORIZE_CREATE, PATCH_ONE_UPSERT_PER_TASK
 
 HISTORIES = Path(__file__).resolve().parent.parent / "histories"
 WORKFLOW_IDS = "workflow-ids.json"  # not a history: which id each current recording ran under
@@ -45,9 +47,10 @@ CURRENT = sorted(path for path in HISTORIES.glob("*.json") if path.name != WORKF
 V1 = sorted((HISTORIES / "v1").glob("*.json"))
 V2 = sorted((HISTORIES / "v2").glob("*.json"))
 V3 = sorted(path for path in (HISTORIES / "v3").glob("*.json") if path.name != WORKFLOW_IDS)
+V4 = sorted(path for path in (HISTORIES / "v4").glob("*.json") if path.name != WORKFLOW_IDS)
 TEAMS = sorted(path for path in (HISTORIES / "teams").glob("*.json") if path.name != WORKFLOW_IDS)
 TEAMS_V1 = sorted(path for path in (HISTORIES / "teams" / "v1").glob("*.json") if path.name != WORKFLOW_IDS)
-ALL = [*CURRENT, *V1, *V2, *V3, *TEAMS, *TEAMS_V1]
+ALL = [*CURRENT, *V1, *V2, *V3, *V4, *TEAMS, *TEAMS_V1]
 TEAM_PATHS = {"completed", "adjudicated", "blocked_retried_stopped", "cancelled", "invalidated"}
 
 V1_PATHS = {
@@ -68,7 +71,8 @@ V2_PATHS = V1_PATHS | {
     "failed_create_unauthorised",
 }
 V3_PATHS = V2_PATHS | {"accepted_after_retry", "accepted_under_ceiling"}
-CURRENT_PATHS = V3_PATHS | {"executed_accepted", "executed_failed_closed", "worktree_pruned"}
+V4_PATHS = V3_PATHS | {"executed_accepted", "executed_failed_closed"}
+CURRENT_PATHS = V4_PATHS | {"worktree_pruned"}
 # Paths whose run is created enqueued or automatic: the create is a protected action.
 PROTECTED_CREATE_PATHS = {
     "rejected",
@@ -120,12 +124,17 @@ def test_a_history_is_recorded_for_every_run_path() -> None:
     assert _names(V1) == V1_PATHS
     assert _names(V2) == V2_PATHS
     assert _names(V3) == V3_PATHS
+    assert _names(V4) == V4_PATHS
     assert _names(TEAMS) == TEAM_PATHS | {"coordinator"}
     assert _names(TEAMS_V1) == TEAM_PATHS
 
 
-def _expected_run_patches(name: str, *, audits_attempts: bool) -> list[str]:
-    expected = [PATCH_AUTHORIZE_CREATE] if name in PROTECTED_CREATE_PATHS else []
+def _expected_run_patches(
+    name: str, *, audits_attempts: bool, one_upsert_per_task: bool = False
+) -> list[str]:
+    expected = [PATCH_ONE_UPSERT_PER_TASK] if one_upsert_per_task else []
+    if name in PROTECTED_CREATE_PATHS:
+        expected.append(PATCH_AUTHORIZE_CREATE)
     if audits_attempts and name in MODEL_JOB_PATHS:
         expected.append(PATCH_AUDIT_MODEL_ATTEMPTS)
     return expected
@@ -136,6 +145,16 @@ def test_current_histories_carry_every_patch_and_older_ones_predate_theirs() -> 
         if path.stem.endswith(".ceiling"):  # the ModelCeiling workflow: no acquire for a held lease
             assert _patches(path) == [], path.name
         elif "." in path.stem:  # a ModelJob child
+            assert _patches(path) == [PATCH_ATTEMPTS_IN_WORKFLOW, PATCH_LOCAL_PREPARE], path.name
+        elif path.stem == "worktree_pruned":  # the WorktreePrune workflow
+            assert _patches(path) == [], path.name
+        else:
+            expected = _expected_run_patches(path.stem, audits_attempts=True, one_upsert_per_task=True)
+            assert _patches(path) == expected, path.name
+    for path in V4:
+        if path.stem.endswith(".ceiling"):
+            assert _patches(path) == [], path.name
+        elif "." in path.stem:
             assert _patches(path) == [PATCH_ATTEMPTS_IN_WORKFLOW, PATCH_LOCAL_PREPARE], path.name
         else:
             assert _patches(path) == _expected_run_patches(path.stem, audits_attempts=True), path.name
@@ -157,6 +176,41 @@ def test_current_histories_carry_every_patch_and_older_ones_predate_theirs() -> 
         assert _patches(path) == expected, path.name
     for path in TEAMS_V1:
         assert _patches(path) == (job_patches if "." in path.stem else []), path.name
+
+
+def _upserts_by_task(path: Path) -> list[list[list[str]]]:
+    """The run's own search-attribute upserts (each its attribute names) in each workflow task
+    after the first, in order (TemporalChangeVersion, which patches upsert, left out)."""
+    tasks: list[list[list[str]]] = []
+    for event in json.loads(path.read_text(encoding="utf-8"))["events"]:
+        if event["eventType"] == "EVENT_TYPE_WORKFLOW_TASK_COMPLETED":
+            tasks.append([])
+        upsert = event.get("upsertWorkflowSearchAttributesEventAttributes")
+        if upsert is not None:
+            names = sorted(set(upsert["searchAttributes"]["indexedFields"]) - {"TemporalChangeVersion"})
+            if names:
+                tasks[-1].append(names)
+    return tasks[1:]
+
+
+ROUTE = ["RiskLevel", "SpecialistProfile", "SpecialistReviewer", "SpecialistStatus", "SpecialistTier"]
+
+
+def test_current_runs_upsert_once_per_workflow_task_and_their_final_status_as_they_close() -> None:
+    runs = [path for path in CURRENT if "." not in path.stem and path.stem != "worktree_pruned"]
+    for path in runs:
+        tasks = _upserts_by_task(path)
+        assert all(len(upserts) <= 1 for upserts in tasks), path.name
+        assert tasks[-1] and "SpecialistStatus" in tasks[-1][0], path.name  # the closing task
+    # A recommendation's route and status go out together, as the run closes.
+    assert [upserts for upserts in _upserts_by_task(HISTORIES / "recommended.json") if upserts] == [[ROUTE]]
+    # A read_only run's route goes out with its first status.
+    accepted = [upserts for upserts in _upserts_by_task(HISTORIES / "accepted.json") if upserts]
+    assert accepted[0] == [sorted([*ROUTE, "RepoAlias"])]
+    # Before the patch, route and status were upserted apart, and the final status before the
+    # closing task's projection.
+    old = [upserts for upserts in _upserts_by_task(HISTORIES / "v4" / "recommended.json") if upserts]
+    assert old == [[[name for name in ROUTE if name != "SpecialistStatus"], ["SpecialistStatus"]]]
 
 
 def test_the_team_histories_carry_references_only_and_the_research_jobs_store_their_output() -> None:
