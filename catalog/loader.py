@@ -3,22 +3,26 @@
 :func:`load_catalog` validates a catalog file with :func:`catalog.validation.validate_catalog_file`
 (every rule listed there) and returns it only when it has no violation. The installed catalog,
 :data:`DEFAULT_CATALOG_PATH`, is read once per process and then served from memory, because routing
-and most CLI commands need it; when its canonical sha256 equals the reviewed digest
-(:data:`catalog.reviewed.REVIEWED_CATALOG_SHA256`, which a test ties to a full validation) it is
-parsed against the schema without repeating the text-safety scan, which keeps ``specialists route``
-quick to start. Any other content gets the full validation.
+and most CLI commands need it. It is trusted by digest (:mod:`catalog.reviewed`, whose digests a test
+ties to a full validation), which keeps ``specialists route`` quick to start:
+
+* when its bytes are exactly the reviewed file's, it is built from them without validating
+  (:func:`catalog.schema.construct_reviewed_catalog`) and carries the reviewed canonical sha256;
+* when only its canonical sha256 equals the reviewed digest (the same JSON value, written another
+  way), it is parsed against the schema without repeating the text-safety scan;
+* any other content gets the full validation.
 """
 
 from __future__ import annotations
 
 import functools
+import hashlib
 import json
 from pathlib import Path
 from typing import Final
 
 from catalog.loaded import LoadedCatalog
-from catalog.reviewed import REVIEWED_CATALOG_SHA256
-from contracts.hashing import canonical_sha256
+from catalog.reviewed import REVIEWED_CATALOG_FILE_SHA256, REVIEWED_CATALOG_SHA256
 
 __all__ = ["DEFAULT_CATALOG_PATH", "clear_catalog_cache", "load_catalog"]
 
@@ -39,15 +43,24 @@ def _load(path: Path) -> LoadedCatalog:
 
 @functools.lru_cache(maxsize=1)
 def _load_default() -> LoadedCatalog:
+    from catalog.schema import CatalogFile, construct_reviewed_catalog
+
     try:
-        data = json.loads(DEFAULT_CATALOG_PATH.read_bytes())
-        digest = canonical_sha256(data)
+        raw = DEFAULT_CATALOG_PATH.read_bytes()
+        data = json.loads(raw)
     except (OSError, ValueError):
         return _load(DEFAULT_CATALOG_PATH)  # reports exactly what is wrong with the file
+    if hashlib.sha256(raw).hexdigest() == REVIEWED_CATALOG_FILE_SHA256:
+        return LoadedCatalog(file=construct_reviewed_catalog(data), sha256=REVIEWED_CATALOG_SHA256)
+    # Imported here: canonical JSON is needed only when the bytes are not the reviewed ones.
+    from contracts.hashing import CanonicalJsonError, canonical_sha256
+
+    try:
+        digest = canonical_sha256(data)
+    except CanonicalJsonError:
+        return _load(DEFAULT_CATALOG_PATH)
     if digest != REVIEWED_CATALOG_SHA256:
         return _load(DEFAULT_CATALOG_PATH)
-    from catalog.schema import CatalogFile
-
     return LoadedCatalog(file=CatalogFile.model_validate(data), sha256=digest)
 
 

@@ -4,12 +4,14 @@ A catalog file is ``{"catalog_version", "schema_version", "reviewed_on", "upstre
 Each profile carries its guidance in the catalog's own words, routing signals, its independent
 reviewer and its provenance. Structural rules live here; cross-profile rules (duplicates, reviewers)
 and text safety live in :mod:`catalog.validation`.
+
+The classes build their validators on first use (``defer_build``), not on import: the route preview
+loads the reviewed catalog through :func:`construct_reviewed_catalog`, which validates nothing, so a
+preview never pays for building them.
 """
 
-from __future__ import annotations
-
 import datetime as dt
-from typing import Annotated, Literal
+from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, StringConstraints
 
@@ -34,7 +36,7 @@ SUPPORTED_SCHEMA_VERSION = 1
 
 
 class _Strict(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    model_config = ConfigDict(extra="forbid", frozen=True, defer_build=True)
 
 
 class RoutingSignals(_Strict):
@@ -104,3 +106,40 @@ class CatalogFile(_Strict):
     reviewed_on: dt.date
     upstream: UpstreamPin
     profiles: Annotated[list[Profile], Field(min_length=1, max_length=200)]
+
+
+def construct_reviewed_catalog(data: dict[str, Any]) -> CatalogFile:
+    """The :class:`CatalogFile` that ``CatalogFile.model_validate(data)`` returns, built without
+    validating anything: only for ``data`` parsed from the exact bytes of the reviewed catalog
+    (:data:`catalog.reviewed.REVIEWED_CATALOG_FILE_SHA256`), which passed full validation.
+
+    Only the values validation converts are converted here (dates, enums, nested models); strings
+    and lists are taken from ``data`` as they are, so the caller hands over data it no longer uses.
+    ``tests/catalog/test_reviewed.py`` checks that the result equals the validated catalog field by
+    field, types and set fields included. Never call it on any other data: nothing here checks a
+    single rule.
+    """
+    return CatalogFile.model_construct(
+        **{
+            **data,
+            "reviewed_on": dt.date.fromisoformat(data["reviewed_on"]),
+            "upstream": UpstreamPin.model_construct(**data["upstream"]),
+            "profiles": [_construct_profile(profile) for profile in data["profiles"]],
+        }
+    )
+
+
+def _construct_profile(data: dict[str, Any]) -> Profile:
+    routing = dict(data["routing"])
+    if "task_types" in routing:
+        routing["task_types"] = [TaskType(task) for task in routing["task_types"]]
+    provenance = dict(data["provenance"])
+    provenance["reviewed_on"] = dt.date.fromisoformat(provenance["reviewed_on"])
+    return Profile.model_construct(
+        **{
+            **data,
+            "work_class": WorkClass(data["work_class"]),
+            "routing": RoutingSignals.model_construct(**routing),
+            "provenance": Provenance.model_construct(**provenance),
+        }
+    )

@@ -2,16 +2,20 @@
 
 from __future__ import annotations
 
+import hashlib
 import json
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
+from pydantic import BaseModel
 
 from catalog import loader
 from catalog.loader import DEFAULT_CATALOG_PATH, clear_catalog_cache, load_catalog
-from catalog.reviewed import REVIEWED_CATALOG_SHA256
+from catalog.reviewed import REVIEWED_CATALOG_FILE_SHA256, REVIEWED_CATALOG_SHA256
+from catalog.schema import CatalogFile, construct_reviewed_catalog
 from catalog.validation import CatalogInvalid, validate_catalog_file
 
 
@@ -21,6 +25,31 @@ def test_shipped_catalog_validates_fully_and_hashes_to_the_reviewed_digest() -> 
     assert report.sha256 == REVIEWED_CATALOG_SHA256
 
 
+def test_shipped_catalog_file_is_the_reviewed_file_byte_for_byte() -> None:
+    assert hashlib.sha256(DEFAULT_CATALOG_PATH.read_bytes()).hexdigest() == REVIEWED_CATALOG_FILE_SHA256
+
+
+def _anatomy(value: object) -> object:
+    """Every value of a model tree with its exact type, and each model's set fields."""
+    if isinstance(value, BaseModel):
+        fields = {name: _anatomy(getattr(value, name)) for name in type(value).model_fields}
+        return (type(value), sorted(value.model_fields_set), fields)
+    if isinstance(value, list):
+        return (list, [_anatomy(item) for item in value])
+    return (type(value), value)
+
+
+def test_constructing_the_reviewed_catalog_gives_exactly_what_validation_gives() -> None:
+    def data() -> Any:
+        return json.loads(DEFAULT_CATALOG_PATH.read_bytes())
+
+    constructed = construct_reviewed_catalog(data())
+    validated = CatalogFile.model_validate(data())
+    assert _anatomy(constructed) == _anatomy(validated)
+    assert constructed == validated
+    assert constructed.model_dump_json() == validated.model_dump_json()
+
+
 def test_loading_the_reviewed_catalog_gives_the_same_result_as_full_validation() -> None:
     clear_catalog_cache()
     fast = load_catalog()
@@ -28,6 +57,24 @@ def test_loading_the_reviewed_catalog_gives_the_same_result_as_full_validation()
     assert full is not None
     assert fast.sha256 == full.sha256
     assert fast.file == full.file
+    assert _anatomy(fast.file) == _anatomy(full.file)
+
+
+def test_same_content_written_another_way_is_schema_parsed_and_keeps_the_reviewed_digest(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    data = json.loads(DEFAULT_CATALOG_PATH.read_text(encoding="utf-8"))
+    rewritten = tmp_path / "catalog.v1.json"
+    rewritten.write_text(json.dumps(data, indent=1, sort_keys=True), encoding="utf-8")
+    assert hashlib.sha256(rewritten.read_bytes()).hexdigest() != REVIEWED_CATALOG_FILE_SHA256
+    monkeypatch.setattr(loader, "DEFAULT_CATALOG_PATH", rewritten)
+    clear_catalog_cache()
+    try:
+        loaded = load_catalog()
+        assert loaded.sha256 == REVIEWED_CATALOG_SHA256
+        assert _anatomy(loaded.file) == _anatomy(CatalogFile.model_validate(data))
+    finally:
+        clear_catalog_cache()
 
 
 def test_changed_default_catalog_content_is_validated_in_full(
@@ -47,7 +94,7 @@ def test_changed_default_catalog_content_is_validated_in_full(
         clear_catalog_cache()
 
 
-def test_route_preview_loads_no_validation_rules_temporal_or_sqlalchemy() -> None:
+def test_route_preview_loads_no_validation_rules_canonical_json_temporal_or_sqlalchemy() -> None:
     example = Path(__file__).resolve().parents[2] / "examples" / "work-items" / "03-slow-query.json"
     script = (
         "import sys, io, contextlib\n"
@@ -55,8 +102,8 @@ def test_route_preview_loads_no_validation_rules_temporal_or_sqlalchemy() -> Non
         "with contextlib.redirect_stdout(io.StringIO()):\n"
         f"    code = main(['route', '--input-json', '@{example}', '--json'])\n"
         "assert code == 0, code\n"
-        "loaded = [m for m in ('catalog.safety', 'catalog.validation', 'temporalio', 'sqlalchemy',"
-        " 'structlog', 'rich') if m in sys.modules]\n"
+        "loaded = [m for m in ('catalog.safety', 'catalog.validation', 'rfc8785', 'temporalio',"
+        " 'sqlalchemy', 'structlog', 'rich') if m in sys.modules]\n"
         "print(','.join(loaded))\n"
     )
     result = subprocess.run(
