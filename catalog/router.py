@@ -52,12 +52,12 @@ from __future__ import annotations
 import functools
 import re
 import threading
-from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Final
 
 from catalog.loaded import LoadedCatalog
 from catalog.normalize import normalize_text
+from catalog.schema import Profile
 from contracts.enums import RiskFlag, RiskLevel, TaskType
 from contracts.errors import InvalidInput, NotFound
 from contracts.routing import RouteDecision, RouteOverride
@@ -195,78 +195,93 @@ def _canonical(text: str) -> str:
 _label: Final = functools.lru_cache(maxsize=1024)(_canonical)
 
 
-def _word_forms(word: str) -> tuple[str, ...]:
-    """The word itself, then the plural forms it also matches (none for words under 3 letters)."""
-    if len(word) < 3:
-        return (word,)
-    forms = [word, word + "s", word + "es"]
-    if word.endswith("y") and word[-2] not in _VOWELS:
-        forms.append(word[:-1] + "ies")
-    return tuple(forms)
-
-
 class _Phrases:
     """A list of phrases prepared for whole-word matching: every spelling that means one of them, and
-    which of them lie inside longer ones. Built once per phrase list."""
+    which of them lie inside longer ones. Built once per phrase list; which phrases lie inside a longer
+    one is worked out for that longer phrase the first time a text has it."""
 
     def __init__(self, phrases: Iterable[str]) -> None:
-        canonical_phrases = list(dict.fromkeys(filter(None, map(_canonical, phrases))))
+        """``phrases`` in canonical form (:func:`_canonical`); empty ones and repeats are skipped."""
+        canonical_phrases = list(dict.fromkeys(filter(None, phrases)))
         # Every spelling (a phrase, or the phrase with its last word in a plural form) → the phrases it
         # spells. A text that spells a phrase exactly means that phrase, never another phrase's plural
         # (``cis`` is the benchmark, not two ``ci`` systems), so plural forms skip exact spellings.
         exact = set(canonical_phrases)
         spellings: dict[str, list[str]] = {}
+        spelled_by = spellings.get
         for canonical in canonical_phrases:
-            head, _, last = canonical.rpartition(" ")
-            prefix = f"{head} " if head else ""
-            for form in _word_forms(last):
-                spelling = prefix + form
-                if form == last or spelling not in exact:
-                    if (spelled := spellings.get(spelling)) is None:
+            if (spelled := spelled_by(canonical)) is None:
+                spellings[canonical] = [canonical]
+            else:
+                spelled.append(canonical)
+            for spelling in _plural_spellings(canonical):
+                if spelling not in exact:
+                    if (spelled := spelled_by(spelling)) is None:
                         spellings[spelling] = [canonical]
                     else:
                         spelled.append(canonical)
-        # A phrase spelled by a shorter run of words inside a spelling of another phrase is hidden by it.
-        longer: dict[str, set[str]] = {canonical: set() for canonical in canonical_phrases}
-        for spelling, targets in spellings.items():
-            if " " not in spelling:
-                continue
-            words = spelling.split()
-            for size in range(1, len(words)):
-                for begin in range(len(words) - size + 1):
-                    for inner in spellings.get(" ".join(words[begin : begin + size]), ()):
-                        longer[inner].update(t for t in targets if t != inner)
-        self.spellings: Final = {spelling: tuple(targets) for spelling, targets in spellings.items()}
-        # Only phrases that some longer phrase contains can be hidden.
-        self._longer = {phrase: frozenset(others) for phrase, others in longer.items() if others}
-        self._hideable = frozenset(self._longer)
+        self.spellings: Final[Mapping[str, list[str]]] = spellings
+        self._inner: dict[str, frozenset[str]] = {}
+
+    def _inside(self, phrase: str) -> frozenset[str]:
+        """The other phrases spelled by a shorter run of words inside a spelling of ``phrase`` (one of
+        these phrases of two or more words): the phrases it hides."""
+        spellings = self.spellings
+        inner: set[str] = set()
+        for spelling in (phrase, *_plural_spellings(phrase)):
+            if phrase not in spellings.get(spelling, ()):
+                continue  # a plural form that is another phrase's exact spelling
+            for run in _inner_runs(spelling.split()):
+                inner.update(spellings.get(run, ()))
+        inner.discard(phrase)
+        # Routes may run in several threads: at worst two work out the same set.
+        found = self._inner[phrase] = frozenset(inner)
+        return found
 
     def without_shadowed(
         self, hits: set[str], context: set[str], more_context: set[str] | None = None
     ) -> set[str]:
         """``hits`` minus every phrase that lies inside a longer phrase found in ``context`` (or in
         ``more_context``). Returns ``hits`` itself when nothing is hidden."""
-        if self._hideable.isdisjoint(hits):
+        hidden: set[str] = set()
+        known = self._inner
+        for contexts in (context, more_context or ()):
+            for phrase in contexts:
+                if " " in phrase:
+                    if (inner := known.get(phrase)) is None:
+                        inner = self._inside(phrase)
+                    hidden.update(inner)
+        if hidden.isdisjoint(hits):
             return hits
-        longer = self._longer
-        hidden = [
-            hit
-            for hit in self._hideable.intersection(hits)
-            if not longer[hit].isdisjoint(context)
-            or (more_context is not None and not longer[hit].isdisjoint(more_context))
-        ]
-        return hits.difference(hidden) if hidden else hits
+        return hits.difference(hidden)
 
 
-# What one word of a text can start: the keywords and the risk terms it spells alone, the second words
-# that continue a longer spelling, and for each such second word the padded longer spellings (``" word
-# second … "``) with the phrase each spells and whether that phrase is a risk term.
-_Entry = tuple[
-    tuple[str, ...],
-    tuple[str, ...],
-    frozenset[str] | None,
-    dict[str, tuple[tuple[str, str, bool], ...]],
-]
+def _plural_spellings(phrase: str) -> list[str]:
+    """``phrase`` with its last word in the plural forms it also matches: ``+s``, ``+es`` and, after a
+    consonant, ``y`` → ``ies`` (none for a last word under 3 letters)."""
+    last = phrase.rpartition(" ")[2]
+    if len(last) < 3:
+        return []
+    forms = [phrase + "s", phrase + "es"]
+    if last[-1] == "y" and last[-2] not in _VOWELS:
+        forms.append(phrase[:-1] + "ies")
+    return forms
+
+
+def _inner_runs(words: list[str]) -> list[str]:
+    """Every run of ``words`` shorter than all of them, joined by spaces."""
+    count = len(words)
+    if count == 2:
+        return words
+    return [
+        " ".join(words[begin : begin + size]) for size in range(1, count) for begin in range(count - size + 1)
+    ]
+
+
+# What one word of a text can start: the keywords and the risk terms it spells alone, and for each
+# second word that continues a longer spelling, the padded longer spellings (``" word second … "``)
+# with the phrase each spells and whether that phrase is a risk term.
+_Entry = tuple[Sequence[str], Sequence[str], dict[str, list[tuple[str, str, bool]]]]
 
 
 class _Matcher:
@@ -275,146 +290,158 @@ class _Matcher:
     One set intersection picks the text's words that spell a phrase alone or begin or continue a longer
     spelling, and one table lookup per picked word says what it spells. A longer spelling is looked for
     as a padded substring of the canonical text only when the text has both its first and its second
-    word, and the canonical text is joined only then. Nothing is compiled per call."""
+    word, and the canonical text is joined only then. Nothing is compiled per call.
+
+    A word's table entry is made the first time a text has it: a route preview meets a few dozen of
+    the catalog's words, and making entries for all of them would cost it more than its route."""
 
     def __init__(self, keywords: _Phrases, risk_terms: _Phrases) -> None:
-        table: dict[str, tuple[list[str], list[str], dict[str, list[tuple[str, str, bool]]]]] = {}
-        interesting: set[str] = set()
-        for is_risk, phrases in ((False, keywords), (True, risk_terms)):
-            for spelling, targets in phrases.spellings.items():
+        self._keywords = keywords.spellings
+        self._risk_terms = risk_terms.spellings
+        words: set[str] = set()
+        # first word → (second word, spelling, is a risk term) of each spelling of two or more words
+        starts: dict[str, list[tuple[str, str, bool]]] = {}
+        for is_risk, spellings in ((False, self._keywords), (True, self._risk_terms)):
+            for spelling in spellings:
+                if " " not in spelling:
+                    words.add(spelling)
+                    continue
                 first, _, rest = spelling.partition(" ")
-                interesting.add(first)
-                if (entry := table.get(first)) is None:
-                    entry = table[first] = ([], [], {})
-                keyword_targets, risk_targets, continuations = entry
-                if rest:
-                    second = rest.partition(" ")[0]
-                    interesting.add(second)
-                    if (needles := continuations.get(second)) is None:
-                        needles = continuations[second] = []
-                    needles.extend((f" {spelling} ", target, is_risk) for target in targets)
-                elif is_risk:
-                    risk_targets.extend(targets)
+                second = rest.partition(" ")[0]
+                words.add(first)
+                words.add(second)
+                if (started := starts.get(first)) is None:
+                    starts[first] = [(second, spelling, is_risk)]
                 else:
-                    keyword_targets.extend(targets)
-        self._words = frozenset(interesting)
-        # Words that only continue a spelling have no entry: the lookup gives None and is skipped.
-        no_needles: dict[str, tuple[tuple[str, str, bool], ...]] = {}
-        self._table: dict[str, _Entry] = {
-            word: (
-                tuple(keyword_targets),
-                tuple(risk_targets),
-                frozenset(continuations) if continuations else None,
-                {second: tuple(needles) for second, needles in continuations.items()}
-                if continuations
-                else no_needles,
-            )
-            for word, (keyword_targets, risk_targets, continuations) in table.items()
-        }
+                    started.append((second, spelling, is_risk))
+        self._words = frozenset(words)
+        self._starts = starts
+        self._table: dict[str, _Entry] = {}
+
+    def _entry(self, word: str) -> _Entry:
+        continuations: dict[str, list[tuple[str, str, bool]]] = {}
+        for second, spelling, is_risk in self._starts.get(word, ()):
+            targets = (self._risk_terms if is_risk else self._keywords)[spelling]
+            padded = f" {spelling} "
+            needles = [(padded, target, is_risk) for target in targets]
+            if (continued := continuations.get(second)) is None:
+                continuations[second] = needles
+            else:
+                continued.extend(needles)
+        entry = (self._keywords.get(word, ()), self._risk_terms.get(word, ()), continuations)
+        # Routes may run in several threads: at worst two make the same entry.
+        self._table[word] = entry
+        return entry
 
     def find(self, words: list[str]) -> tuple[set[str], set[str]]:
         """The keywords and the risk terms (canonical) occurring in ``words`` as whole words."""
         found = self._words.intersection(words)
+        table = self._table
         keyword_hits: set[str] = set()
         risk_hits: set[str] = set()
         padded = ""
-        for keyword_targets, risk_targets, seconds, needles in filter(None, map(self._table.get, found)):
+        for word in found:
+            if (entry := table.get(word)) is None:
+                entry = self._entry(word)
+            keyword_targets, risk_targets, continuations = entry
             if keyword_targets:
                 keyword_hits.update(keyword_targets)
             if risk_targets:
                 risk_hits.update(risk_targets)
-            if seconds is None or seconds.isdisjoint(found):
+            if not continuations or continuations.keys().isdisjoint(found):
                 continue
             if not padded:
                 padded = f" {' '.join(words)} "
-            for second in seconds.intersection(found):
-                for needle, phrase, is_risk in needles[second]:
+            for second in continuations.keys() & found:
+                for needle, phrase, is_risk in continuations[second]:
                     if needle in padded:
                         (risk_hits if is_risk else keyword_hits).add(phrase)
         return keyword_hits, risk_hits
 
 
-@dataclass(frozen=True)
 class _ProfileWording:
-    """How the reasons word one profile's matches, prepared once per catalog."""
+    """How the reasons word one profile's matches, prepared on its first route as primary."""
 
-    # keyword (canonical) → (rank in the profile's list, keyword, quoted label): the order and wording of
-    # the "title/description matches" reasons.
-    keywords: dict[str, tuple[int, str, str]]
-    domains: dict[str, str]  # domain (canonical) → reason
-    roles: dict[str, str]  # role (canonical) → reason
-    task_types: dict[TaskType, str]  # task type → reason
-    routed: tuple[str, str]  # the routing reason before and after the score
+    __slots__ = ("domains", "keywords", "roles", "routed", "task_types")
 
-
-@dataclass(frozen=True)
-class _CompiledCatalog:
-    """A catalog's routing signals, prepared once for fast matching."""
-
-    keywords: _Phrases
-    matcher: _Matcher
-    keyword_profiles: dict[str, tuple[str, ...]]
-    domains: dict[str, tuple[str, ...]]
-    roles: dict[str, tuple[str, ...]]
-    task_type_profiles: dict[TaskType, frozenset[str]]
-    wording: dict[str, _ProfileWording]
-
-
-def _compile(catalog: LoadedCatalog) -> _CompiledCatalog:
-    keyword_profiles: dict[str, list[str]] = {}
-    keyword_label: dict[str, str] = {}
-    keyword_rank: dict[str, dict[str, int]] = {}
-    domains: dict[str, list[str]] = {}
-    roles: dict[str, list[str]] = {}
-    all_keywords: list[str] = []
-    for profile in catalog.file.profiles:
-        signals = profile.routing
-        ranks = keyword_rank.setdefault(profile.id, {})
-        for rank, keyword in enumerate(signals.keywords):
-            canonical = _canonical(keyword)
-            if not canonical:
-                continue
-            all_keywords.append(canonical)
-            keyword_label.setdefault(canonical, keyword)
-            ranks.setdefault(canonical, rank)
-            owners = keyword_profiles.setdefault(canonical, [])
-            if profile.id not in owners:
-                owners.append(profile.id)
-        for table, values in ((domains, signals.domains), (roles, signals.roles)):
-            for value in values:
-                owners = table.setdefault(_canonical(value), [])
-                if profile.id not in owners:
-                    owners.append(profile.id)
-    keywords = _Phrases(all_keywords)
-    domains_of = {k: tuple(v) for k, v in domains.items() if k}
-    roles_of = {k: tuple(v) for k, v in roles.items() if k}
-    task_type_profiles = {
-        task: frozenset(p.id for p in catalog.file.profiles if task in p.routing.task_types)
-        for task in TaskType
-    }
-    wording = {}
-    for profile in catalog.file.profiles:
+    def __init__(self, profile: Profile, keyword_label: Mapping[str, str]) -> None:
         me = profile.id
-        wording[me] = _ProfileWording(
-            keywords={k: (rank, k, f"'{keyword_label[k]}'") for k, rank in keyword_rank[me].items()},
-            domains={d: f"domain '{d}' fits {me}" for d, owners in domains_of.items() if me in owners},
-            roles={r: f"role '{r}' fits {me}" for r, owners in roles_of.items() if me in owners},
-            task_types={
-                task: f"task type {task.value} fits {me}"
-                for task, takers in task_type_profiles.items()
-                if me in takers
-            },
-            routed=(f"routed to {me} with score ", f"; reviewer {profile.reviewer} from catalog"),
-        )
-    return _CompiledCatalog(
-        keywords=keywords,
-        matcher=_Matcher(keywords, _RISK_PHRASES),
-        keyword_profiles={k: tuple(v) for k, v in keyword_profiles.items()},
-        domains=domains_of,
-        roles=roles_of,
-        task_type_profiles=task_type_profiles,
-        wording=wording,
+        signals = profile.routing
+        ranks: dict[str, int] = {}
+        for rank, keyword in enumerate(signals.keywords):
+            if canonical := _canonical(keyword):
+                ranks.setdefault(canonical, rank)
+        # keyword (canonical) → (rank in the profile's list, keyword, quoted label): the order and
+        # wording of the "title/description matches" reasons.
+        self.keywords: Final = {k: (rank, k, f"'{keyword_label[k]}'") for k, rank in ranks.items()}
+        # domain, role (canonical) → reason; task type → reason.
+        self.domains: Final = {d: f"domain '{d}' fits {me}" for d in map(_canonical, signals.domains) if d}
+        self.roles: Final = {r: f"role '{r}' fits {me}" for r in map(_canonical, signals.roles) if r}
+        self.task_types: Final = {task: f"task type {task.value} fits {me}" for task in signals.task_types}
+        # The routing reason before and after the score.
+        self.routed: Final = (f"routed to {me} with score ", f"; reviewer {profile.reviewer} from catalog")
+
+
+class _CompiledCatalog:
+    """A catalog's routing signals, prepared once for fast matching; each profile's wording is
+    prepared when it is first needed (a route names one primary)."""
+
+    __slots__ = (
+        "_keyword_label",
+        "_profiles",
+        "_wording",
+        "domains",
+        "keyword_profiles",
+        "keywords",
+        "matcher",
+        "roles",
+        "task_type_profiles",
     )
+
+    def __init__(self, catalog: LoadedCatalog) -> None:
+        keyword_profiles: dict[str, list[str]] = {}
+        keyword_label: dict[str, str] = {}
+        domains: dict[str, list[str]] = {}
+        roles: dict[str, list[str]] = {}
+        for profile in catalog.file.profiles:
+            me = profile.id
+            signals = profile.routing
+            for keyword in signals.keywords:
+                if not (canonical := _canonical(keyword)):
+                    continue
+                if (owners := keyword_profiles.get(canonical)) is None:
+                    keyword_profiles[canonical] = [me]
+                    keyword_label[canonical] = keyword
+                elif me not in owners:
+                    owners.append(me)
+            for table, values in ((domains, signals.domains), (roles, signals.roles)):
+                for value in values:
+                    if not (canonical := _canonical(value)):
+                        continue
+                    if (owners := table.get(canonical)) is None:
+                        table[canonical] = [me]
+                    elif me not in owners:
+                        owners.append(me)
+        self.keywords: Final = _Phrases(keyword_profiles)
+        self.matcher: Final = _Matcher(self.keywords, _RISK_PHRASES)
+        self.keyword_profiles: Final[Mapping[str, list[str]]] = keyword_profiles
+        self.domains: Final[Mapping[str, list[str]]] = domains
+        self.roles: Final[Mapping[str, list[str]]] = roles
+        self.task_type_profiles: Final = {
+            task: frozenset(p.id for p in catalog.file.profiles if task in p.routing.task_types)
+            for task in TaskType
+        }
+        self._profiles = catalog.profiles
+        self._keyword_label = keyword_label
+        self._wording: dict[str, _ProfileWording] = {}
+
+    def wording(self, profile: str) -> _ProfileWording:
+        """The wording of ``profile``'s reasons (a profile of the catalog)."""
+        wording = self._wording.get(profile)
+        if wording is None:
+            # Routes may run in several threads: at worst two build the same wording.
+            wording = self._wording[profile] = _ProfileWording(self._profiles[profile], self._keyword_label)
+        return wording
 
 
 _COMPILED: dict[int, tuple[LoadedCatalog, _CompiledCatalog]] = {}
@@ -433,14 +460,14 @@ def _compiled(catalog: LoadedCatalog) -> _CompiledCatalog:
         entry = _COMPILED.get(id(catalog))
         if entry is not None and entry[0] is catalog:
             return entry[1]
-        compiled = _compile(catalog)
+        compiled = _CompiledCatalog(catalog)
         if len(_COMPILED) >= _COMPILED_LIMIT:
             del _COMPILED[next(iter(_COMPILED))]
         _COMPILED[id(catalog)] = (catalog, compiled)
         return compiled
 
 
-_RISK_PHRASES: Final = _Phrases(RISK_TERMS)
+_RISK_PHRASES: Final = _Phrases(map(_canonical, RISK_TERMS))
 _RISK_ORDER: Final = {_canonical(term): rank for rank, term in enumerate(RISK_TERMS)}
 # canonical term → (points, reason); terms worth 0 points give no reason.
 _RISK_TERM_REASONS: Final = {
@@ -554,7 +581,7 @@ def _rank(
     confidence = _confidence(top, runner_up)
 
     if top >= MIN_SCORE and top - runner_up >= margin:
-        wording = compiled.wording[leader]
+        wording = compiled.wording(leader)
         reasons = _match_reasons(wording, title_hits, description_hits, domain, roles, task_type)
         reasons.append(_fmt(top).join(wording.routed))
         return leader, top, round(confidence, 3), ranked, reasons, None
