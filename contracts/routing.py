@@ -1,7 +1,5 @@
 """Router output: the ``RouteDecision`` (docs/architecture.md "Operator contract", ``route --json``)."""
 
-from __future__ import annotations
-
 from pydantic import BaseModel, ConfigDict, Field
 
 from contracts.enums import RiskLevel, TaskType, Tier
@@ -51,9 +49,27 @@ class RouteDecision(BaseModel):
     tier_reasons: list[str] | None = None
 
     def to_json_dict(self) -> dict[str, object]:
-        """The ``route --json`` object; tier keys appear only when a tier preview was made."""
-        data = self.model_dump(mode="json")
-        if self.effective_tier is None:
-            data.pop("effective_tier")
-            data.pop("tier_reasons")
+        """The ``route --json`` object: ``model_dump(mode="json")`` without the tier keys unless a tier
+        preview was made. Written out field by field (``tests/contracts/test_routing.py`` holds the two
+        equal): pydantic's first JSON-mode dump in a process costs a route preview more than its
+        route."""
+        override = self.override
+        data: dict[str, object] = {
+            "primary": self.primary,
+            "reviewer": self.reviewer,
+            "confidence": self.confidence,
+            "score": self.score,
+            "risk": self.risk.value,
+            "reasons": list(self.reasons),
+            "alternatives": [{"profile": a.profile, "score": a.score} for a in self.alternatives],
+            "evidence_gaps": list(self.evidence_gaps),
+            "repo_alias": self.repo_alias,
+            "task_type": self.task_type.value,
+            "override": None
+            if override is None
+            else {"profile": override.profile, "reason": override.reason},
+        }
+        if self.effective_tier is not None:
+            data["effective_tier"] = self.effective_tier.value
+            data["tier_reasons"] = None if self.tier_reasons is None else list(self.tier_reasons)
         return data

@@ -4,8 +4,6 @@ Every bound is enforced, never applied by cutting: an over-long field is a valid
 field. Unknown keys are refused.
 """
 
-from __future__ import annotations
-
 from typing import Annotated
 
 from pydantic import BaseModel, ConfigDict, Field, StringConstraints, field_validator
