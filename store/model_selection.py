@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 import datetime as dt
+from typing import Any
 
 from pydantic import ValidationError
-from sqlalchemy import select
+from sqlalchemy import Row, Table, select
 from sqlalchemy.orm import Session
 
 from contracts.enums import FallbackMode
@@ -14,10 +15,14 @@ from contracts.models import ModelSelection, ModelSelectionRecord
 from store.actors import require_actor
 from store.schema import ModelSelectionRow
 
+_SELECTIONS: Table = ModelSelectionRow.__table__  # type: ignore[assignment]
+# Built once and read as a plain row: every run's contract capture reads the selection in force.
+_CURRENT = select(_SELECTIONS).order_by(_SELECTIONS.c.id.desc()).limit(1)
+
 
 def current_selection(session: Session) -> ModelSelectionRecord | None:
     """The selection in force, or ``None`` when no model was ever selected."""
-    row = session.scalars(select(ModelSelectionRow).order_by(ModelSelectionRow.id.desc()).limit(1)).first()
+    row = session.execute(_CURRENT).first()
     return None if row is None else selection_record(row)
 
 
@@ -45,7 +50,7 @@ def record_selection(
     return selection_record(row)
 
 
-def selection_record(row: ModelSelectionRow) -> ModelSelectionRecord:
+def selection_record(row: ModelSelectionRow | Row[Any]) -> ModelSelectionRecord:
     """The contract record of a stored selection; a stored row that is not a valid selection is an
     error, never silently repaired."""
     try:

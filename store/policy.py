@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 import datetime as dt
+from typing import Any
 
 from pydantic import ValidationError
-from sqlalchemy import select
+from sqlalchemy import Row, Table, select
 from sqlalchemy.orm import Session
 
 from contracts.config import PolicyRecord
@@ -15,12 +16,14 @@ from contracts.policy import AutomationPolicy
 from store.actors import require_actor
 from store.schema import AutomationPolicyRow
 
+_POLICIES: Table = AutomationPolicyRow.__table__  # type: ignore[assignment]
+# Built once and read as a plain row: every run's contract capture reads the policy in force.
+_CURRENT = select(_POLICIES).order_by(_POLICIES.c.id.desc()).limit(1)
+
 
 def current_policy(session: Session) -> PolicyRecord:
     """The policy in force; the built-in default ``AutomationPolicy()`` when none was ever set."""
-    row = session.scalars(
-        select(AutomationPolicyRow).order_by(AutomationPolicyRow.id.desc()).limit(1)
-    ).first()
+    row = session.execute(_CURRENT).first()
     return PolicyRecord(policy=AutomationPolicy()) if row is None else policy_record(row)
 
 
@@ -44,7 +47,7 @@ def record_policy(session: Session, policy: AutomationPolicy, actor: str, at: dt
     return policy_record(row)
 
 
-def policy_record(row: AutomationPolicyRow) -> PolicyRecord:
+def policy_record(row: AutomationPolicyRow | Row[Any]) -> PolicyRecord:
     """The contract record of a stored policy write.
 
     A stored row the policy rules refuse (edited by hand, say) is an error, never read as some

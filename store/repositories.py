@@ -8,7 +8,7 @@ import re
 from typing import Any, Final
 
 from pydantic import ValidationError
-from sqlalchemy import select
+from sqlalchemy import Row, Table, bindparam, select
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
@@ -77,6 +77,10 @@ def update_repository_config(
     return repository_record(row)
 
 
+_REPOSITORIES: Table = RepositoryRow.__table__  # type: ignore[assignment]
+_BY_ALIAS = select(_REPOSITORIES).where(_REPOSITORIES.c.alias == bindparam("alias"))
+
+
 def get_repository(session: Session, alias: str) -> RepositoryRecord:
     """The repository registered as ``alias``. Raises ``unknown_repository`` (not found)."""
     record = find_repository(session, alias)
@@ -86,8 +90,9 @@ def get_repository(session: Session, alias: str) -> RepositoryRecord:
 
 
 def find_repository(session: Session, alias: str) -> RepositoryRecord | None:
-    """The repository registered as ``alias``, or ``None``."""
-    row = session.get(RepositoryRow, alias)
+    """The repository registered as ``alias``, or ``None`` (a plain row, read by a statement built
+    once: every run naming a repository looks it up when its contract is captured)."""
+    row = session.execute(_BY_ALIAS, {"alias": alias}).first()
     return None if row is None else repository_record(row)
 
 
@@ -98,7 +103,7 @@ def list_repositories(session: Session) -> list[RepositoryRecord]:
     ]
 
 
-def repository_record(row: RepositoryRow) -> RepositoryRecord:
+def repository_record(row: RepositoryRow | Row[Any]) -> RepositoryRecord:
     """The contract record of a stored repository."""
     return RepositoryRecord(
         alias=row.alias,
@@ -115,7 +120,7 @@ def _stored_config(config: RepositoryConfig) -> dict[str, Any]:
     return config.model_dump(mode="json")
 
 
-def _read_config(row: RepositoryRow) -> RepositoryConfig:
+def _read_config(row: RepositoryRow | Row[Any]) -> RepositoryConfig:
     try:
         return RepositoryConfig.model_validate(row.config)
     except ValidationError as error:
