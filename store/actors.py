@@ -7,7 +7,7 @@ import unicodedata
 from typing import Final
 
 from pydantic import TypeAdapter, ValidationError
-from sqlalchemy import func, select
+from sqlalchemy import bindparam, func, select
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
@@ -42,9 +42,13 @@ def check_actor_name(name: str) -> str:
     return name
 
 
+# Built once: every protected action asks whether its actor is registered.
+_REGISTERED = select(ActorRow.id).where(ActorRow.id == bindparam("actor_id"))
+
+
 def actor_exists(session: Session, actor_id: str) -> bool:
     """Whether ``actor_id`` is registered."""
-    return session.get(ActorRow, actor_id) is not None
+    return session.execute(_REGISTERED, {"actor_id": actor_id}).first() is not None
 
 
 def require_actor(session: Session, actor_id: str) -> None:
