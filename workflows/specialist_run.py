@@ -207,8 +207,10 @@ class SpecialistRunWorkflow:
 
     async def _start_running(self) -> datetime:
         """Queued, then running; the runtime budget's deadline (it starts now, not while the run
-        waited to be enqueued or approved)."""
-        await self._transition(RunStatus.QUEUED)
+        waited to be enqueued or approved). The run passes through ``queued`` without waiting, so
+        (under ``PATCH_ONE_UPSERT_PER_TASK``) its search attributes go from the status it waited in
+        straight to ``running``; the audit trail and the projection keep ``queued``."""
+        await self._transition(RunStatus.QUEUED, publish=False)
         await self._transition(RunStatus.RUNNING)
         return workflow.now() + timedelta(seconds=self._state.contract.budgets.runtime_seconds)
 
@@ -476,9 +478,10 @@ class SpecialistRunWorkflow:
 
     # ------------------------------------------------------------------------------------ state/audit
 
-    async def _transition(self, status: RunStatus) -> None:
+    async def _transition(self, status: RunStatus, *, publish: bool = True) -> None:
         self._state.set_status(status)
-        self._state.publish_attributes()
+        if publish:
+            self._state.publish_attributes()
         await self._project()
 
     async def _finish(self, status: RunStatus) -> RunView:

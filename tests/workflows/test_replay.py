@@ -193,6 +193,17 @@ def _upserts_by_task(path: Path) -> list[list[list[str]]]:
     return tasks[1:]
 
 
+def _status_values(path: Path) -> list[str]:
+    """The values of ``SpecialistStatus`` the run upserted, in order."""
+    values = []
+    for event in json.loads(path.read_text(encoding="utf-8"))["events"]:
+        upsert = event.get("upsertWorkflowSearchAttributesEventAttributes")
+        status = upsert["searchAttributes"]["indexedFields"].get("SpecialistStatus") if upsert else None
+        if status is not None:
+            values.append(json.loads(base64.b64decode(status["data"])))
+    return values
+
+
 ROUTE = ["RiskLevel", "SpecialistProfile", "SpecialistReviewer", "SpecialistStatus", "SpecialistTier"]
 
 
@@ -204,9 +215,13 @@ def test_current_runs_upsert_once_per_workflow_task_and_their_final_status_as_th
         assert tasks[-1] and "SpecialistStatus" in tasks[-1][0], path.name  # the closing task
     # A recommendation's route and status go out together, as the run closes.
     assert [upserts for upserts in _upserts_by_task(HISTORIES / "recommended.json") if upserts] == [[ROUTE]]
-    # A read_only run's route goes out with its first status.
+    # A read_only run's route goes out with the first status it rests in (ready, here); it passes
+    # through queued without waiting, so its status goes from ready straight to running.
     accepted = [upserts for upserts in _upserts_by_task(HISTORIES / "accepted.json") if upserts]
     assert accepted[0] == [sorted([*ROUTE, "RepoAlias"])]
+    statuses = ["ready", "running", "reviewing", "awaiting_decision", "accepted"]
+    assert _status_values(HISTORIES / "accepted.json") == statuses
+    assert _status_values(HISTORIES / "v4" / "accepted.json") == [*statuses[:1], "queued", *statuses[1:]]
     # Before the patch, route and status were upserted apart, and the final status before the
     # closing task's projection.
     old = [upserts for upserts in _upserts_by_task(HISTORIES / "v4" / "recommended.json") if upserts]
