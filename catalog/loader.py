@@ -7,7 +7,8 @@ and most CLI commands need it. It is trusted by digest (:mod:`catalog.reviewed`,
 ties to a full validation), which keeps ``specialists route`` quick to start:
 
 * when its bytes are exactly the reviewed file's, it is built from them without validating
-  (:func:`catalog.schema.construct_reviewed_catalog`) and carries the reviewed canonical sha256;
+  (:meth:`catalog.loaded.LoadedCatalog.reviewed`: its models are built on first use, with
+  :func:`catalog.schema.construct_reviewed_catalog`) and carries the reviewed canonical sha256;
 * when only its canonical sha256 equals the reviewed digest (the same JSON value, written another
   way), it is parsed against the schema without repeating the text-safety scan;
 * any other content gets the full validation.
@@ -43,16 +44,16 @@ def _load(path: Path) -> LoadedCatalog:
 
 @functools.lru_cache(maxsize=1)
 def _load_default() -> LoadedCatalog:
-    from catalog.schema import CatalogFile, construct_reviewed_catalog
-
     try:
         raw = DEFAULT_CATALOG_PATH.read_bytes()
         data = json.loads(raw)
     except (OSError, ValueError):
         return _load(DEFAULT_CATALOG_PATH)  # reports exactly what is wrong with the file
     if hashlib.sha256(raw).hexdigest() == REVIEWED_CATALOG_FILE_SHA256:
-        return LoadedCatalog(file=construct_reviewed_catalog(data), sha256=REVIEWED_CATALOG_SHA256)
-    # Imported here: canonical JSON is needed only when the bytes are not the reviewed ones.
+        return LoadedCatalog.reviewed(data, REVIEWED_CATALOG_SHA256)
+    # Imported here: canonical JSON and the schema are needed only when the bytes are not the
+    # reviewed ones.
+    from catalog.schema import CatalogFile
     from contracts.hashing import CanonicalJsonError, canonical_sha256
 
     try:

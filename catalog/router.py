@@ -55,9 +55,8 @@ import threading
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Final
 
-from catalog.loaded import LoadedCatalog
+from catalog.loaded import LoadedCatalog, ProfileSignals
 from catalog.normalize import normalize_text
-from catalog.schema import Profile
 from contracts.enums import RiskFlag, RiskLevel, TaskType
 from contracts.errors import InvalidInput, NotFound
 from contracts.routing import RouteDecision, RouteOverride
@@ -364,9 +363,8 @@ class _ProfileWording:
 
     __slots__ = ("domains", "keywords", "roles", "routed", "task_types")
 
-    def __init__(self, profile: Profile, keyword_label: Mapping[str, str]) -> None:
-        me = profile.id
-        signals = profile.routing
+    def __init__(self, signals: ProfileSignals, keyword_label: Mapping[str, str]) -> None:
+        me = signals.id
         ranks: dict[str, int] = {}
         for rank, keyword in enumerate(signals.keywords):
             if canonical := _canonical(keyword):
@@ -379,7 +377,7 @@ class _ProfileWording:
         self.roles: Final = {r: f"role '{r}' fits {me}" for r in map(_canonical, signals.roles) if r}
         self.task_types: Final = {task: f"task type {task.value} fits {me}" for task in signals.task_types}
         # The routing reason before and after the score.
-        self.routed: Final = (f"routed to {me} with score ", f"; reviewer {profile.reviewer} from catalog")
+        self.routed: Final = (f"routed to {me} with score ", f"; reviewer {signals.reviewer} from catalog")
 
 
 class _CompiledCatalog:
@@ -388,24 +386,25 @@ class _CompiledCatalog:
 
     __slots__ = (
         "_keyword_label",
-        "_profiles",
+        "_signals",
         "_wording",
         "domains",
         "keyword_profiles",
         "keywords",
         "matcher",
+        "reviewers",
         "roles",
         "task_type_profiles",
     )
 
     def __init__(self, catalog: LoadedCatalog) -> None:
+        profiles = catalog.signals
         keyword_profiles: dict[str, list[str]] = {}
         keyword_label: dict[str, str] = {}
         domains: dict[str, list[str]] = {}
         roles: dict[str, list[str]] = {}
-        for profile in catalog.file.profiles:
-            me = profile.id
-            signals = profile.routing
+        for signals in profiles:
+            me = signals.id
             for keyword in signals.keywords:
                 if not (canonical := _canonical(keyword)):
                     continue
@@ -428,10 +427,11 @@ class _CompiledCatalog:
         self.domains: Final[Mapping[str, list[str]]] = domains
         self.roles: Final[Mapping[str, list[str]]] = roles
         self.task_type_profiles: Final = {
-            task: frozenset(p.id for p in catalog.file.profiles if task in p.routing.task_types)
-            for task in TaskType
+            task: frozenset(p.id for p in profiles if task in p.task_types) for task in TaskType
         }
-        self._profiles = catalog.profiles
+        # profile id → its independent reviewer
+        self.reviewers: Final = {p.id: p.reviewer for p in profiles}
+        self._signals = {p.id: p for p in profiles}
         self._keyword_label = keyword_label
         self._wording: dict[str, _ProfileWording] = {}
 
@@ -440,7 +440,7 @@ class _CompiledCatalog:
         wording = self._wording.get(profile)
         if wording is None:
             # Routes may run in several threads: at worst two build the same wording.
-            wording = self._wording[profile] = _ProfileWording(self._profiles[profile], self._keyword_label)
+            wording = self._wording[profile] = _ProfileWording(self._signals[profile], self._keyword_label)
         return wording
 
 
@@ -586,7 +586,7 @@ def _rank(
         reasons.append(_fmt(top).join(wording.routed))
         return leader, top, round(confidence, 3), ranked, reasons, None
 
-    _require_profile(catalog, FALLBACK_PROFILE)
+    _require_profile(catalog, compiled, FALLBACK_PROFILE)
     if top < MIN_SCORE:
         ambiguity = GAP_NO_SIGNAL
         detail = f"no profile reached the routing threshold {_fmt(MIN_SCORE)}"
@@ -601,7 +601,7 @@ def _rank(
         ambiguity = f"{GAP_AMBIGUOUS_PREFIX}{listed} match about equally"
         scores_text = ", ".join(f"{profile} {_fmt(score)}" for score, profile in ranked[: len(named)])
         detail = f"top matches are too close to choose ({scores_text})"
-    reviewer = catalog.profiles[FALLBACK_PROFILE].reviewer
+    reviewer = compiled.reviewers[FALLBACK_PROFILE]
     reasons = [
         detail,
         f"routed to {FALLBACK_PROFILE} to scope the work; reviewer {reviewer} from catalog",
@@ -637,8 +637,8 @@ def _risk(item: WorkItem, found: set[str], reasons: list[str]) -> RiskLevel:
     return level
 
 
-def _require_profile(catalog: LoadedCatalog, profile: str) -> None:
-    if profile not in catalog.profiles:
+def _require_profile(catalog: LoadedCatalog, compiled: _CompiledCatalog, profile: str) -> None:
+    if profile not in compiled.reviewers:
         raise NotFound(
             "unknown_profile",
             f"profile {profile!r} is not in catalog {catalog.version}; "
@@ -646,13 +646,13 @@ def _require_profile(catalog: LoadedCatalog, profile: str) -> None:
         )
 
 
-def _check_override(override: RouteOverride, catalog: LoadedCatalog) -> None:
+def _check_override(override: RouteOverride, catalog: LoadedCatalog, compiled: _CompiledCatalog) -> None:
     if not override.reason.strip():
         raise InvalidInput(
             "override_reason_required",
             f"an override to {override.profile!r} needs a non-blank reason saying why",
         )
-    _require_profile(catalog, override.profile)
+    _require_profile(catalog, compiled, override.profile)
 
 
 def route(item: WorkItem, catalog: LoadedCatalog, *, override: RouteOverride | None = None) -> RouteDecision:
@@ -664,9 +664,9 @@ def route(item: WorkItem, catalog: LoadedCatalog, *, override: RouteOverride | N
     the catalog does not have, or when a fallback route is needed and the catalog has no
     ``general-orchestrator``.
     """
-    if override is not None:
-        _check_override(override, catalog)
     compiled = _compiled(catalog)
+    if override is not None:
+        _check_override(override, catalog, compiled)
     find = compiled.matcher.find
     title_keywords, risk_terms = find(_words(item.title))
     description_keywords: set[str] = set()
@@ -711,7 +711,7 @@ def route(item: WorkItem, catalog: LoadedCatalog, *, override: RouteOverride | N
     return RouteDecision.model_validate(
         {
             "primary": primary,
-            "reviewer": catalog.profiles[primary].reviewer,
+            "reviewer": compiled.reviewers[primary],
             "confidence": confidence,
             "score": score,
             "risk": risk,

@@ -18,6 +18,8 @@ from catalog.reviewed import REVIEWED_CATALOG_FILE_SHA256, REVIEWED_CATALOG_SHA2
 from catalog.schema import CatalogFile, construct_reviewed_catalog
 from catalog.validation import CatalogInvalid, validate_catalog_file
 
+EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "work-items" / "03-slow-query.json"
+
 
 def test_shipped_catalog_validates_fully_and_hashes_to_the_reviewed_digest() -> None:
     report = validate_catalog_file(DEFAULT_CATALOG_PATH)
@@ -56,8 +58,21 @@ def test_loading_the_reviewed_catalog_gives_the_same_result_as_full_validation()
     full = validate_catalog_file(DEFAULT_CATALOG_PATH).catalog
     assert full is not None
     assert fast.sha256 == full.sha256
+    assert fast.version == full.version
+    assert fast.signals == full.signals  # read from the data before any model is built
     assert fast.file == full.file
     assert _anatomy(fast.file) == _anatomy(full.file)
+    assert fast.file is fast.file
+    assert fast.profiles == full.profiles
+    assert fast == full
+
+
+def test_a_loaded_catalog_is_immutable() -> None:
+    catalog = load_catalog()
+    with pytest.raises(AttributeError):
+        catalog.sha256 = "0" * 64
+    with pytest.raises(AttributeError):
+        del catalog.version
 
 
 def test_same_content_written_another_way_is_schema_parsed_and_keeps_the_reviewed_digest(
@@ -94,16 +109,17 @@ def test_changed_default_catalog_content_is_validated_in_full(
         clear_catalog_cache()
 
 
-def test_route_preview_loads_no_validation_rules_canonical_json_temporal_or_sqlalchemy() -> None:
-    example = Path(__file__).resolve().parents[2] / "examples" / "work-items" / "03-slow-query.json"
+def test_route_preview_loads_no_validation_rules_catalog_models_canonical_json_temporal_or_sqlalchemy() -> (
+    None
+):
     script = (
         "import sys, io, contextlib\n"
         "from control.cli import main\n"
         "with contextlib.redirect_stdout(io.StringIO()):\n"
-        f"    code = main(['route', '--input-json', '@{example}', '--json'])\n"
+        f"    code = main(['route', '--input-json', '@{EXAMPLE}', '--json'])\n"
         "assert code == 0, code\n"
-        "loaded = [m for m in ('catalog.safety', 'catalog.validation', 'rfc8785', 'temporalio',"
-        " 'sqlalchemy', 'structlog', 'rich') if m in sys.modules]\n"
+        "loaded = [m for m in ('catalog.safety', 'catalog.validation', 'catalog.schema', 'rfc8785',"
+        " 'temporalio', 'sqlalchemy', 'structlog', 'rich') if m in sys.modules]\n"
         "print(','.join(loaded))\n"
     )
     result = subprocess.run(
