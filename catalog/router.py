@@ -52,7 +52,7 @@ from __future__ import annotations
 import functools
 import re
 import threading
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Final
 
 from catalog.loaded import LoadedCatalog, ProfileSignals
@@ -220,6 +220,8 @@ class _Phrases:
                     else:
                         spelled.append(canonical)
         self.spellings: Final[Mapping[str, list[str]]] = spellings
+        # Only a phrase of two or more words can hide another.
+        self._hiding = frozenset(phrase for phrase in canonical_phrases if " " in phrase)
         self._inner: dict[str, frozenset[str]] = {}
 
     def _inside(self, phrase: str) -> frozenset[str]:
@@ -242,14 +244,18 @@ class _Phrases:
     ) -> set[str]:
         """``hits`` minus every phrase that lies inside a longer phrase found in ``context`` (or in
         ``more_context``). Returns ``hits`` itself when nothing is hidden."""
-        hidden: set[str] = set()
+        hiding = self._hiding
+        if hiding.isdisjoint(context) and (not more_context or hiding.isdisjoint(more_context)):
+            return hits
+        phrases = hiding.intersection(context)
+        if more_context:
+            phrases |= hiding.intersection(more_context)
         known = self._inner
-        for contexts in (context, more_context or ()):
-            for phrase in contexts:
-                if " " in phrase:
-                    if (inner := known.get(phrase)) is None:
-                        inner = self._inside(phrase)
-                    hidden.update(inner)
+        hidden: set[str] = set()
+        for phrase in phrases:
+            if (inner := known.get(phrase)) is None:
+                inner = self._inside(phrase)
+            hidden.update(inner)
         if hidden.isdisjoint(hits):
             return hits
         return hits.difference(hidden)
@@ -280,7 +286,20 @@ def _inner_runs(words: list[str]) -> list[str]:
 # What one word of a text can start: the keywords and the risk terms it spells alone, and for each
 # second word that continues a longer spelling, the padded longer spellings (``" word second … "``)
 # with the phrase each spells and whether that phrase is a risk term.
-_Entry = tuple[Sequence[str], Sequence[str], dict[str, list[tuple[str, str, bool]]]]
+_Entry = tuple[Sequence[str], Sequence[str], frozenset[str] | None, dict[str, list[tuple[str, str, bool]]]]
+
+
+class _Entries(dict[str, _Entry | None]):
+    """A word's table entry, made by ``make`` on its first lookup and kept. Routes may run in several
+    threads: at worst two make the same entry."""
+
+    def __init__(self, make: Callable[[str], _Entry | None]) -> None:
+        super().__init__()
+        self._make = make
+
+    def __missing__(self, word: str) -> _Entry | None:
+        entry = self[word] = self._make(word)
+        return entry
 
 
 class _Matcher:
@@ -315,9 +334,10 @@ class _Matcher:
                     started.append((second, spelling, is_risk))
         self._words = frozenset(words)
         self._starts = starts
-        self._table: dict[str, _Entry] = {}
+        # A word that only continues a spelling has None: the lookup skips it.
+        self._table = _Entries(self._entry)
 
-    def _entry(self, word: str) -> _Entry:
+    def _entry(self, word: str) -> _Entry | None:
         continuations: dict[str, list[tuple[str, str, bool]]] = {}
         for second, spelling, is_risk in self._starts.get(word, ()):
             targets = (self._risk_terms if is_risk else self._keywords)[spelling]
@@ -327,32 +347,30 @@ class _Matcher:
                 continuations[second] = needles
             else:
                 continued.extend(needles)
-        entry = (self._keywords.get(word, ()), self._risk_terms.get(word, ()), continuations)
-        # Routes may run in several threads: at worst two make the same entry.
-        self._table[word] = entry
-        return entry
+        keywords = self._keywords.get(word, ())
+        risk_terms = self._risk_terms.get(word, ())
+        if not (keywords or risk_terms or continuations):
+            return None
+        return (keywords, risk_terms, frozenset(continuations) or None, continuations)
 
     def find(self, words: list[str]) -> tuple[set[str], set[str]]:
         """The keywords and the risk terms (canonical) occurring in ``words`` as whole words."""
         found = self._words.intersection(words)
-        table = self._table
         keyword_hits: set[str] = set()
         risk_hits: set[str] = set()
         padded = ""
-        for word in found:
-            if (entry := table.get(word)) is None:
-                entry = self._entry(word)
-            keyword_targets, risk_targets, continuations = entry
+        entries = filter(None, map(self._table.__getitem__, found))
+        for keyword_targets, risk_targets, seconds, needles in entries:
             if keyword_targets:
                 keyword_hits.update(keyword_targets)
             if risk_targets:
                 risk_hits.update(risk_targets)
-            if not continuations or continuations.keys().isdisjoint(found):
+            if seconds is None or seconds.isdisjoint(found):
                 continue
             if not padded:
                 padded = f" {' '.join(words)} "
-            for second in continuations.keys() & found:
-                for needle, phrase, is_risk in continuations[second]:
+            for second in seconds.intersection(found):
+                for needle, phrase, is_risk in needles[second]:
                     if needle in padded:
                         (risk_hits if is_risk else keyword_hits).add(phrase)
         return keyword_hits, risk_hits
