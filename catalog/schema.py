@@ -5,9 +5,10 @@ Each profile carries its guidance in the catalog's own words, routing signals, i
 reviewer and its provenance. Structural rules live here; cross-profile rules (duplicates, reviewers)
 and text safety live in :mod:`catalog.validation`.
 
-The classes build their validators on first use (``defer_build``), not on import: the route preview
-loads the reviewed catalog through :func:`construct_reviewed_catalog`, which validates nothing, so a
-preview never pays for building them.
+The classes build their validators on first use (``defer_build``), not on import: the reviewed
+catalog's models are made by :func:`construct_reviewed_catalog`, which validates nothing, so a process
+that only reads them never pays for building validators (the route preview does not even import this
+module: see :class:`catalog.loaded.LoadedCatalog`).
 """
 
 import datetime as dt
