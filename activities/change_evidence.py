@@ -8,12 +8,16 @@ Plain functions (no Temporal; docs/architecture.md "Worktree execution"), git on
   recorded, ``git diff --check`` passes, at most 40 paths changed and none escapes the worktree; then
   the evidence (file list, numstat, diff) as git computes it against the base commit, parsed from
   ``--raw``/``--numstat`` output, a large or non-UTF-8 diff stored by reference.
+  What a real repository holds is judged as it is: line endings are kept and never a whitespace
+  error by themselves (CRLF, LF, mixed, no final newline), a binary file is named as binary, renames
+  and mode changes are reported as such (see :func:`check_and_collect`).
 * :func:`store_evidence_file` — content-addressed, atomic files in the attempt's evidence directory.
 * :func:`write_pr_ready_patch` — a pr_ready attempt's complete patch (``pr-ready.patch``).
 """
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import os
 import tempfile
@@ -68,17 +72,27 @@ def check_and_collect(attempt: WorktreeAttempt) -> ChangeEvidence:
        inside the worktree and not onto its ``.git`` → otherwise ``path_outside_worktree``.
     5. Untracked paths are marked intent-to-add (``git add --intent-to-add --force``: no object is
        written, but the diff against the base now shows them as new files), and ``git diff --check``
-       against the base, with git's default whitespace rules, must pass → ``diff_check_failed`` with
-       its first findings.
+       against the base, with the pinned whitespace rules (``runtime.git.WHITESPACE_RULES``: git's
+       defaults plus ``cr-at-eol``), must pass → ``diff_check_failed`` with its first findings. So a
+       change that keeps a file's line endings — CRLF, LF or mixed, with or without a final newline —
+       passes, while a space or tab it leaves before a line's end (before its CR too), a space before
+       a tab in an indent, or a blank line it adds at the end of a file fails.
 
     Evidence: ``git diff --raw -M`` (status, modes, renames), ``git diff --numstat -M`` (``None``
     counts for binary files) and the full text diff (``-M``, ``--full-index``, ``a/``/``b/`` prefixes,
-    3 lines of context, Myers) of the working tree against the base commit. The diff is inline up to
+    3 lines of context, Myers) of the working tree against the base commit. A renamed file, with or
+    without a content change, is one ``R`` entry naming its old and new path (git's similarity rule,
+    at least 50 %); a mode change (``100644`` ↔ ``100755``; a file becoming a symlink ``120000``, git's
+    ``T``) is a modified entry with both modes — read with ``core.fileMode=true``
+    (:func:`_checking_git`), and a symlink still has to pass step 4. A binary
+    file (git's own detection, or a ``-diff`` attribute at the base) has ``None`` counts and the diff
+    says only ``Binary files a/… and b/… differ`` (no ``--binary``: its bytes are never put in the
+    evidence; the pr-ready patch file carries them). The diff is inline up to
     :data:`MAX_INLINE_DIFF_BYTES` when it is UTF-8; otherwise it is written to
     ``diff-<sha256>.patch`` in the evidence directory and referenced. The worktree itself is left as
     it is, failed or not. :class:`ServiceUnavailable` when git fails.
     """
-    tree = open_attempt(attempt)
+    tree = _checking_git(attempt)
     check_worktree_head(tree, attempt)
     check_source_refs(attempt)
     base = attempt.base_commit
@@ -116,6 +130,19 @@ def check_and_collect(attempt: WorktreeAttempt) -> ChangeEvidence:
             ExecutionFailure.DIFF_CHECK_FAILED, "git diff --check failed: " + "; ".join(findings)
         )
     return _evidence(attempt, tree)
+
+
+_FILE_MODE_PIN: Final = ("core.fileMode", "true")
+
+
+def _checking_git(attempt: WorktreeAttempt) -> Git:
+    """git in ``attempt``'s worktree (:func:`open_attempt`: filter drivers off) that reads the
+    executable bit. The worktree is on this worker's disk and git checked every file out with the mode
+    the base tree gives it, so the bit is reliable there whatever the source repository's
+    ``core.fileMode`` says (``false`` in a repository made on a file system without it — then a mode
+    change a patch or an agent makes would be missing from the evidence and the pr-ready patch)."""
+    tree = open_attempt(attempt)
+    return dataclasses.replace(tree, extra_config=(*tree.extra_config, _FILE_MODE_PIN))
 
 
 def _evidence(attempt: WorktreeAttempt, tree: Git) -> ChangeEvidence:
@@ -246,9 +273,10 @@ PR_READY_PATCH_FILE: Final = "pr-ready.patch"
 def write_pr_ready_patch(attempt: WorktreeAttempt) -> tuple[Path, str, int]:
     """Write the complete patch of a pr_ready attempt to ``pr-ready.patch`` in its evidence directory:
     ``git diff --binary --full-index <base>`` of the working tree (untracked files are intent-to-add
-    after :func:`check_and_collect`, so they are in it), which ``git apply`` takes at the base commit.
-    Returns its path, sha256 and size. Nothing is committed."""
-    tree = open_attempt(attempt)
+    after :func:`check_and_collect`, so they are in it), which ``git apply`` takes at the base commit:
+    binary files as ``GIT binary patch`` literals or deltas, renames, mode changes and line endings
+    (CRs included) exactly. Returns its path, sha256 and size. Nothing is committed."""
+    tree = _checking_git(attempt)
     patch = tree.ok(
         "diff",
         *_DIFF_OPTIONS,

@@ -26,6 +26,9 @@ from runtime.git import error_line, split_z
 
 _HUNK_HEADER: Final = re.compile(r"^@@ -(\d+)(?:,(\d+))? \+(\d+)(?:,(\d+))? @@")
 _FILE_MODES: Final = frozenset({"100644", "100755", "120000"})
+_BINARY_REFUSED: Final = (
+    "binary changes are refused (a reviewer could not read them); a change job's patch must be text"
+)
 
 
 def apply_patch(attempt: WorktreeAttempt, patch_text: str) -> AppliedPatch:
@@ -48,6 +51,22 @@ def apply_patch(attempt: WorktreeAttempt, patch_text: str) -> AppliedPatch:
     or nothing. Whitespace is not fixed or warned about here — ``git diff --check`` judges it at
     collection. After applying, every touched path is resolved: a symlink the patch created that
     points outside the worktree fails.
+
+    Real repositories: the patch's bytes are applied as they are. A line of a CRLF file carries its CR
+    before the line feed (as ``git diff`` writes it); with ``core.autocrlf=false`` pinned, git matches
+    the context and writes the new lines exactly, so a file keeps CRLF, LF or mixed endings and a
+    missing final newline (``\\ No newline at end of file``) as the patch says. Renames (``rename
+    from``/``rename to``, with or without hunks) and mode changes (``old mode``/``new mode`` among
+    ``100644``, ``100755`` and ``120000``) are applied as git reads them.
+
+    **Binary patches are refused** (``patch_invalid``, naming the section), not handed to ``git
+    apply`` even though git would check a well-formed ``GIT binary patch``: the patch is model output,
+    and what the independent reviewer and the operator judge is the change as git shows it — for a
+    binary file only ``Binary files … differ``. Accepting one would let a change job put bytes nobody
+    could read into an approved change, produced as base85 of zlib data by the model itself, which
+    git checks for form but nobody can check for intent. A binary file can still be changed by the
+    ``command`` executor: its evidence names the file as binary (numstat ``-``/``-``) and a pr_ready
+    run's patch file carries its bytes.
 
     Returns the patch's sha256, size and touched paths, and where a copy was kept in the evidence
     directory. Raises :class:`WorktreeExecutionFailed`: ``patch_invalid`` (rule above),
@@ -75,7 +94,7 @@ def apply_patch(attempt: WorktreeAttempt, patch_text: str) -> AppliedPatch:
         added, _, rest = entry.partition(b"\t")
         deleted, _, name = rest.partition(b"\t")
         if added == b"-" or deleted == b"-":
-            raise patch_invalid(f"binary patch for {show_path(name)}: binary changes are not accepted")
+            raise patch_invalid(f"binary patch for {show_path(name)}: {_BINARY_REFUSED}")
         try:
             git_paths.add(name.decode("utf-8"))
         except UnicodeDecodeError as exc:
@@ -130,6 +149,7 @@ def _parse_patch(patch_text: str, size: int) -> tuple[set[str], int]:
         )
     paths: set[str] = set()
     sections = 0
+    section = ""
     state = "header"  # "header" (after diff --git), "hunk" (inside one), "between" (after a hunk)
     remaining_old = remaining_new = 0
     has_file_lines = False
@@ -156,6 +176,7 @@ def _parse_patch(patch_text: str, size: int) -> tuple[set[str], int]:
             if not line.startswith(("diff --git a/", 'diff --git "a/')):
                 raise patch_invalid(f"line {number}: 'diff --git' header without the a/ and b/ prefixes")
             sections += 1
+            section = line[:200]
             state = "header"
             has_file_lines = False
             continue
@@ -174,7 +195,7 @@ def _parse_patch(patch_text: str, size: int) -> tuple[set[str], int]:
                 f"line {number}: text between sections: only 'diff --git' patches are accepted"
             )
         if line.startswith("GIT binary patch") or line.startswith("Binary files "):
-            raise patch_invalid(f"line {number}: binary patches are not accepted")
+            raise patch_invalid(f"line {number}: binary patch in '{section}': {_BINARY_REFUSED}")
         if line.startswith(("--- ", "+++ ")):
             name = _header_name(line[4:], number)
             if name != "/dev/null":

@@ -28,7 +28,10 @@ results must not depend on it). The only configuration git reads is the reposito
 pins below keep it from running anything. For the same reason ``XDG_CONFIG_HOME``, which only locates
 per-user git files, is not passed (registration used to pass it; worktree execution never did), and
 ``HOME`` reaches git only for ``~`` in paths: with the global configuration, the attributes file and
-the excludes file pinned away, no per-user file is read. One consequence: a ``safe.directory``
+the excludes file pinned away, no per-user file is read. (``GIT_CONFIG_GLOBAL`` alone is not enough:
+git still reads ``$HOME/.config/git/attributes`` and ``$HOME/.config/git/ignore`` unless
+``core.attributesFile`` and ``core.excludesFile`` say otherwise, and a ``* -whitespace`` there would
+relax ``diff --check``.) One consequence: a ``safe.directory
 exception in a user's configuration does not apply, so a repository owned by another user is refused
 (as worktree execution always refused it).
 
@@ -45,11 +48,21 @@ repository's configuration defines (as seen from the worktree, includes followed
 through ``extra_config`` (``filter.<d>.clean=``, ``.smudge=``, ``.process=``, ``.required=false``:
 git runs no filter whose command is empty; see :mod:`activities.worktree_lifecycle`). Output-shaping
 settings are pinned too (``core.autocrlf=false``, ``core.safecrlf=false``, ``core.eol=lf``,
-``core.symlinks=true``, ``core.whitespace`` at git's defaults, ``diff.noprefix=false``,
+``core.symlinks=true``, ``core.whitespace`` at git's defaults plus ``cr-at-eol`` (below),
+``diff.noprefix=false``,
 ``diff.mnemonicPrefix=false``, ``diff.relative=false``, rename and algorithm settings, no colour,
 ``apply.whitespace=nowarn``, ``apply.ignoreWhitespace=no``, no sparse checkout,
 ``core.protectNTFS``/``core.protectHFS``), and the worktree checks' diff commands spell out prefixes,
 context, algorithm and order on the command line.
+
+**Whitespace rules** (``core.whitespace``, what ``diff --check`` judges): git's defaults
+``blank-at-eol``, ``blank-at-eof`` and ``space-before-tab``, plus ``cr-at-eol``, so that a carriage
+return just before the line feed is part of the line ending, not trailing whitespace. Without it no
+change at all could be made to a file with Windows line endings: every added CRLF line would be
+"trailing whitespace". With it a space or tab before the CR is still trailing whitespace, a blank CRLF
+line at the end of a file is still a new blank line at EOF, and LF, CRLF and mixed files, with or
+without a final newline, are judged alike; line endings are kept exactly as the change writes them
+(``core.autocrlf=false``, so nothing is converted either way).
 
 *What remains* (residual risk): attributes (``.gitattributes`` of the base or of the change itself)
 still shape text conversion and diff output — e.g. ``-diff`` shows a text file as binary in the
@@ -91,8 +104,9 @@ a program git starts."""
 
 _READ_CHUNK: Final = 64 * 1024
 
-# Git's default whitespace rules, spelled out so a repository setting cannot relax `diff --check`.
-_DEFAULT_WHITESPACE: Final = "blank-at-eol,blank-at-eof,space-before-tab"
+# Git's default whitespace rules, spelled out so a repository setting cannot relax `diff --check`,
+# plus cr-at-eol: the CR of a CRLF line ending is not trailing whitespace (module docstring).
+WHITESPACE_RULES: Final = "blank-at-eol,blank-at-eof,space-before-tab,cr-at-eol"
 
 PINNED_CONFIG: Final[tuple[tuple[str, str], ...]] = (
     # Nothing the repository configures may run: hooks, fsmonitor, transports, external diff, gc.
@@ -127,7 +141,7 @@ PINNED_CONFIG: Final[tuple[tuple[str, str], ...]] = (
     ("index.sparse", "false"),
     ("core.logAllRefUpdates", "true"),
     ("core.quotePath", "true"),
-    ("core.whitespace", _DEFAULT_WHITESPACE),
+    ("core.whitespace", WHITESPACE_RULES),
     # Diff output in one stable shape whatever the repository prefers.
     ("diff.noprefix", "false"),
     ("diff.mnemonicPrefix", "false"),
