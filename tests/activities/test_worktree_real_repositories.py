@@ -224,7 +224,9 @@ def test_a_change_that_introduces_real_whitespace_errors_still_fails_in_crlf_fil
         check_and_collect(attempt)
 
 
-def test_a_patch_that_leaves_a_space_before_a_cr_applies_but_fails_the_check(attempt: WorktreeAttempt) -> None:
+def test_a_patch_that_leaves_a_space_before_a_cr_applies_but_fails_the_check(
+    attempt: WorktreeAttempt,
+) -> None:
     apply_patch(
         attempt,
         "diff --git a/crlf.txt b/crlf.txt\n--- a/crlf.txt\n+++ b/crlf.txt\n"
@@ -447,7 +449,11 @@ def test_a_rename_that_also_changes_the_mode_shows_both(attempt: WorktreeAttempt
 
     assert evidence.files == [
         ChangedFile(
-            path="bin/tool", status=FileStatus.RENAMED, old_path="tool.sh", old_mode="100644", new_mode="100755"
+            path="bin/tool",
+            status=FileStatus.RENAMED,
+            old_path="tool.sh",
+            old_mode="100644",
+            new_mode="100755",
         )
     ]
 
@@ -504,7 +510,8 @@ def _hostile_user_configuration(root: Path) -> dict[str, str]:
     (root / "attributes-file").write_text(attributes)
     (root / "excludes-file").write_text(ignore)
     config = (
-        "[core]\n\tautocrlf = true\n\teol = crlf\n\tsafecrlf = true\n\twhitespace = -trailing-space,-space-before-tab\n"
+        "[core]\n\tautocrlf = true\n\teol = crlf\n\tsafecrlf = true\n"
+        "\twhitespace = -trailing-space,-space-before-tab\n"
         f"\tattributesFile = {root / 'attributes-file'}\n\texcludesFile = {root / 'excludes-file'}\n"
         "\tfileMode = false\n\tquotePath = false\n\tabbrev = 7\n"
         f"[diff]\n\tnoprefix = true\n\tmnemonicPrefix = true\n\texternal = {trap}\n\trenames = copies\n"
