@@ -23,11 +23,12 @@ import datetime as dt
 import hashlib
 import json
 import re
-import unicodedata
 from enum import StrEnum
 from typing import Annotated, Final
 
 from pydantic import BaseModel, ConfigDict, Field, StringConstraints, model_validator
+
+from contracts.text_rules import check_one_line
 
 CASE_ID_PATTERN: Final = re.compile(r"^RSC-[0-9A-Z]{12}$")
 EVIDENCE_ID_PATTERN: Final = re.compile(r"^EVD-[0-9A-Z]{12}$")
@@ -82,21 +83,10 @@ SubjectText = Annotated[str, StringConstraints(min_length=1, max_length=200, str
 SourceRef = Annotated[str, StringConstraints(min_length=1, max_length=500)]
 
 
-_REFUSED_CATEGORIES: Final = frozenset({"Cc", "Cf", "Cs", "Zl", "Zp"})
-"""Unicode control, format (bidi and invisible), surrogate and line/paragraph separator characters:
-none may appear in one-line operator text, which is shown to models and operators as one line."""
-
-
 def _printable(value: str, field: str) -> str:
     if not value.strip():
         raise ValueError(f"{field} must not be blank")
-    for ch in value:
-        if unicodedata.category(ch) in _REFUSED_CATEGORIES:
-            raise ValueError(
-                f"{field} must be one line without control, format or line-separator characters "
-                f"(found U+{ord(ch):04X})"
-            )
-    return value
+    return check_one_line(value, field)
 
 
 class CaseSubject(BaseModel):

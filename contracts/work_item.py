@@ -1,7 +1,9 @@
 """The ``WorkItem`` an operator or an integration submits (docs/architecture.md "Operator contract").
 
 Every bound is enforced, never applied by cutting: an over-long field is a validation error naming the
-field. Unknown keys are refused.
+field. Unknown keys are refused. Text follows the rules of :mod:`contracts.text_rules`: ``title``,
+``domain`` and each role are one line (no control, format or separator character); ``description``
+keeps line feeds and tabs and nothing else of those. A refused character is named, never stripped.
 """
 
 from typing import Annotated
@@ -17,6 +19,7 @@ from contracts.constants import (
     MAX_TITLE_CHARS,
 )
 from contracts.enums import RiskFlag, TaskType
+from contracts.text_rules import check_multiline, check_one_line
 
 ShortText = Annotated[str, StringConstraints(min_length=1, max_length=MAX_SHORT_TEXT_CHARS)]
 EvidenceRef = Annotated[
@@ -52,7 +55,24 @@ class WorkItem(BaseModel):
 
     @field_validator("title")
     @classmethod
-    def _title_not_blank(cls, value: str) -> str:
+    def _title_one_line(cls, value: str) -> str:
         if not value.strip():
             raise ValueError("title must not be blank")
+        return check_one_line(value, "title")
+
+    @field_validator("domain")
+    @classmethod
+    def _domain_one_line(cls, value: str) -> str:
+        return check_one_line(value, "domain")
+
+    @field_validator("roles")
+    @classmethod
+    def _roles_one_line(cls, value: list[str]) -> list[str]:
+        for index, role in enumerate(value):
+            check_one_line(role, f"roles[{index}]")
         return value
+
+    @field_validator("description")
+    @classmethod
+    def _description_lines(cls, value: str) -> str:
+        return check_multiline(value, "description")

@@ -143,6 +143,9 @@ ITEM = json.dumps({"title": "Slow orders report"})
         (["--input-json", json.dumps({"title": "x", "owner": "bob"})], 2, "invalid_work_item"),
         (["--input-json", json.dumps({"title": "x" * 201})], 2, "invalid_work_item"),
         (["--input-json", json.dumps({"description": "no title"})], 2, "invalid_work_item"),
+        (["--input-json", json.dumps({"title": "red\x1b[31m alert"})], 2, "invalid_work_item"),
+        (["--input-json", json.dumps({"title": "two\nrows"})], 2, "invalid_work_item"),
+        (["--input-json", json.dumps({"title": "t", "description": "bidi \u202e"})], 2, "invalid_work_item"),
         (["--input-json", "@/nonexistent/item.json"], 2, "input_not_found"),
         (["--input-json", ITEM, "--override", "unknown-x", "--override-reason", "r"], 3, "unknown_profile"),
         (["--input-json", ITEM, "--override", "code-reviewer"], 2, "override_reason_required"),
@@ -165,6 +168,9 @@ def test_unknown_key_and_long_title_are_named_in_the_message(cli: Cli) -> None:
     assert "owner: unknown key" in unknown.error(2, "invalid_work_item")
     long_title = cli.call("route", "--input-json", json.dumps({"title": "x" * 201}), "--json")
     assert "title" in long_title.error(2, "invalid_work_item")
+    escape = cli.call("route", "--input-json", json.dumps({"title": "ok\x1b[2J"}), "--json")
+    assert "title must be one line" in escape.error(2, "invalid_work_item")
+    assert "U+001B at character 3" in escape.error(2, "invalid_work_item")
 
 
 def test_errors_without_json_go_to_stderr_as_text(cli: Cli) -> None:
