@@ -7,14 +7,16 @@ Model id ``replay:<name>`` reads ``<recordings dir>/<name>.json``::
 
 Recordings are keyed by the job identity (profile, job kind, work item title), not by a hash of the
 whole request, so they survive later changes to prompts and context. A job with no recording fails
-clearly (``replay_no_recording``), naming the identity it looked for.
+clearly (``replay_no_recording``), naming the identity it looked for and the nearest recorded one.
 """
 
 from __future__ import annotations
 
+import difflib
 import json
 import re
 import threading
+from collections.abc import Mapping
 from pathlib import Path
 
 from activities.providers.base import CompletionRequest, JobIdentity, ProviderError
@@ -87,5 +89,20 @@ class ReplayProvider:
             raise ProviderError(
                 ErrorType.REPLAY_NO_RECORDING,
                 f"no replay recording for profile {identity.profile_id!r}, job {identity.recording_kind!r}, "
-                f"title {identity.title!r} in replay:{request.model_name}",
+                f"title {identity.title!r} in replay:{request.model_name}; {nearest_recording(key, table)}",
             ) from None
+
+
+def nearest_recording(key: tuple[str, str, str], table: Mapping[tuple[str, str, str], str]) -> str:
+    """What a miss says about the recordings there are: the recorded key nearest to ``key`` (the
+    same profile and job first, then the closest title), or that the file has none."""
+    if not table:
+        return "the file has no recordings"
+
+    def distance(candidate: tuple[str, str, str]) -> tuple[int, float, tuple[str, str, str]]:
+        mismatches = (candidate[0] != key[0]) + (candidate[1] != key[1])
+        similarity = difflib.SequenceMatcher(None, candidate[2], key[2], autojunk=False).ratio()
+        return mismatches, -similarity, candidate
+
+    profile, kind, title = min(table, key=distance)
+    return f"the nearest recorded key is profile {profile!r}, job {kind!r}, title {title!r}"

@@ -121,6 +121,35 @@ def test_replay_without_a_recording_fails_naming_the_identity_it_looked_for(
         assert part in raised.value.message
 
 
+@pytest.mark.parametrize(
+    ("profile", "kind", "title", "nearest"),
+    [
+        ("db", JobKind.ANALYSIS, "slow query", ("db", "analysis", "Slow query")),
+        ("db", JobKind.ANALYSIS, "Other titles", ("db", "analysis", "Other title")),
+        ("arch", JobKind.REVIEW, "Slow query", ("arch", "analysis", "Slow query")),
+        ("nobody", JobKind.REVIEW, "Slow query", ("db", "review", "Slow query")),
+    ],
+    ids=["title_case_differs", "title_typo", "other_kind", "other_profile"],
+)
+def test_a_miss_names_the_nearest_recorded_key(
+    recordings: Path, profile: str, kind: JobKind, title: str, nearest: tuple[str, str, str]
+) -> None:
+    with pytest.raises(ProviderError) as raised:
+        ReplayProvider(recordings).complete(_request(profile, kind, title))
+    near_profile, near_kind, near_title = nearest
+    expected = (
+        f"the nearest recorded key is profile {near_profile!r}, job {near_kind!r}, title {near_title!r}"
+    )
+    assert raised.value.message.endswith(expected)
+
+
+def test_a_miss_in_an_empty_recordings_file_says_it_has_none(tmp_path: Path) -> None:
+    (tmp_path / "empty.json").write_text('{"recordings": []}', encoding="utf-8")
+    with pytest.raises(ProviderError) as raised:
+        ReplayProvider(tmp_path).complete(_request("db", JobKind.ANALYSIS, "t", name="empty"))
+    assert raised.value.message.endswith("the file has no recordings")
+
+
 def test_replay_with_a_missing_recordings_file_is_a_configuration_error(recordings: Path) -> None:
     with pytest.raises(ProviderError) as raised:
         ReplayProvider(recordings).complete(_request("db", JobKind.ANALYSIS, "Slow query", name="absent"))
