@@ -5,7 +5,9 @@ For every ``upstream`` profile the file at ``source_path`` is read from the comm
 the sha256 of its raw bytes is compared with ``provenance.sha256``. Files are read from commits only,
 never from a working tree, so local edits or another checked-out branch cannot change the outcome.
 When the pin names a ``license_path`` and ``license_sha256``, the license file at the pinned commit is
-checked the same way.
+checked the same way, and so is the copy of it this project keeps in ``third_party/`` when the caller
+reads one (:class:`LicenseCopy`): the licence text travels with the profiles adapted under it, and the
+copy must be byte for byte the licence the catalog records.
 
 Statuses (docs/architecture.md "Operator contract", ``catalog --source-root``): ``ok`` the hash
 matches; ``mismatch`` the file exists and hashes differently; ``missing`` the commit or the file is not
@@ -18,16 +20,30 @@ caller opens — the git-backed one is :func:`runtime.catalog_sources.open_sourc
 from __future__ import annotations
 
 import hashlib
+import re
 from dataclasses import dataclass
 from enum import StrEnum
 from pathlib import Path
-from typing import Protocol
+from typing import Final, Protocol
 
 from pydantic import BaseModel, ConfigDict
 
-from catalog.schema import CatalogFile
+from catalog.schema import CatalogFile, UpstreamPin
 
-__all__ = ["SourceCheck", "SourceReader", "SourceStatus", "SourceVerification", "verify_sources"]
+__all__ = [
+    "LICENSE_COPY_CHECK_ID",
+    "LicenseCopy",
+    "SourceCheck",
+    "SourceReader",
+    "SourceStatus",
+    "SourceVerification",
+    "check_license_copy",
+    "license_copy_path",
+    "verify_sources",
+]
+
+LICENSE_COPY_CHECK_ID = "LICENSE (third_party copy)"
+"""The ``id`` of the check of the kept licence copy (the upstream file's check is ``LICENSE``)."""
 
 
 class SourceReader(Protocol):
@@ -82,7 +98,9 @@ class SourceVerification(BaseModel):
 
     ``verified`` is true when no check is ``mismatch`` or ``missing``; ``profiles`` has one entry per
     catalog profile in catalog order; ``license`` is the license file check, or ``None`` when the
-    catalog's pin records no ``license_path``/``license_sha256``.
+    catalog's pin records no ``license_path``/``license_sha256``; ``license_copy`` is the check of the
+    licence copy kept in ``third_party/`` (``path`` is where it was looked for, ``commit`` ``None``), or
+    ``None`` when the pin records no licence hash or no copy was asked for.
     """
 
     model_config = ConfigDict(frozen=True)
@@ -90,6 +108,34 @@ class SourceVerification(BaseModel):
     verified: bool
     profiles: list[SourceCheck]
     license: SourceCheck | None = None
+    license_copy: SourceCheck | None = None
+
+
+_REPOSITORY_NAME: Final = re.compile(r"[A-Za-z0-9_][A-Za-z0-9._-]{0,99}")
+
+
+def license_copy_path(pin: UpstreamPin) -> str | None:
+    """Where the kept copy of the pin's licence lives, relative to ``third_party/``:
+    ``<repository name>/<license_path>`` (the repository name is the last segment of its URL, without
+    ``.git``: ``agency-agents/LICENSE``). ``None`` when the pin records no ``license_path`` or
+    ``license_sha256``, or its repository URL ends in no usable name (``license_path`` is already a
+    relative path without ``..`` by the schema)."""
+    if pin.license_path is None or pin.license_sha256 is None:
+        return None
+    name = pin.repository.rstrip("/").rsplit("/", 1)[-1].removesuffix(".git")
+    if not _REPOSITORY_NAME.fullmatch(name) or name.strip(".") == "":
+        return None
+    return f"{name}/{pin.license_path}"
+
+
+@dataclass(frozen=True)
+class LicenseCopy:
+    """The licence copy as its caller read it: ``location`` names it in messages; ``data`` is its bytes,
+    or ``None`` with ``problem`` saying why it could not be read (absent, not a file, too large)."""
+
+    location: str
+    data: bytes | None
+    problem: str = ""
 
 
 @dataclass(frozen=True)
@@ -170,14 +216,55 @@ def _check(
     )
 
 
-def verify_sources(catalog: CatalogFile, source: SourceReader) -> SourceVerification:
+def check_license_copy(pin: UpstreamPin, copy: LicenseCopy) -> SourceCheck | None:
+    """Compare the kept licence copy with the pin's ``license_sha256``.
+
+    Output: ``ok`` when its bytes hash to the recorded sha256, ``mismatch`` when they hash otherwise
+    (an edited, re-encoded or re-wrapped copy), ``missing`` when it could not be read; ``None`` when the
+    pin records no ``license_sha256`` (nothing to compare with).
+    """
+    if pin.license_sha256 is None:
+        return None
+    expected = pin.license_sha256
+    if copy.data is None:
+        return SourceCheck(
+            id=LICENSE_COPY_CHECK_ID,
+            status=SourceStatus.MISSING,
+            path=copy.location,
+            commit=None,
+            expected_sha256=expected,
+            actual_sha256=None,
+            detail=f"no copy of the upstream licence at {copy.location}: {copy.problem}",
+        )
+    actual = hashlib.sha256(copy.data).hexdigest()
+    matches = actual == expected
+    return SourceCheck(
+        id=LICENSE_COPY_CHECK_ID,
+        status=SourceStatus.OK if matches else SourceStatus.MISMATCH,
+        path=copy.location,
+        commit=None,
+        expected_sha256=expected,
+        actual_sha256=actual,
+        detail=(
+            f"{copy.location} matches the recorded licence sha256"
+            if matches
+            else f"{copy.location} hashes to {actual}, not the recorded licence sha256 {expected}: "
+            "it is not the upstream licence text byte for byte"
+        ),
+    )
+
+
+def verify_sources(
+    catalog: CatalogFile, source: SourceReader, license_copy: LicenseCopy | None = None
+) -> SourceVerification:
     """Check every upstream profile's recorded file hash against the upstream repository ``source``.
 
     Inputs: a parsed (preferably validated) catalog; ``source``, a reader of the upstream repository
-    (already checked to be one). Output: a :class:`SourceVerification` with one :class:`SourceCheck`
-    per profile (see the module docstring for the statuses). Whatever the reader raises besides
-    :class:`OSError` (e.g. :class:`~contracts.errors.ServiceUnavailable` when git is not installed)
-    propagates.
+    (already checked to be one); ``license_copy``, the kept licence copy as read by the caller, or
+    ``None`` not to check one. Output: a :class:`SourceVerification` with one :class:`SourceCheck`
+    per profile (see the module docstring for the statuses), the upstream licence's check and the
+    copy's. Whatever the reader raises besides :class:`OSError` (e.g.
+    :class:`~contracts.errors.ServiceUnavailable` when git is not installed) propagates.
     """
     repo = _Repository(source)
 
@@ -205,8 +292,11 @@ def verify_sources(catalog: CatalogFile, source: SourceReader) -> SourceVerifica
     if pin.license_path is not None and pin.license_sha256 is not None:
         license_check = _check(repo, "LICENSE", pin.commit, pin.license_path, pin.license_sha256)
 
+    copy_check = check_license_copy(pin, license_copy) if license_copy is not None else None
+
     failed = (SourceStatus.MISMATCH, SourceStatus.MISSING)
-    verified = not any(
-        check.status in failed for check in [*checks, *([license_check] if license_check else [])]
+    extra = [check for check in (license_check, copy_check) if check is not None]
+    verified = not any(check.status in failed for check in [*checks, *extra])
+    return SourceVerification(
+        verified=verified, profiles=checks, license=license_check, license_copy=copy_check
     )
-    return SourceVerification(verified=verified, profiles=checks, license=license_check)

@@ -112,6 +112,9 @@ def render_catalog(console: Console, report: CatalogReport, verification: Source
     else:
         console.print(f"valid: {len(catalog.file.profiles) if catalog else 0} profiles")
     if verification is not None:
+        for check in (verification.license, verification.license_copy):
+            if check is not None:
+                console.print(safe_text(f"{check.id}: {check.status} ({check.detail})"))
         verdict = "verified" if verification.verified else "NOT verified (mismatch or missing source)"
         console.print(f"sources: {verdict}")
 

@@ -8,6 +8,10 @@ without I/O (docs/architecture.md "Layers"). Files are read from commits with ``
 A git call that does not answer in time makes the root ``source_root_not_git``, a commit unknown and a
 file ``missing`` (with the reason as its detail); git missing altogether is
 :class:`~contracts.errors.ServiceUnavailable` ``git_unavailable``.
+
+:func:`read_license_copy` reads the copy of the upstream licence this project keeps under
+:data:`THIRD_PARTY_DIR` (``third_party/`` at the top of the source tree), which
+:func:`catalog.sources.check_license_copy` compares with the catalog's recorded licence sha256.
 """
 
 from __future__ import annotations
@@ -18,7 +22,20 @@ from typing import Final
 from contracts.errors import InvalidInput
 from runtime.git import GitNotFound, GitOutputTooLarge, GitResult, GitTimedOut, run_git
 
-__all__ = ["SOURCE_GIT_TIMEOUT_SECONDS", "GitSourceRepository", "open_source_repository"]
+__all__ = [
+    "MAX_LICENSE_COPY_BYTES",
+    "SOURCE_GIT_TIMEOUT_SECONDS",
+    "THIRD_PARTY_DIR",
+    "GitSourceRepository",
+    "open_source_repository",
+    "read_license_copy",
+]
+
+THIRD_PARTY_DIR: Final = Path(__file__).resolve().parents[1] / "third_party"
+"""The upstream texts this project keeps beside its code (``third_party/README.md`` says what each is)."""
+
+MAX_LICENSE_COPY_BYTES: Final = 1024 * 1024
+"""A licence copy larger than this is not read (the MIT text is about 1 KB)."""
 
 SOURCE_GIT_TIMEOUT_SECONDS: Final = 30.0
 """Longest time one git command may take before the file it reads counts as ``missing``."""
@@ -95,3 +112,18 @@ def open_source_repository(root: Path, *, timeout: float = SOURCE_GIT_TIMEOUT_SE
     repository = GitSourceRepository(root, timeout)
     repository.check_root()
     return repository
+
+
+def read_license_copy(path: Path) -> tuple[bytes | None, str]:
+    """The bytes of the licence copy at ``path``, or ``None`` and why it could not be read (absent, not
+    a regular file, larger than :data:`MAX_LICENSE_COPY_BYTES`, unreadable). Never raises ``OSError``."""
+    try:
+        if not path.is_file():
+            return None, "the file does not exist" if not path.exists() else "it is not a regular file"
+        with path.open("rb") as handle:
+            data = handle.read(MAX_LICENSE_COPY_BYTES + 1)
+    except OSError as exc:
+        return None, f"cannot read it: {exc.strerror or exc}"
+    if len(data) > MAX_LICENSE_COPY_BYTES:
+        return None, f"it is larger than {MAX_LICENSE_COPY_BYTES} bytes"
+    return data, ""

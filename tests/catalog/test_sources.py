@@ -1,5 +1,5 @@
-"""Source verification against a git repository built in the test: ok, mismatch, missing, local; and
-the pure comparison against an in-memory reader."""
+"""Source verification against a git repository built in the test: ok, mismatch, missing, local; the
+pure comparison against an in-memory reader; and the licence copy kept in third_party/."""
 
 from __future__ import annotations
 
@@ -11,11 +11,31 @@ from typing import Any
 
 import pytest
 
-from catalog.schema import CatalogFile
-from catalog.sources import SourceStatus, SourceVerification, verify_sources
+from catalog.schema import CatalogFile, UpstreamPin
+from catalog.sources import (
+    LICENSE_COPY_CHECK_ID,
+    LicenseCopy,
+    SourceStatus,
+    SourceVerification,
+    check_license_copy,
+    license_copy_path,
+    verify_sources,
+)
 from contracts.errors import InvalidInput
-from runtime.catalog_sources import open_source_repository
-from tests.catalog.samples import catalog, local_provenance, profile, upstream_provenance
+from runtime.catalog_sources import (
+    MAX_LICENSE_COPY_BYTES,
+    THIRD_PARTY_DIR,
+    open_source_repository,
+    read_license_copy,
+)
+from tests.catalog.samples import (
+    ROOT,
+    catalog,
+    local_provenance,
+    profile,
+    shipped_catalog_data,
+    upstream_provenance,
+)
 
 OLD_TEXT = b"# Analyst\n\nFirst version of the analyst profile.\n"
 NEW_TEXT = b"# Analyst\n\nSecond version of the analyst profile.\n"
@@ -270,3 +290,121 @@ def test_the_comparison_needs_only_a_reader_and_reads_each_blob_once() -> None:
     assert checks["slow"].detail == f"gave up reading profiles/slow.md at {commit}"
     assert checks["elsewhere"].detail == f"commit {'b' * 40} is not in the repository at /memory"
     assert reader.reads.count((commit, "profiles/analyst.md")) == 1
+
+
+# ------------------------------------------------------------------------------- the licence copy
+
+
+def _pin(**changes: Any) -> UpstreamPin:
+    fields: dict[str, Any] = {
+        "repository": "https://github.com/example/profile-library",
+        "commit": "a" * 40,
+        "license": "MIT",
+        "license_path": "LICENSE",
+        "license_sha256": _sha(LICENSE_TEXT),
+    }
+    return UpstreamPin.model_validate(fields | changes)
+
+
+def test_licence_copy_with_the_recorded_bytes_is_ok() -> None:
+    check = check_license_copy(_pin(), LicenseCopy("third_party/profile-library/LICENSE", LICENSE_TEXT))
+    assert check is not None
+    assert check.status is SourceStatus.OK
+    assert check.id == LICENSE_COPY_CHECK_ID
+    assert (check.path, check.commit, check.actual_sha256) == (
+        "third_party/profile-library/LICENSE",
+        None,
+        _sha(LICENSE_TEXT),
+    )
+
+
+@pytest.mark.parametrize(
+    "tampered",
+    [
+        LICENSE_TEXT.replace(b"granted", b"refused"),
+        LICENSE_TEXT.replace(b"\n", b"\r\n"),
+        LICENSE_TEXT.rstrip(b"\n"),
+        b"\xef\xbb\xbf" + LICENSE_TEXT,
+    ],
+    ids=["edited-word", "crlf-line-endings", "no-final-newline", "utf8-bom"],
+)
+def test_licence_copy_that_differs_by_any_byte_is_a_mismatch_naming_both_hashes(tampered: bytes) -> None:
+    check = check_license_copy(_pin(), LicenseCopy("kept/LICENSE", tampered))
+    assert check is not None and check.status is SourceStatus.MISMATCH
+    assert _sha(tampered) in check.detail and _sha(LICENSE_TEXT) in check.detail
+    assert check.actual_sha256 == _sha(tampered)
+
+
+def test_licence_copy_that_could_not_be_read_is_missing_with_the_reason() -> None:
+    check = check_license_copy(_pin(), LicenseCopy("kept/LICENSE", None, "the file does not exist"))
+    assert check is not None and check.status is SourceStatus.MISSING
+    assert check.detail == "no copy of the upstream licence at kept/LICENSE: the file does not exist"
+
+
+def test_pin_without_a_licence_hash_has_no_copy_to_check() -> None:
+    assert check_license_copy(_pin(license_sha256=None), LicenseCopy("kept/LICENSE", LICENSE_TEXT)) is None
+
+
+@pytest.mark.parametrize(
+    ("repository", "expected"),
+    [
+        ("https://github.com/msitarzewski/agency-agents", "agency-agents/LICENSE"),
+        ("https://example.org/profiles.git", "profiles/LICENSE"),
+        ("https://example.org/group/profiles/", "profiles/LICENSE"),
+        ("https://example.org/..", None),
+        ("https://example.org/a b", None),
+    ],
+)
+def test_licence_copy_lives_under_the_repository_name(repository: str, expected: str | None) -> None:
+    assert license_copy_path(_pin(repository=repository)) == expected
+
+
+def test_a_failing_licence_copy_fails_the_whole_verification() -> None:
+    commit = "a" * 40
+    data = catalog(
+        _pinned("analyst", "profiles/analyst.md", _sha(NEW_TEXT)),
+        profile("reviewer-one", "analyst", local_provenance()),
+    )
+    data["upstream"] |= {"commit": commit, "license_path": "LICENSE", "license_sha256": _sha(LICENSE_TEXT)}
+    reader = _MemoryReader({(commit, "profiles/analyst.md"): NEW_TEXT, (commit, "LICENSE"): LICENSE_TEXT})
+    cat = CatalogFile.model_validate(data)
+
+    intact = verify_sources(cat, reader, LicenseCopy("kept/LICENSE", LICENSE_TEXT))
+    tampered = verify_sources(cat, reader, LicenseCopy("kept/LICENSE", LICENSE_TEXT + b"extra\n"))
+
+    assert intact.verified is True
+    assert intact.license_copy is not None and intact.license_copy.status is SourceStatus.OK
+    assert tampered.license is not None and tampered.license.status is SourceStatus.OK
+    assert tampered.license_copy is not None and tampered.license_copy.status is SourceStatus.MISMATCH
+    assert tampered.verified is False
+
+
+def test_the_committed_third_party_licence_is_the_one_the_shipped_catalog_records() -> None:
+    pin = CatalogFile.model_validate(shipped_catalog_data()).upstream
+    relative = license_copy_path(pin)
+    assert relative == "agency-agents/LICENSE"
+    kept = ROOT / "third_party" / relative
+    assert kept == THIRD_PARTY_DIR / relative
+    assert pin.license_sha256 is not None
+    assert _sha(kept.read_bytes()) == pin.license_sha256
+    check = check_license_copy(pin, LicenseCopy(str(kept), kept.read_bytes()))
+    assert check is not None and check.status is SourceStatus.OK
+
+
+@pytest.mark.parametrize("state", ["absent", "directory", "too-large"])
+def test_reading_a_licence_copy_that_is_not_a_small_file_says_why(tmp_path: Path, state: str) -> None:
+    path = tmp_path / "LICENSE"
+    if state == "directory":
+        path.mkdir()
+    elif state == "too-large":
+        path.write_bytes(b"x" * (MAX_LICENSE_COPY_BYTES + 1))
+    data, problem = read_license_copy(path)
+    assert data is None
+    assert (
+        problem
+        == {
+            "absent": "the file does not exist",
+            "directory": "it is not a regular file",
+            "too-large": f"it is larger than {MAX_LICENSE_COPY_BYTES} bytes",
+        }[state]
+    )
