@@ -1,0 +1,187 @@
+"""Replay recordings: what a ``replay:<name>`` model answers with (docs/architecture.md "Model
+selection").
+
+A recordings file is JSON::
+
+    {"recordings": [{"profile": "database-optimizer", "kind": "analysis", "title": "…",
+                     "response": { …a SpecialistOutput… }}]}
+
+Each recording is keyed by the job's identity — the profile that does the job, the job kind
+(``analysis``, ``review``, or ``change`` for a worktree run's change job) and the work item's title —
+not by a hash of the whole request, so recordings survive changes to prompts and context packs. The
+response is a complete :class:`~contracts.output.SpecialistOutput` and must already satisfy the rules a
+live answer must (its ``role`` is the profile, a review carries a verdict and an analysis none, a
+change carries a patch and nothing else does). Two recordings with the same key are refused, never
+one silently preferred. Evidence citations are checked when the recording is used, against the job's
+evidence, as for any model answer.
+
+:func:`parse_recordings` checks a file and names every problem by entry and field; the worker's
+replay provider, ``models add replay:NAME --recordings FILE`` and the export of a finished run's answers
+(:func:`recordings_from_answers`) all use this one definition. Pure: no I/O.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable
+from enum import StrEnum
+from typing import Annotated, Final
+
+from pydantic import BaseModel, ConfigDict, Field, StringConstraints, ValidationError, field_validator
+
+from contracts.output import JobKind, OutputContractViolation, SpecialistOutput, check_output_for_job
+from contracts.text_rules import check_one_line
+
+MAX_RECORDINGS: Final = 5_000
+"""Most recordings one file may hold."""
+MAX_RECORDINGS_BYTES: Final = 16 * 1024 * 1024
+"""Largest recordings file (UTF-8 bytes)."""
+
+ProfileId = Annotated[str, StringConstraints(pattern=r"^[a-z0-9][a-z0-9-]{0,63}$")]
+RecordingTitle = Annotated[str, StringConstraints(min_length=1, max_length=200)]
+
+RecordingKey = tuple[str, str, str]
+"""``(profile, kind, title)``: how a job finds its recording."""
+
+
+class RecordingKind(StrEnum):
+    """The job kind a recording is filed under."""
+
+    ANALYSIS = "analysis"
+    REVIEW = "review"
+    CHANGE = "change"
+    """A worktree run's change job (an analysis whose answer carries ``patch``)."""
+
+
+class InvalidRecordings(ValueError):
+    """A recordings file broke the format; ``problems`` lists every one (``entry N: field: why``)."""
+
+    def __init__(self, problems: list[str]) -> None:
+        super().__init__("; ".join(problems))
+        self.problems = problems
+
+
+class Recording(BaseModel):
+    """One recorded answer and the job identity it answers."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    profile: ProfileId
+    kind: RecordingKind
+    title: RecordingTitle
+    response: SpecialistOutput
+
+    @field_validator("title")
+    @classmethod
+    def _title_one_line(cls, value: str) -> str:
+        if not value.strip():
+            raise ValueError("title must not be blank")
+        return check_one_line(value, "title")
+
+    @property
+    def key(self) -> RecordingKey:
+        return (self.profile, self.kind.value, self.title)
+
+    def check_rules(self) -> None:
+        """The rules a live answer for this job must satisfy, evidence aside. Raises
+        :class:`~contracts.output.OutputContractViolation`."""
+        job = JobKind.REVIEW if self.kind is RecordingKind.REVIEW else JobKind.ANALYSIS
+        cited = set(self.response.inspected_evidence)
+        for finding in self.response.findings:
+            cited.update(finding.evidence_refs)
+        check_output_for_job(
+            self.response,
+            kind=job,
+            profile_id=self.profile,
+            evidence_ids=sorted(cited),
+            expects_patch=self.kind is RecordingKind.CHANGE,
+        )
+
+
+class RecordingsFile(BaseModel):
+    """A whole recordings file: 1..5,000 recordings, no two with the same key."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    recordings: Annotated[list[Recording], Field(min_length=1, max_length=MAX_RECORDINGS)]
+
+    def table(self) -> dict[RecordingKey, str]:
+        """Each key's response as canonical JSON text (sorted keys), as the provider answers it."""
+        return {
+            recording.key: json.dumps(
+                recording.response.model_dump(mode="json", exclude_none=True), sort_keys=True
+            )
+            for recording in self.recordings
+        }
+
+    def to_json(self) -> str:
+        """The file's text: recordings in key order, two-space indented, a final newline."""
+        ordered = sorted(self.recordings, key=lambda recording: recording.key)
+        data = {
+            "recordings": [
+                {
+                    "profile": recording.profile,
+                    "kind": recording.kind.value,
+                    "title": recording.title,
+                    "response": recording.response.model_dump(mode="json", exclude_none=True),
+                }
+                for recording in ordered
+            ]
+        }
+        return json.dumps(data, indent=2, ensure_ascii=False) + "\n"
+
+
+def parse_recordings(text: str) -> RecordingsFile:
+    """Check a recordings file's text. Raises :class:`InvalidRecordings` naming every problem: not
+    JSON, too large, not the format (by entry and field), a response that breaks the rules of its job,
+    a key recorded twice."""
+    size = len(text.encode("utf-8"))
+    if size > MAX_RECORDINGS_BYTES:
+        raise InvalidRecordings([f"the file is {size} bytes; the limit is {MAX_RECORDINGS_BYTES}"])
+    try:
+        data = json.loads(text)
+    except ValueError as error:
+        raise InvalidRecordings([f"not JSON: {error}"]) from None
+    try:
+        parsed = RecordingsFile.model_validate(data)
+    except ValidationError as error:
+        raise InvalidRecordings([_problem(item) for item in error.errors()]) from None
+    problems: list[str] = []
+    seen: dict[RecordingKey, int] = {}
+    for index, recording in enumerate(parsed.recordings):
+        try:
+            recording.check_rules()
+        except OutputContractViolation as violation:
+            problems.append(f"entry {index}: response: {violation}")
+        first = seen.setdefault(recording.key, index)
+        if first != index:
+            profile, kind, title = recording.key
+            problems.append(
+                f"entry {index}: profile {profile!r}, job {kind!r}, title {title!r} is already "
+                f"recorded by entry {first}"
+            )
+    if problems:
+        raise InvalidRecordings(problems)
+    return parsed
+
+
+def recordings_from_answers(answers: Iterable[Recording]) -> RecordingsFile:
+    """A recordings file from answers collected elsewhere (e.g. a finished run's analysis and review):
+    checked as :func:`parse_recordings` checks a file. Raises :class:`InvalidRecordings`."""
+    return parse_recordings(
+        json.dumps({"recordings": [answer.model_dump(mode="json", exclude_none=True) for answer in answers]})
+    )
+
+
+def _problem(error: object) -> str:
+    detail = error if isinstance(error, dict) else {}
+    location = [str(part) for part in detail.get("loc", ())]
+    where = "file"
+    if len(location) >= 2 and location[0] == "recordings" and location[1].isdigit():
+        where = f"entry {location[1]}"
+        location = location[2:]
+    field = ".".join(location)
+    message = str(detail.get("msg", "invalid"))
+    if detail.get("type") == "extra_forbidden":
+        message = "unknown key"
+    return f"{where}: {field}: {message}" if field else f"{where}: {message}"
