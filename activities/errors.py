@@ -4,7 +4,7 @@
 
 from __future__ import annotations
 
-from temporalio.exceptions import ApplicationError
+from temporalio.exceptions import ApplicationError, ApplicationErrorCategory
 
 from contracts.errors import OperatorError, ServiceUnavailable
 from contracts.failures import FailureDetail
@@ -22,9 +22,22 @@ def refusal(error: OperatorError, detail: FailureDetail | None = None) -> Applic
 
 
 def failure(
-    message: str, detail: FailureDetail | None, *, error_type: str, non_retryable: bool = True
+    message: str,
+    detail: FailureDetail | None,
+    *,
+    error_type: str,
+    non_retryable: bool = True,
+    expected: bool = False,
 ) -> ApplicationError:
     """An ``ApplicationError`` of ``error_type`` whose one detail is ``detail`` as JSON (none when
-    ``None``)."""
+    ``None``).
+
+    ``expected``: an outcome the activity has already logged in one line (a replay miss), not a
+    fault. It is marked benign, so the Temporal worker logs its failure at debug level instead of
+    as a warning with a traceback; the failure the workflow sees is the same.
+    """
     details = [] if detail is None else [detail.model_dump(mode="json")]
-    return ApplicationError(message, *details, type=error_type, non_retryable=non_retryable)
+    category = ApplicationErrorCategory.BENIGN if expected else ApplicationErrorCategory.UNSPECIFIED
+    return ApplicationError(
+        message, *details, type=error_type, non_retryable=non_retryable, category=category
+    )

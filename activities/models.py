@@ -44,7 +44,7 @@ from activities.providers.base import (
     complete_measured,
 )
 from activities.providers.registered import RegisteredProviders
-from activities.providers.replay import ReplayProvider
+from activities.providers.replay import ReplayMiss, ReplayProvider
 from activities.store_access import SharedStore
 from contracts.errors import ErrorType, NotFound, is_retryable
 from contracts.failures import ModelCallFailureDetail
@@ -80,9 +80,17 @@ CHECK_INSTRUCTIONS = (
 CHECK_CONTEXT = "Reply now."
 
 
-def _fail(error_type: str, message: str, usage: CallUsage | None = None) -> ApplicationError:
+def _fail(
+    error_type: str, message: str, usage: CallUsage | None = None, *, expected: bool = False
+) -> ApplicationError:
     detail = None if usage is None else ModelCallFailureDetail(usage=usage)
-    return failure(message, detail, error_type=error_type, non_retryable=not is_retryable(error_type))
+    return failure(
+        message,
+        detail,
+        error_type=error_type,
+        non_retryable=not is_retryable(error_type),
+        expected=expected,
+    )
 
 
 def _usage(completion: Completion) -> CallUsage:
@@ -224,6 +232,20 @@ class ModelActivities:
         started = time.monotonic()
         try:
             answer = _with_heartbeats(provider, completion, beat, deadline_s)
+        except ReplayMiss as error:
+            # Expected when replaying: this line says it all (the key looked for), and the failure
+            # is marked expected so the worker does not log it again with a traceback.
+            usage = CallUsage(latency_ms=_elapsed_ms(started))
+            profile, job, title = error.key
+            log.warning(
+                "model_call_failed",
+                error_type=error.error_type,
+                replay_model=error.model,
+                replay_profile=profile,
+                replay_job=job,
+                replay_title=title,
+            )
+            raise _fail(error.error_type, error.message, usage, expected=True) from None
         except ProviderError as error:
             usage = CallUsage(latency_ms=_elapsed_ms(started))
             log.warning(

@@ -7,7 +7,9 @@ Model id ``replay:<name>`` reads ``<recordings dir>/<name>.json``::
 
 Recordings are keyed by the job identity (profile, job kind, work item title), not by a hash of the
 whole request, so they survive later changes to prompts and context. A job with no recording fails
-clearly (``replay_no_recording``), naming the identity it looked for and the nearest recorded one.
+clearly (:class:`ReplayMiss`, ``replay_no_recording``), naming the identity it looked for and the
+nearest recorded one. A miss is an expected outcome of replaying, not a fault: the worker logs it as
+one line (error type and key), without a traceback.
 """
 
 from __future__ import annotations
@@ -23,6 +25,16 @@ from activities.providers.base import CompletionRequest, JobIdentity, ProviderEr
 from contracts.errors import ErrorType
 
 _NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$")
+
+
+class ReplayMiss(ProviderError):
+    """No recording for a request's identity (``replay_no_recording``): ``key`` is the (profile, job
+    kind, title) it looked for, ``model`` the replay model (``replay:<name>``)."""
+
+    def __init__(self, key: tuple[str, str, str], model: str, message: str) -> None:
+        super().__init__(ErrorType.REPLAY_NO_RECORDING, message)
+        self.key = key
+        self.model = model
 
 
 class ReplayProvider:
@@ -79,17 +91,19 @@ class ReplayProvider:
         return len(self._load(name))
 
     def complete(self, request: CompletionRequest) -> str:
-        """The recorded response for the request's identity. Raises ``replay_no_recording``."""
+        """The recorded response for the request's identity. Raises :class:`ReplayMiss`."""
         identity: JobIdentity = request.identity
         table = self._load(request.model_name)
         key = (identity.profile_id, identity.recording_kind, identity.title)
         try:
             return table[key]
         except KeyError:
-            raise ProviderError(
-                ErrorType.REPLAY_NO_RECORDING,
+            model = f"replay:{request.model_name}"
+            raise ReplayMiss(
+                key,
+                model,
                 f"no replay recording for profile {identity.profile_id!r}, job {identity.recording_kind!r}, "
-                f"title {identity.title!r} in replay:{request.model_name}; {nearest_recording(key, table)}",
+                f"title {identity.title!r} in {model}; {nearest_recording(key, table)}",
             ) from None
 
 
