@@ -13,8 +13,12 @@ $(STAMP): pyproject.toml
 	$(BIN)/python -m pip install --quiet --disable-pip-version-check -e '.[dev]'
 	touch $(STAMP)
 
+# The demo and `make dev` keep their state in the clone (./.specialists), never in the user's state
+# directory (~/.local/state/specialists); a SPECIALISTS_STATE_DIR in the environment wins.
+CLONE_STATE := $(CURDIR)/.specialists
+
 demo: $(STAMP)
-	$(BIN)/python -m control.demo
+	SPECIALISTS_STATE_DIR="$${SPECIALISTS_STATE_DIR:-$(CLONE_STATE)}" $(BIN)/python -m control.demo
 
 test: lint typecheck unit
 
@@ -31,7 +35,7 @@ unit: $(STAMP)
 	$(BIN)/pytest -q
 
 dev: $(STAMP)
-	$(BIN)/specialists dev
+	SPECIALISTS_STATE_DIR="$${SPECIALISTS_STATE_DIR:-$(CLONE_STATE)}" $(BIN)/specialists dev
 
 # Every bench in bench/ (each prints one JSON object); the script's name goes to standard error first.
 BENCHES := $(sort $(wildcard bench/*_bench.py))

@@ -15,10 +15,10 @@ from typing import Final
 
 from contracts.constants import (
     DEFAULT_NAMESPACE,
-    DEFAULT_STATE_DIR,
     DEFAULT_TASK_QUEUE,
     DEFAULT_TEMPORAL_ADDRESS,
     DEFAULT_TEMPORAL_UI_PORT,
+    default_state_dir,
 )
 from contracts.errors import InvalidInput
 
@@ -95,7 +95,9 @@ class Settings:
     """Where the services are and where local state lives.
 
     Build it with :meth:`from_env` (``Settings.from_env({})`` gives the defaults); every field is
-    already validated and normalised there: ``state_dir`` is absolute, ``database_url`` is filled in.
+    already validated and normalised there: ``state_dir`` is absolute (by default
+    ``$XDG_STATE_HOME/specialists``, else ``~/.local/state/specialists``), ``database_url`` is
+    filled in.
     """
 
     temporal_address: str
@@ -120,7 +122,9 @@ class Settings:
             else DEFAULT_TEMPORAL_UI_PORT
         )
 
-        state_text = (env.get(ENV_STATE_DIR) or "").strip() or DEFAULT_STATE_DIR
+        # The default is absolute (XDG state home), so every working directory sees the same
+        # deployment; a relative SPECIALISTS_STATE_DIR is taken relative to the working directory.
+        state_text = (env.get(ENV_STATE_DIR) or "").strip() or default_state_dir(env)
         if "\x00" in state_text:
             raise InvalidInput("invalid_setting", f"{ENV_STATE_DIR} contains a NUL character")
         state_dir = Path(state_text).expanduser().resolve()

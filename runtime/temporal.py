@@ -22,10 +22,11 @@ def connected() -> bool:
     return _connected
 
 
-async def connect(settings: Settings) -> Client:
+async def connect(settings: Settings, *, timeout: float = CONNECT_TIMEOUT_SECONDS) -> Client:
     """A client for ``settings.temporal_address``/``namespace`` using the pydantic data converter.
 
-    Raises :class:`ServiceUnavailable` (``temporal_unreachable``) when the server does not answer.
+    Raises :class:`ServiceUnavailable` (``temporal_unreachable``) when the server does not answer
+    within ``timeout`` seconds.
     """
     global _connected
     _connected = True  # set before the attempt: a failed connect may have started the runtime too
@@ -36,7 +37,7 @@ async def connect(settings: Settings) -> Client:
                 namespace=settings.namespace,
                 data_converter=pydantic_data_converter,
             ),
-            timeout=CONNECT_TIMEOUT_SECONDS,
+            timeout=timeout,
         )
     except (RuntimeError, OSError, TimeoutError) as error:
         raise ServiceUnavailable(

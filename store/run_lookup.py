@@ -1,12 +1,14 @@
-"""Reading single runs of the projection by id (the statuses worktree housekeeping needs)."""
+"""Reading the run projection by id (the statuses worktree housekeeping needs) and counting the
+runs it shows active (``specialists status``)."""
 
 from __future__ import annotations
 
 from collections.abc import Iterable
 
-from sqlalchemy import select
+from sqlalchemy import func, select
 from sqlalchemy.orm import Session
 
+from contracts.runs import TERMINAL_STATUSES
 from store.engine import database_errors
 from store.schema import RunRow
 from store.store import Store
@@ -28,3 +30,14 @@ def projected_statuses(store: Store, run_ids: Iterable[str]) -> dict[str, str]:
 def projected_status(store: Store, run_id: str) -> str | None:
     """The projected status of ``run_id``, or ``None`` when the projection does not know it."""
     return projected_statuses(store, [run_id]).get(run_id)
+
+
+def active_run_count(store: Store) -> int:
+    """How many runs the projection shows in a status that is not final (``TERMINAL_STATUSES``).
+
+    Raises :class:`contracts.errors.ServiceUnavailable` when the database cannot be reached.
+    """
+    final = sorted(status.value for status in TERMINAL_STATUSES)
+    with database_errors(store.engine.url), Session(store.engine) as session:
+        count = session.scalar(select(func.count()).select_from(RunRow).where(RunRow.status.not_in(final)))
+        return int(count or 0)

@@ -9,8 +9,11 @@ PostgreSQL when a Docker engine is reachable; otherwise the PostgreSQL variants 
 
 from __future__ import annotations
 
+import atexit
 import contextlib
 import os
+import shutil
+import tempfile
 import uuid
 from collections.abc import Iterator
 from typing import Any
@@ -31,6 +34,13 @@ from tests.temporal_fixtures import (  # noqa: F401
     temporal_dev_server,
     time_skipping_env,
 )
+
+# The deployment's default state directory is under XDG_STATE_HOME (else ~/.local/state): for the
+# whole session it is a temporary directory, so nothing a test runs writes into the real home. Tests
+# that are about the default pass their own environment.
+_SESSION_STATE_HOME = tempfile.mkdtemp(prefix="specialists-test-state-home-")
+os.environ["XDG_STATE_HOME"] = _SESSION_STATE_HOME
+atexit.register(shutil.rmtree, _SESSION_STATE_HOME, True)
 
 POSTGRES_URL_ENV = "SPECIALISTS_TEST_DATABASE_URL"
 POSTGRES_IMAGE = "postgres:16-alpine"

@@ -13,6 +13,7 @@ from control.commands.common import (
     default_policy_record,
     open_configuration_store,
     open_store,
+    run_async,
     with_store,
 )
 
@@ -63,13 +64,22 @@ def policy_command(
 
 @app.command("status")
 def status_command(as_json: JsonFlag = False) -> None:
-    """Catalog version and hash, automation policy and model selection."""
+    """Catalog, policy and model selection; the state directory, Temporal and its workers, the
+    database and its schema revision, and the number of active runs."""
     from catalog.loader import load_catalog
-    from control import views
+    from control import deployment_status, views
     from control.output import emit
+    from runtime.settings import Settings
+    from store.run_lookup import active_run_count
 
     catalog = load_catalog()
-    store = open_store(create=False)
+    settings = Settings.from_env()
+    database, schema = deployment_status.database_status(settings)
+    # The configuration is read only from a store at this version's schema; otherwise status
+    # reports why (unreachable, migration needed, newer) and the configuration as unknown.
+    readable = schema is not None and (not schema.exists or (schema.known and not schema.migration_needed))
+    store = open_store(create=False) if readable else None
+    active: int | None = 0 if schema is not None and not schema.exists else None
     if store is None:
         policy, selection, repositories, actors = default_policy_record(), None, [], []
     else:
@@ -78,8 +88,17 @@ def status_command(as_json: JsonFlag = False) -> None:
             selection = store.get_model_selection()
             repositories = store.list_repositories()
             actors = store.list_actors()
+            active = active_run_count(store)
     data = views.status_json(catalog, policy, selection, repositories, actors)
-    emit(data, as_json, lambda console: views.render_status(console, data))
+    if not readable:
+        data.update(policy=None, models=None, repositories=None, actors=None)
+    data.update(
+        state_dir=str(settings.state_dir),
+        temporal=run_async(deployment_status.temporal_status(settings)),
+        database=database,
+        runs={"active": active},
+    )
+    emit(data, as_json, lambda console: deployment_status.render_status(console, data))
 
 
 @actors_app.callback()

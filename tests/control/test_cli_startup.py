@@ -101,8 +101,6 @@ def test_previews_and_help_load_neither_temporal_nor_providers_nor_the_store(
         [*ROUTE, "--automatic", "--json"],
         ["policy", "--json"],
         ["policy"],
-        ["status", "--json"],
-        ["status"],
         ["models", "--json"],
         ["models"],
         ["repos", "--json"],
@@ -117,6 +115,15 @@ def test_reads_of_the_store_load_neither_temporal_nor_providers(configured: Cli,
     assert result["exit_code"] == 0, result["stdout"]
     assert "sqlalchemy" in result["packages"]  # the store was read: the check sees real work
     assert not result["packages"] & NEVER, sorted(result["packages"] & NEVER)
+
+
+@pytest.mark.parametrize("args", [["status", "--json"], ["status"]])
+def test_status_asks_temporal_but_loads_no_provider_sdk(configured: Cli, args: list[str]) -> None:
+    result = loaded(configured, *args)
+
+    assert result["exit_code"] == 0, result["stdout"]
+    assert {"sqlalchemy", "temporalio"} <= result["packages"]  # it read the store and asked Temporal
+    assert not result["packages"] & {"openai", "anthropic"}
 
 
 def test_route_on_a_fresh_deployment_loads_no_store_and_writes_nothing(tmp_path: Path) -> None:

@@ -15,7 +15,7 @@ from runtime.settings import Settings, format_address, parse_address, sqlite_url
 
 def test_defaults(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.chdir(tmp_path)
-    settings = Settings.from_env({})
+    settings = Settings.from_env({"HOME": str(tmp_path)})
     assert settings.temporal_address == "127.0.0.1:7233"
     assert settings.temporal_host == "127.0.0.1"
     assert settings.temporal_port == 7233
@@ -23,11 +23,32 @@ def test_defaults(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     assert settings.temporal_ui_url == "http://127.0.0.1:8233"
     assert settings.namespace == "default"
     assert settings.task_queue == "specialists"
-    assert settings.state_dir == (tmp_path / ".specialists").resolve()
+    state = (tmp_path / ".local" / "state" / "specialists").resolve()
+    assert settings.state_dir == state
     assert settings.state_dir.is_absolute()
-    assert settings.database_url == f"sqlite:///{tmp_path.resolve()}/.specialists/specialists.db"
+    assert settings.database_url == f"sqlite:///{state}/specialists.db"
     assert settings.temporal_db_path == settings.state_dir / "temporal.db"
     assert not settings.state_dir.exists()  # reading settings creates nothing
+
+
+def test_the_default_state_dir_does_not_depend_on_the_working_directory(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    seen = set()
+    for directory in (tmp_path / "a", tmp_path / "b" / "c"):
+        directory.mkdir(parents=True)
+        monkeypatch.chdir(directory)
+        seen.add(Settings.from_env({"HOME": str(tmp_path / "home")}).state_dir)
+    assert seen == {tmp_path / "home" / ".local" / "state" / "specialists"}
+
+
+def test_an_absolute_xdg_state_home_holds_the_default_state_dir(tmp_path: Path) -> None:
+    env = {"HOME": str(tmp_path / "home"), "XDG_STATE_HOME": str(tmp_path / "xdg")}
+    assert Settings.from_env(env).state_dir == tmp_path / "xdg" / "specialists"
+    relative = {**env, "XDG_STATE_HOME": "not/absolute"}
+    assert Settings.from_env(relative).state_dir == tmp_path / "home" / ".local" / "state" / "specialists"
+    chosen = {**env, "SPECIALISTS_STATE_DIR": str(tmp_path / "chosen")}
+    assert Settings.from_env(chosen).state_dir == tmp_path / "chosen"
 
 
 def test_values_from_the_environment(tmp_path: Path) -> None:

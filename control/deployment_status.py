@@ -1,0 +1,133 @@
+"""What ``specialists status`` reports about the deployment beyond its configuration: the state
+directory, whether Temporal answers (within 2 s) and which workers poll the task queue, the
+database (its URL with credentials masked, its schema revision against the Alembic head) and how
+many runs the projection shows active.
+
+Each part is a report, never an error: an unreachable Temporal or database is shown as such, so
+``status`` is the command to run when something does not answer.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any, Final
+
+from contracts.errors import OperatorError
+
+if TYPE_CHECKING:
+    from rich.console import Console
+
+    from runtime.settings import Settings
+    from store.schema_status import SchemaStatus
+
+STATUS_TIMEOUT_SECONDS: Final = 2.0
+"""How long ``status`` waits for Temporal to answer."""
+
+
+async def temporal_status(settings: Settings) -> dict[str, Any]:
+    """``{"address", "namespace", "task_queue", "reachable", "error", "workers": {"count",
+    "identities"}}``; ``workers`` is ``null`` when Temporal is not reachable."""
+    from control.temporal import task_queue_pollers
+    from runtime.temporal import connect
+
+    report: dict[str, Any] = {
+        "address": settings.temporal_address,
+        "namespace": settings.namespace,
+        "task_queue": settings.task_queue,
+        "reachable": False,
+        "error": None,
+        "workers": None,
+    }
+    try:
+        client = await connect(settings, timeout=STATUS_TIMEOUT_SECONDS)
+        report["reachable"] = True
+        pollers = [poller for poller in await task_queue_pollers(client, settings.task_queue) if poller.fresh]
+    except OperatorError as error:
+        report["error"] = error.message
+        return report
+    report["workers"] = {"count": len(pollers), "identities": [poller.identity for poller in pollers]}
+    return report
+
+
+def database_status(settings: Settings) -> tuple[dict[str, Any], SchemaStatus | None]:
+    """``{"url", "reachable", "error", "schema": {"current", "head", "migration_needed"}}`` (the URL
+    with any password as ``***``), and the schema status when the database answered."""
+    from store.database import parse_database_url
+    from store.engine import render_url
+    from store.schema_status import schema_status
+
+    try:
+        shown = render_url(parse_database_url(settings.database_url))
+    except OperatorError:
+        shown = "(not a database URL)"
+    report: dict[str, Any] = {"url": shown, "reachable": False, "error": None, "schema": None}
+    try:
+        schema = schema_status(settings.database_url)
+    except OperatorError as error:
+        report["error"] = error.message
+        return report, None
+    report["reachable"] = True
+    report["schema"] = {
+        "exists": schema.exists,
+        "current": schema.current,
+        "head": schema.head,
+        "migration_needed": schema.migration_needed,
+        "newer_than_this_version": schema.exists and not schema.known,
+    }
+    return report, schema
+
+
+def render_status(console: Console, data: dict[str, Any]) -> None:
+    """``status`` for a person: the configuration (:func:`control.views.render_status`; unknown
+    when the store cannot be read), then the deployment."""
+    from control import views
+    from control.output import safe_text, table
+
+    if data["policy"] is None:
+        reason = data["database"]["error"] or "its schema is not this version's (see below)"
+        console.print(safe_text(f"configuration: unknown, the store cannot be read: {reason}"))
+    else:
+        views.render_status(console, data)
+    console.print(table("deployment", ["", ""], deployment_rows(data)))
+
+
+def deployment_rows(data: dict[str, Any]) -> list[list[str]]:
+    """The rows ``status`` prints for the deployment (after the configuration's)."""
+    temporal, database = data["temporal"], data["database"]
+    rows = [["state directory", data["state_dir"]]]
+    where = f"{temporal['address']} (namespace {temporal['namespace']})"
+    if temporal["reachable"]:
+        rows.append(["temporal", f"{where}: reachable"])
+        workers = temporal["workers"]
+        queue = temporal["task_queue"]
+        if workers["count"]:
+            names = ", ".join(workers["identities"])
+            rows.append(["workers", f"{workers['count']} polling task queue {queue!r}: {names}"])
+        else:
+            rows.append(
+                ["workers", f"none polling task queue {queue!r}: start one with `specialists worker`"]
+            )
+    else:
+        rows.append(["temporal", f"{where}: not reachable within 2 s ({temporal['error']})"])
+    rows.append(["database", database["url"]])
+    schema = database["schema"]
+    if not database["reachable"]:
+        rows.append(["schema", f"unknown: {database['error']}"])
+    elif not schema["exists"]:
+        rows.append(
+            ["schema", f"no store yet (created by the first configuration change; head {schema['head']})"]
+        )
+    elif schema["newer_than_this_version"]:
+        rows.append(["schema", f"{schema['current']}: newer than this version knows (head {schema['head']})"])
+    elif schema["migration_needed"]:
+        rows.append(
+            [
+                "schema",
+                f"{schema['current']}, head {schema['head']}: migration needed "
+                "(the next configuration change upgrades it)",
+            ]
+        )
+    else:
+        rows.append(["schema", f"{schema['current']} (head, current)"])
+    active = data["runs"]["active"]
+    rows.append(["active runs", "unknown" if active is None else str(active)])
+    return rows
