@@ -22,6 +22,7 @@ class WorkflowType(StrEnum):
     WORKTREE_PRUNE = "WorktreePrune"
     RESEARCH_TEAM = "ResearchTeam"
     RESEARCH_COORDINATOR = "ResearchCoordinator"
+    WORK_QUEUE = "WorkQueue"
 
 
 class ActivityName(StrEnum):
@@ -81,6 +82,19 @@ class CoordinatorMessage(StrEnum):
     REQUEST_ADVANCE = "request_advance"
     TEAM_FINISHED = "team_finished"
     STATE = "state"
+
+
+class QueueMessage(StrEnum):
+    """``WorkQueue``: updates ``add``, ``update``, ``approve``, ``reject``, ``capacity``,
+    ``autopilot``; query ``view``."""
+
+    ADD = "add"
+    UPDATE = "update"
+    APPROVE = "approve"
+    REJECT = "reject"
+    CAPACITY = "capacity"
+    AUTOPILOT = "autopilot"
+    VIEW = "view"
 
 
 class CeilingMessage(StrEnum):

@@ -42,6 +42,7 @@ from workflows.model_job import ModelJobWorkflow
 from workflows.research_coordinator import ResearchCoordinatorWorkflow
 from workflows.research_team import ResearchTeamWorkflow
 from workflows.specialist_run import SpecialistRunWorkflow
+from workflows.work_queue import WorkQueueWorkflow
 from workflows.worktree_prune import WorktreePruneWorkflow
 
 WORKFLOWS: Sequence[type] = (
@@ -52,6 +53,7 @@ WORKFLOWS: Sequence[type] = (
     WorktreePruneWorkflow,
     ResearchTeamWorkflow,
     ResearchCoordinatorWorkflow,
+    WorkQueueWorkflow,
 )
 
 # A worker killed without a graceful stop strands its sticky queue; the server waits this long before

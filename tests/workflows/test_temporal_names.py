@@ -14,6 +14,7 @@ from contracts.temporal_names import (
     CeilingMessage,
     CoordinatorMessage,
     ModelJobMessage,
+    QueueMessage,
     RunMessage,
     TeamMessage,
     WorkflowType,
@@ -30,6 +31,7 @@ MESSAGES: dict[WorkflowType, type[StrEnum] | None] = {
     WorkflowType.WORKTREE_PRUNE: None,
     WorkflowType.RESEARCH_TEAM: TeamMessage,
     WorkflowType.RESEARCH_COORDINATOR: CoordinatorMessage,
+    WorkflowType.WORK_QUEUE: QueueMessage,
 }
 
 REMOTE_CALLS = {

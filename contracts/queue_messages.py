@@ -1,0 +1,246 @@
+"""What the ``WorkQueue`` workflow takes and answers (docs/architecture.md "Goal queue"): its input,
+which is also everything it carries across continue-as-new, the requests of its updates, their
+answers and the view its query returns. One pydantic model in and out of every handler.
+
+Every request of an operator's move is protected: it names the actor and carries the actor's proof of
+the action (:class:`QueueAction`) on its target — the item key, or the queue's workflow id for a
+queue-wide action — bound to the request's digest (:meth:`AddRequest.digest` …), so a proof made for
+one payload authorises no other. Pure: no I/O.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from enum import StrEnum
+from typing import Annotated, Any, Final
+
+from pydantic import BaseModel, ConfigDict, Field, StringConstraints
+
+from contracts.hashing import canonical_sha256
+from contracts.proofs import ActionProof
+from contracts.queue_approval import SpecCompleteness
+from contracts.queue_items import (
+    MAX_EVENT_REASON_CHARS,
+    MAX_SLOTS,
+    ItemProposal,
+    QueueItem,
+    QueueSettings,
+)
+from contracts.queue_keys import KeyAllocator
+
+CONTINUE_AS_NEW_AFTER_EVENTS: Final = 1_500
+"""The queue continues as new once its history holds this many events (or the server suggests it), so a
+history between two continue-as-new stays below 2,000 events."""
+MIN_CONTINUE_AS_NEW_AFTER_EVENTS: Final = 20
+REFUSALS_KEPT: Final = 100
+"""The latest refused actions the queue keeps (and carries across continue-as-new)."""
+SETTINGS_CHANGES_KEPT: Final = 100
+"""The latest settings changes the queue keeps (and carries across continue-as-new)."""
+UNKNOWN_ITEM: Final = "unknown_item"
+"""The error code of a key the queue does not hold (exit 3)."""
+INVALID_ITEM_UPDATE: Final = "invalid_item_update"
+"""The error code of an update whose fields do not validate (exit 2)."""
+
+
+def queue_workflow_id(task_queue: str) -> str:
+    """The goal queue of the deployment serving ``task_queue``: one per deployment and task queue."""
+    return f"work-queue@{task_queue}"
+
+
+class QueueAction(StrEnum):
+    """The protected actions on the queue, as the actor's proof names them."""
+
+    ADD = "queue_add"
+    UPDATE = "queue_update"
+    APPROVE = "queue_approve"
+    REJECT = "queue_reject"
+    CAPACITY = "queue_capacity"
+    AUTOPILOT = "queue_autopilot"
+
+
+Reason = Annotated[str, StringConstraints(max_length=MAX_EVENT_REASON_CHARS)]
+
+
+class RefusedAction(BaseModel):
+    """A protected action the queue refused after its validator let it through (the authorisation
+    refused it, or the item moved on meanwhile): when, what, by whom, on what, and why."""
+
+    model_config = ConfigDict(frozen=True)
+
+    at: dt.datetime
+    action: QueueAction
+    actor: str | None
+    target: str
+    code: str
+    message: str
+
+
+class SettingsChange(BaseModel):
+    """A change of the queue's settings: when, by whom, which setting, from what to what."""
+
+    model_config = ConfigDict(frozen=True)
+
+    at: dt.datetime
+    actor: str | None
+    setting: str
+    before: Any
+    after: Any
+
+
+class QueueState(BaseModel):
+    """The queue's input and everything it carries across continue-as-new: the items, the key
+    allocator, the settings and their latest changes, the latest refused actions, when to continue as
+    new, and how many executions the queue has had (``runs``, from 1)."""
+
+    model_config = ConfigDict(frozen=True)
+
+    items: list[QueueItem] = []
+    allocator: KeyAllocator = KeyAllocator()
+    settings: QueueSettings = QueueSettings()
+    settings_changes: list[SettingsChange] = []
+    refusals: list[RefusedAction] = []
+    continue_as_new_after_events: int = Field(
+        default=CONTINUE_AS_NEW_AFTER_EVENTS, ge=MIN_CONTINUE_AS_NEW_AFTER_EVENTS
+    )
+    runs: int = Field(default=1, ge=1)
+
+
+def _digest(data: Any) -> str:
+    return canonical_sha256(data)
+
+
+class AddRequest(BaseModel):
+    """Update ``add``: a new proposal (protected; the proof's target is the queue's workflow id)."""
+
+    model_config = ConfigDict(frozen=True)
+
+    actor: str | None
+    proposal: ItemProposal
+    proof: ActionProof | None = None
+
+    def digest(self) -> str:
+        """What the proof is bound to: the sha256 of the proposal's canonical JSON."""
+        return _digest(self.proposal.model_dump(mode="json"))
+
+
+class UpdateItemRequest(BaseModel):
+    """Update ``update``: set fields of the proposal ``key``. ``fields`` is the operator's JSON object
+    as given (validated by the queue as :class:`contracts.queue_items.ItemUpdate`: which keys it names
+    and which it sets to ``null`` is the update's meaning, so it travels as given)."""
+
+    model_config = ConfigDict(frozen=True)
+
+    actor: str | None
+    key: str
+    fields: dict[str, Any]
+    proof: ActionProof | None = None
+
+    def digest(self) -> str:
+        """What the proof is bound to: the sha256 of the fields' canonical JSON."""
+        return _digest(self.fields)
+
+
+class MoveRequest(BaseModel):
+    """Updates ``approve`` and ``reject``: the operator's move of item ``key``, with a reason
+    (protected; the proof's target is the key)."""
+
+    model_config = ConfigDict(frozen=True)
+
+    actor: str | None
+    key: str
+    reason: Reason = ""
+    proof: ActionProof | None = None
+
+    def digest(self) -> str:
+        """What the proof is bound to: the sha256 of the key and the reason."""
+        return _digest({"key": self.key, "reason": self.reason})
+
+
+class CapacityRequest(BaseModel):
+    """Update ``capacity``: the number of slots (protected; target: the queue's workflow id)."""
+
+    model_config = ConfigDict(frozen=True)
+
+    actor: str | None
+    slots: int = Field(ge=1, le=MAX_SLOTS)
+    proof: ActionProof | None = None
+
+    def digest(self) -> str:
+        """What the proof is bound to: the sha256 of the slot count."""
+        return _digest({"slots": self.slots})
+
+
+class AutopilotRequest(BaseModel):
+    """Update ``autopilot``: on or off (protected; target: the queue's workflow id)."""
+
+    model_config = ConfigDict(frozen=True)
+
+    actor: str | None
+    on: bool
+    proof: ActionProof | None = None
+
+    def digest(self) -> str:
+        """What the proof is bound to: the sha256 of the setting."""
+        return _digest({"autopilot": self.on})
+
+
+class ItemAnswer(BaseModel):
+    """The answer of an update on an item: ``accepted`` with the item as it is now and its spec
+    completeness (and ``previous_key`` when approval renamed it), or the refusal's ``code``,
+    ``message`` and structured ``extra`` (the allowed moves, the gaps …)."""
+
+    model_config = ConfigDict(frozen=True)
+
+    accepted: bool
+    item: QueueItem | None = None
+    spec: SpecCompleteness | None = None
+    previous_key: str | None = None
+    code: str | None = None
+    message: str | None = None
+    extra: dict[str, Any] = {}
+
+
+class SettingsAnswer(BaseModel):
+    """The answer of ``capacity`` and ``autopilot``: the settings now, or the refusal."""
+
+    model_config = ConfigDict(frozen=True)
+
+    accepted: bool
+    settings: QueueSettings
+    code: str | None = None
+    message: str | None = None
+
+
+class QueueQuery(BaseModel):
+    """Query ``view``: the whole queue, or only item ``key``."""
+
+    model_config = ConfigDict(frozen=True)
+
+    key: str | None = None
+
+
+class QueueView(BaseModel):
+    """What query ``view`` returns: the items (all, or the one asked for), the settings, the key
+    allocator, the latest refused actions, the executions so far and the current history length."""
+
+    model_config = ConfigDict(frozen=True)
+
+    workflow_id: str
+    items: list[QueueItem]
+    settings: QueueSettings
+    allocator: KeyAllocator
+    settings_changes: list[SettingsChange]
+    refusals: list[RefusedAction]
+    runs: int
+    history_events: int
+    renamed_to: str | None = None
+    """When the key asked for is not held but an item was renamed from it at approval: its key now."""
+
+
+class RefusalDetail(BaseModel):
+    """The structured data of a validator's refusal (the ``details`` of its ``ApplicationError``): the
+    extra keys of the operator's ``{"error": {...}}``."""
+
+    model_config = ConfigDict(frozen=True)
+
+    extra: dict[str, Any] = {}

@@ -1,0 +1,196 @@
+"""The goal queue on the shared dev server: a :func:`tests.workflows.harness.bench` with the queue's
+updates sent as the CLI sends them (:mod:`control.queue`, each with the actor's signature of the
+action on its target, bound to the request's digest), items built in every status with the pure
+contract, and the queue terminated when the test ends."""
+
+from __future__ import annotations
+
+import contextlib
+import datetime as dt
+from collections.abc import AsyncIterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from temporalio.api.enums.v1 import EventType
+from temporalio.client import Client, WorkflowExecutionStatus
+from temporalio.service import RPCError
+
+from contracts.ids import new_run_id
+from contracts.queue_approval import approve
+from contracts.queue_items import ItemProposal, QueueBlocker, QueueItem, QueueStatus, new_item
+from contracts.queue_keys import KeyAllocator
+from contracts.queue_messages import (
+    AddRequest,
+    AutopilotRequest,
+    CapacityRequest,
+    ItemAnswer,
+    MoveRequest,
+    QueueAction,
+    QueueState,
+    QueueView,
+    SettingsAnswer,
+    UpdateItemRequest,
+    queue_workflow_id,
+)
+from contracts.queue_priority import record_dispatch
+from contracts.queue_transitions import Mover, QueueMove, apply_move
+from contracts.temporal_names import QueueMessage, WorkflowType
+from control.queue import queue_update, queue_view
+from tests.workflows.harness import ACTOR, Bench, bench, proof
+
+COMPLETE: dict[str, Any] = {
+    "title": "Orders API times out under load",
+    "repo_alias": "orders",
+    "tier": "read_only",
+    "scope": {
+        "problem": "p95 latency of GET /orders exceeds 2 s at 200 rps",
+        "evidence": "load test of 2026-11-30, slow query log",
+        "change": "find the cause; propose the smallest fix",
+        "judgment_calls": "which index, if any",
+        "tests": "the load test stays under 500 ms p95",
+        "constraints": "no schema change without a migration",
+    },
+    "evidence": ["issue:123"],
+    "value": "H",
+    "urgency": "M",
+    "risk": "low",
+}
+QUEUE_TIMEOUT = dt.timedelta(minutes=3)
+
+
+@dataclass
+class QueueBench:
+    """A bench and the queue of its task queue."""
+
+    bench: Bench
+
+    @property
+    def client(self) -> Client:
+        return self.bench.client
+
+    @property
+    def workflow_id(self) -> str:
+        return queue_workflow_id(self.bench.task_queue)
+
+    async def start(self, state: QueueState | None = None) -> None:
+        """Start the queue with ``state`` (an execution timeout bounds a broken workflow)."""
+        await self.client.start_workflow(
+            WorkflowType.WORK_QUEUE,
+            state or QueueState(),
+            id=self.workflow_id,
+            task_queue=self.bench.task_queue,
+            execution_timeout=QUEUE_TIMEOUT,
+        )
+
+    async def add(self, data: dict[str, Any], *, actor: str = ACTOR) -> ItemAnswer:
+        request = AddRequest(actor=actor, proposal=ItemProposal.model_validate(data))
+        signature = proof(self.workflow_id, QueueAction.ADD, actor=actor, digest=request.digest())
+        return await self._send(QueueMessage.ADD, request.model_copy(update={"proof": signature}))
+
+    async def update(self, key: str, fields: dict[str, Any], *, actor: str = ACTOR) -> ItemAnswer:
+        request = UpdateItemRequest(actor=actor, key=key, fields=fields)
+        signature = proof(key, QueueAction.UPDATE, actor=actor, digest=request.digest())
+        return await self._send(QueueMessage.UPDATE, request.model_copy(update={"proof": signature}))
+
+    async def move(
+        self, message: QueueMessage, key: str, *, actor: str = ACTOR, reason: str = "", signed: bool = True
+    ) -> ItemAnswer:
+        action = {QueueMessage.APPROVE: QueueAction.APPROVE, QueueMessage.REJECT: QueueAction.REJECT}[message]
+        request = MoveRequest(actor=actor, key=key, reason=reason)
+        if signed:
+            signature = proof(key, action, actor=actor, digest=request.digest())
+            request = request.model_copy(update={"proof": signature})
+        return await self._send(message, request)
+
+    async def capacity(self, slots: int, *, actor: str = ACTOR) -> SettingsAnswer:
+        request = CapacityRequest(actor=actor, slots=slots)
+        signature = proof(self.workflow_id, QueueAction.CAPACITY, actor=actor, digest=request.digest())
+        return await self._settings(QueueMessage.CAPACITY, request.model_copy(update={"proof": signature}))
+
+    async def autopilot(self, on: bool, *, actor: str = ACTOR) -> SettingsAnswer:
+        request = AutopilotRequest(actor=actor, on=on)
+        signature = proof(self.workflow_id, QueueAction.AUTOPILOT, actor=actor, digest=request.digest())
+        return await self._settings(QueueMessage.AUTOPILOT, request.model_copy(update={"proof": signature}))
+
+    async def _send(self, message: QueueMessage, request: Any) -> ItemAnswer:
+        return await queue_update(self.client, self.bench.task_queue, message, request, ItemAnswer)
+
+    async def _settings(self, message: QueueMessage, request: Any) -> SettingsAnswer:
+        return await queue_update(self.client, self.bench.task_queue, message, request, SettingsAnswer)
+
+    async def view(self, key: str | None = None) -> QueueView:
+        return await queue_view(self.client, self.bench.task_queue, key)
+
+    async def item(self, key: str) -> QueueItem:
+        view = await self.view(key)
+        assert len(view.items) == 1, view
+        return view.items[0]
+
+    async def history_kinds(self) -> list[int]:
+        """The event types of the queue's current execution, in order."""
+        history = await self.client.get_workflow_handle(self.workflow_id).fetch_history()
+        return [event.event_type for event in history.events]
+
+    async def accepted_updates(self) -> int:
+        """How many updates the queue's current execution has accepted (they are in its history)."""
+        accepted = EventType.EVENT_TYPE_WORKFLOW_EXECUTION_UPDATE_ACCEPTED
+        return sum(1 for kind in await self.history_kinds() if kind == accepted)
+
+
+@contextlib.asynccontextmanager
+async def queue_bench(client: Client, task_queue: str, tmp_path: Path) -> AsyncIterator[QueueBench]:
+    """A bench with a worker running and the queue terminated afterwards."""
+    async with bench(client, task_queue, tmp_path) as b:
+        q = QueueBench(b)
+        try:
+            async with b.worker():
+                yield q
+        finally:
+            handle = client.get_workflow_handle(q.workflow_id)
+            with contextlib.suppress(RPCError):
+                if (await handle.describe()).status == WorkflowExecutionStatus.RUNNING:
+                    await handle.terminate("test finished")
+
+
+def items_in_every_status(at: dt.datetime) -> tuple[list[QueueItem], KeyAllocator]:
+    """One item in each status, made with the pure contract as the queue makes them (a dispatched run
+    for those that have been active), and the allocator that issued their keys."""
+    allocator = KeyAllocator()
+    made: dict[QueueStatus, QueueItem] = {}
+
+    def fresh(title: str, complete: bool = True) -> QueueItem:
+        nonlocal allocator
+        data = {**COMPLETE, "title": title} if complete else {"title": title}
+        proposal = ItemProposal.model_validate(data)
+        allocator, key = allocator.allocate(proposal.repo_alias)
+        return new_item(proposal, key=key, at=at, actor=ACTOR)
+
+    def approved(title: str) -> QueueItem:
+        nonlocal allocator
+        item, allocator = approve(fresh(title), allocator, actor=ACTOR, at=at)
+        return item
+
+    def active(title: str) -> QueueItem:
+        return record_dispatch(approved(title), run_id=new_run_id(), mover=Mover.OPERATOR, actor=ACTOR, at=at)
+
+    def system(item: QueueItem, move: QueueMove) -> QueueItem:
+        return apply_move(item, move, Mover.SYSTEM, at=at, actor=None)
+
+    def operator(item: QueueItem, move: QueueMove, **kwargs: Any) -> QueueItem:
+        return apply_move(item, move, Mover.OPERATOR, at=at, actor=ACTOR, **kwargs)
+
+    made[QueueStatus.PROPOSAL] = fresh("a thin proposal", complete=False)
+    made[QueueStatus.APPROVED] = approved("an approved item")
+    made[QueueStatus.ACTIVE] = active("an active item")
+    made[QueueStatus.AI_REVIEW] = system(active("an item in AI review"), QueueMove.REVIEW)
+    in_human_review = system(system(active("an item in human review"), QueueMove.REVIEW), QueueMove.PASS)
+    made[QueueStatus.HUMAN_REVIEW] = in_human_review
+    done = system(system(active("a done item"), QueueMove.REVIEW), QueueMove.PASS)
+    made[QueueStatus.DONE] = operator(done, QueueMove.DONE)
+    made[QueueStatus.REJECTED] = operator(fresh("a rejected proposal", complete=False), QueueMove.REJECT)
+    made[QueueStatus.FAILED] = system(active("a failed item"), QueueMove.FAIL)
+    parked = system(active("a parked item"), QueueMove.FAIL)
+    made[QueueStatus.BLOCKED] = operator(parked, QueueMove.PARK, blocker=QueueBlocker.PARKED)
+    assert set(made) == set(QueueStatus)
+    return list(made.values()), allocator

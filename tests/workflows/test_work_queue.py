@@ -1,0 +1,202 @@
+"""The ``WorkQueue`` workflow on a real dev server and worker: operator moves as protected updates
+(validator refusals never enter history; the authorisation refuses a bad proof and records it), key
+allocation and the rename at approval, settings, and continue-as-new carrying items in every status."""
+
+from __future__ import annotations
+
+import datetime as dt
+from pathlib import Path
+
+import pytest
+from temporalio.client import Client
+
+from contracts.errors import InvalidInput, NotFound, Refused
+from contracts.queue_approval import GAP_ORDER
+from contracts.queue_items import QueueRefused, QueueStatus
+from contracts.queue_messages import ItemAnswer, MoveRequest, QueueAction, QueueState
+from contracts.temporal_names import QueueMessage
+from control.queue import queue_update
+from tests.workflows.harness import ACTOR, proof, until, within
+from tests.workflows.queue_harness import COMPLETE, items_in_every_status, queue_bench
+
+pytestmark = pytest.mark.asyncio
+
+
+@within(60)
+async def test_a_thin_proposal_gets_a_provisional_key_and_names_every_gap(
+    temporal_client: Client, task_queue: str, tmp_path: Path
+) -> None:
+    async with queue_bench(temporal_client, task_queue, tmp_path) as q:
+        answer = await q.add({"title": "Look into slow orders"})
+        assert answer.item is not None and answer.spec is not None
+        assert answer.item.key == "Q-1"
+        assert answer.item.status is QueueStatus.PROPOSAL
+        assert answer.spec.complete is False
+        assert answer.spec.gaps == list(GAP_ORDER)
+        second = await q.add({**COMPLETE, "title": "Second"})
+        assert second.item is not None and second.item.key == "ORD-1"
+        assert second.spec is not None and second.spec.complete
+        view = await q.view()
+        assert [item.key for item in view.items] == ["Q-1", "ORD-1"]
+        assert view.items[0].events[0].actor == ACTOR
+
+
+@within(60)
+async def test_approval_refuses_an_incomplete_item_outside_history_then_renames_it_into_its_series(
+    temporal_client: Client, task_queue: str, tmp_path: Path
+) -> None:
+    async with queue_bench(temporal_client, task_queue, tmp_path) as q:
+        await q.add({"title": "Orders are slow", "repo_alias": "orders"})
+        assert (await q.item("ORD-1")).key == "ORD-1"
+        await q.add({"title": "No repository yet"})
+        accepted_before = await q.accepted_updates()
+        with pytest.raises(QueueRefused) as refused:
+            await q.move(QueueMessage.APPROVE, "Q-1")
+        assert refused.value.code == "item_contract_incomplete"
+        assert refused.value.extra["gaps"] == list(GAP_ORDER)
+        assert await q.accepted_updates() == accepted_before  # the refusal never entered history
+
+        fields = {key: value for key, value in COMPLETE.items() if key != "title"}
+        updated = await q.update("Q-1", fields)
+        assert updated.spec is not None and updated.spec.complete
+        approved = await q.move(QueueMessage.APPROVE, "Q-1")
+        assert approved.item is not None
+        assert approved.previous_key == "Q-1"
+        assert approved.item.key == "ORD-2"  # ORD-1 was issued already: numbers only grow
+        assert approved.item.status is QueueStatus.APPROVED
+        renamed = [event for event in approved.item.events if event.kind == "renamed"]
+        assert [event.data for event in renamed] == [{"from": "Q-1", "to": "ORD-2"}]
+        with pytest.raises(NotFound) as unknown:
+            await q.move(QueueMessage.REJECT, "Q-1")
+        assert unknown.value.code == "unknown_item"
+        assert "renamed to ORD-2" in unknown.value.message
+        assert (await q.view("Q-1")).renamed_to == "ORD-2"
+
+
+@within(60)
+async def test_a_move_the_table_does_not_allow_is_refused_naming_the_status_and_the_allowed_moves(
+    temporal_client: Client, task_queue: str, tmp_path: Path
+) -> None:
+    async with queue_bench(temporal_client, task_queue, tmp_path) as q:
+        await q.add(COMPLETE)
+        await q.move(QueueMessage.APPROVE, "ORD-1")
+        with pytest.raises(QueueRefused) as refused:
+            await q.move(QueueMessage.REJECT, "ORD-1", reason="changed my mind")
+        assert refused.value.code == "transition_refused"
+        assert refused.value.extra["status"] == "approved"
+        assert {row["move"] for row in refused.value.extra["allowed"]} == {"dispatch", "block"}
+        with pytest.raises(QueueRefused) as again:
+            await q.move(QueueMessage.APPROVE, "ORD-1")
+        assert again.value.code == "transition_refused"
+        with pytest.raises(QueueRefused) as not_proposal:
+            await q.update("ORD-1", {"notes": "too late"})
+        assert not_proposal.value.code == "not_a_proposal"
+        assert (await q.item("ORD-1")).status is QueueStatus.APPROVED
+
+        await q.add({"title": "Not wanted"})
+        rejected = await q.move(QueueMessage.REJECT, "Q-1", reason="duplicate of ORD-1")
+        assert rejected.item is not None and rejected.item.status is QueueStatus.REJECTED
+        assert rejected.item.events[-1].data["reason"] == "duplicate of ORD-1"
+
+
+@within(60)
+async def test_bad_input_is_refused_before_anything_changes(
+    temporal_client: Client, task_queue: str, tmp_path: Path
+) -> None:
+    async with queue_bench(temporal_client, task_queue, tmp_path) as q:
+        await q.add({"title": "Thin"})
+        with pytest.raises(InvalidInput) as invalid:
+            await q.update("Q-1", {"title": None})
+        assert invalid.value.code == "invalid_item_update"
+        assert "title cannot be cleared" in invalid.value.message
+        with pytest.raises(InvalidInput) as unknown_key:
+            await q.update("Q-1", {"colour": "blue"})
+        assert "colour: unknown key" in unknown_key.value.message
+        with pytest.raises(NotFound):
+            await q.update("Q-9", {"notes": "x"})
+        item = await q.item("Q-1")
+        assert [event.kind for event in item.events] == ["added"]
+
+
+@within(60)
+async def test_the_authorisation_refuses_an_unsigned_or_misbound_action_and_records_it(
+    temporal_client: Client, task_queue: str, tmp_path: Path
+) -> None:
+    async with queue_bench(temporal_client, task_queue, tmp_path) as q:
+        await q.add(COMPLETE)
+        with pytest.raises(Refused) as unsigned:
+            await q.move(QueueMessage.APPROVE, "ORD-1", signed=False)
+        assert unsigned.value.code == "proof_missing"
+        # A proof for another item's approval authorises nothing here.
+        request = MoveRequest(actor=ACTOR, key="ORD-1")
+        other = proof("ORD-2", QueueAction.APPROVE, digest=request.digest())
+        with pytest.raises(Refused) as misbound:
+            await queue_update(
+                q.client,
+                q.bench.task_queue,
+                QueueMessage.APPROVE,
+                request.model_copy(update={"proof": other}),
+                ItemAnswer,
+            )
+        assert misbound.value.code == "proof_invalid"
+        with pytest.raises(InvalidInput) as no_actor:
+            await q.move(QueueMessage.APPROVE, "ORD-1", actor=" ")
+        assert no_actor.value.code == "actor_required"
+        view = await q.view()
+        assert view.items[0].status is QueueStatus.PROPOSAL
+        assert [(r.action, r.target, r.code) for r in view.refusals] == [
+            (QueueAction.APPROVE, "ORD-1", "proof_missing"),
+            (QueueAction.APPROVE, "ORD-1", "proof_invalid"),
+        ]
+
+
+@within(60)
+async def test_capacity_and_autopilot_are_set_and_each_change_is_recorded(
+    temporal_client: Client, task_queue: str, tmp_path: Path
+) -> None:
+    async with queue_bench(temporal_client, task_queue, tmp_path) as q:
+        assert (await q.capacity(5)).settings.slots == 5
+        assert (await q.autopilot(True)).settings.autopilot is True
+        assert (await q.autopilot(True)).settings.autopilot is True  # no change, nothing recorded
+        view = await q.view()
+        assert (view.settings.slots, view.settings.autopilot) == (5, True)
+        assert [(c.setting, c.before, c.after, c.actor) for c in view.settings_changes] == [
+            ("slots", 3, 5, ACTOR),
+            ("autopilot", False, True, ACTOR),
+        ]
+
+
+@within(120)
+async def test_continue_as_new_carries_items_in_every_status_the_allocator_and_the_settings(
+    temporal_client: Client, task_queue: str, tmp_path: Path
+) -> None:
+    at = dt.datetime(2026, 12, 1, 9, 0, tzinfo=dt.UTC)
+    items, allocator = items_in_every_status(at)
+    async with queue_bench(temporal_client, task_queue, tmp_path) as q:
+        await q.start(QueueState(items=items, allocator=allocator, continue_as_new_after_events=20))
+        await q.capacity(4)
+        added = 0
+        while (await q.view()).runs == 1:
+            await q.add({"title": f"filler {added}"})
+            added += 1
+            assert added < 20, "the queue never continued as new"
+
+        async def carried() -> bool:
+            return (await q.view()).runs >= 2
+
+        assert await until(carried, timeout=10)
+        view = await q.view()
+        assert {item.status for item in view.items} == set(QueueStatus)
+        by_key = {item.key: item for item in view.items}
+        for item in items:
+            assert by_key[item.key] == item
+        assert view.settings.slots == 4
+        assert view.allocator.last_provisional == allocator.last_provisional + added
+        assert view.allocator.last_number == allocator.last_number
+        assert view.history_events < 20 + 10
+        # The new execution goes on where the old one stopped.
+        answer = await q.add({**COMPLETE, "title": "after continue-as-new"})
+        assert answer.item is not None
+        assert answer.item.key == f"ORD-{allocator.last_number['ORD'] + 1}"
+        approved = await q.move(QueueMessage.APPROVE, answer.item.key)
+        assert approved.item is not None and approved.item.status is QueueStatus.APPROVED

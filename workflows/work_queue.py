@@ -1,0 +1,417 @@
+"""``WorkQueue``: the goal queue of one deployment and task queue (docs/architecture.md "Goal queue").
+
+One workflow per task queue, with a fixed id (``contracts.queue_messages.queue_workflow_id``), started
+by the first command that changes it (update-with-start). Its state — the items, the key allocator,
+the settings — is set in ``@workflow.init`` from one :class:`QueueState`, which is also what it
+carries across continue-as-new.
+
+Every operator move is a Workflow Update. Its validator makes the cheap checks on the current state
+through the pure contract (the transition table, the approval contract, the update rules, the
+actor's presence): a refusal raises there and never enters history. The handler then runs the
+``authorize_action`` activity (the actor's proof of the action, bound to the request's digest); a
+refusal is kept in the queue's list of refused actions and changes nothing else. After the
+authorisation the move is worked out again on the state as it is then (another update may have moved
+the item meanwhile) and applied in the same workflow task, so each move is atomic.
+
+``run`` only waits: once the history holds ``continue_as_new_after_events`` events, or the server
+suggests it, it waits for every handler to finish and continues as new with the whole state.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any, TypeVar
+
+from pydantic import ValidationError
+from temporalio import workflow
+from temporalio.exceptions import ApplicationError
+
+with workflow.unsafe.imports_passed_through():
+    from contracts.proofs import ActionProof
+    from contracts.queue_approval import approve, spec_completeness
+    from contracts.queue_items import (
+        ItemUpdate,
+        QueueEventKind,
+        QueueItem,
+        QueueRefused,
+        QueueSettings,
+        apply_update,
+        new_item,
+    )
+    from contracts.queue_keys import KeyAllocator
+    from contracts.queue_messages import (
+        INVALID_ITEM_UPDATE,
+        REFUSALS_KEPT,
+        SETTINGS_CHANGES_KEPT,
+        UNKNOWN_ITEM,
+        AddRequest,
+        AutopilotRequest,
+        CapacityRequest,
+        ItemAnswer,
+        MoveRequest,
+        QueueAction,
+        QueueQuery,
+        QueueState,
+        QueueView,
+        RefusalDetail,
+        RefusedAction,
+        SettingsAnswer,
+        SettingsChange,
+        UpdateItemRequest,
+    )
+    from contracts.queue_transitions import Mover, QueueMove, apply_move
+    from contracts.refusals import RefusalCode
+    from contracts.runs import AuthorizeRequest
+    from contracts.temporal_names import QueueMessage, WorkflowType
+    from workflows.authorization import check_action
+
+T = TypeVar("T")
+
+
+class _UnknownItem(Exception):
+    """The queue holds no item with the key asked for."""
+
+    def __init__(self, message: str) -> None:
+        super().__init__(message)
+        self.message = message
+
+
+class _InvalidUpdate(Exception):
+    """The fields of an update do not validate, or the updated item breaks a rule."""
+
+    def __init__(self, message: str) -> None:
+        super().__init__(message)
+        self.message = message
+
+
+def _describe(error: ValidationError) -> str:
+    parts = []
+    for detail in error.errors():
+        location = ".".join(str(part) for part in detail["loc"]) or "input"
+        message = str(detail["msg"]).removeprefix("Value error, ")
+        if detail["type"] == "extra_forbidden":
+            message = "unknown key (not allowed)"
+        parts.append(f"{location}: {message}")
+    return "; ".join(parts)
+
+
+@workflow.defn(name=WorkflowType.WORK_QUEUE)
+class WorkQueueWorkflow:
+    """Hold the goal queue's items and make the operator's moves on them."""
+
+    @workflow.init
+    def __init__(self, state: QueueState) -> None:
+        self._items: dict[str, QueueItem] = {item.key: item for item in state.items}
+        self._allocator: KeyAllocator = state.allocator
+        self._settings: QueueSettings = state.settings
+        self._settings_changes = list(state.settings_changes)
+        self._refusals = list(state.refusals)
+        self._state = state
+        self._used_nonces: set[str] = set()
+
+    @workflow.run
+    async def run(self, state: QueueState) -> None:
+        await workflow.wait_condition(self._should_continue_as_new)
+        await workflow.wait_condition(workflow.all_handlers_finished)
+        workflow.continue_as_new(self._carried())
+
+    def _should_continue_as_new(self) -> bool:
+        info = workflow.info()
+        return (
+            info.get_current_history_length() >= self._state.continue_as_new_after_events
+            or info.is_continue_as_new_suggested()
+        )
+
+    def _carried(self) -> QueueState:
+        return self._state.model_copy(
+            update={
+                "items": list(self._items.values()),
+                "allocator": self._allocator,
+                "settings": self._settings,
+                "settings_changes": list(self._settings_changes),
+                "refusals": list(self._refusals),
+                "runs": self._state.runs + 1,
+            }
+        )
+
+    # ------------------------------------------------------------------------------------------ helpers
+
+    def _item(self, key: str) -> QueueItem:
+        item = self._items.get(key)
+        if item is not None:
+            return item
+        renamed = self._renamed_to(key)
+        if renamed is not None:
+            raise _UnknownItem(f"no item {key}: it was renamed to {renamed} at its approval")
+        raise _UnknownItem(f"no item {key} in the queue")
+
+    def _renamed_to(self, key: str) -> str | None:
+        for item in self._items.values():
+            for event in item.events:
+                if event.kind is QueueEventKind.RENAMED and event.data.get("from") == key:
+                    return item.key
+        return None
+
+    @staticmethod
+    def _check(plan: Callable[[], T]) -> T:
+        """``plan()``, its refusals raised as the validator's ``ApplicationError`` (never in history)."""
+        try:
+            return plan()
+        except QueueRefused as error:
+            raise ApplicationError(
+                error.message, RefusalDetail(extra=error.extra), type=error.code, non_retryable=True
+            ) from None
+        except _UnknownItem as error:
+            raise ApplicationError(error.message, type=UNKNOWN_ITEM, non_retryable=True) from None
+        except _InvalidUpdate as error:
+            raise ApplicationError(error.message, type=INVALID_ITEM_UPDATE, non_retryable=True) from None
+
+    @staticmethod
+    def _require_actor(actor: str | None, action: QueueAction) -> None:
+        if actor is None or not actor.strip():
+            raise ApplicationError(
+                f"{action.value} needs --actor ID (a registered human)",
+                type=RefusalCode.ACTOR_REQUIRED,
+                non_retryable=True,
+            )
+
+    async def _authorize(
+        self, action: QueueAction, target: str, actor: str | None, proof: ActionProof | None, digest: str
+    ) -> tuple[str, str] | None:
+        """``None`` when ``actor`` may take ``action`` on ``target``; else the refusal's code and
+        message, recorded as a refused action."""
+        request = AuthorizeRequest(
+            run_id=target, action=action.value, actor=actor, digest=digest, proof=proof
+        )
+        result = await check_action(request, self._used_nonces)
+        if result.allowed:
+            return None
+        code = result.code or RefusalCode.FORBIDDEN
+        message = result.message or "refused"
+        self._refused(action, actor, target, code, message)
+        return code, message
+
+    def _refused(self, action: QueueAction, actor: str | None, target: str, code: str, message: str) -> None:
+        refusal = RefusedAction(
+            at=workflow.now(), action=action, actor=actor, target=target, code=code, message=message
+        )
+        self._refusals = [*self._refusals, refusal][-REFUSALS_KEPT:]
+
+    def _put(self, old_key: str, item: QueueItem) -> None:
+        """Store ``item`` in the place of ``old_key`` (a rename keeps the item's place)."""
+        if old_key == item.key:
+            self._items[item.key] = item
+            return
+        self._items = {
+            (item.key if key == old_key else key): (item if key == old_key else held)
+            for key, held in self._items.items()
+        }
+
+    @staticmethod
+    def _accepted(item: QueueItem, previous_key: str | None = None) -> ItemAnswer:
+        return ItemAnswer(accepted=True, item=item, spec=spec_completeness(item), previous_key=previous_key)
+
+    async def _item_action(
+        self,
+        action: QueueAction,
+        target: str,
+        actor: str | None,
+        proof: ActionProof | None,
+        digest: str,
+        plan: Callable[[], tuple[str, QueueItem, Any]],
+    ) -> ItemAnswer:
+        """Authorise, then work ``plan`` out again on the state as it is now and apply it: ``plan``
+        returns the key the item had, the item after the move and what else changes (the allocator)."""
+        refusal = await self._authorize(action, target, actor, proof, digest)
+        if refusal is not None:
+            return ItemAnswer(accepted=False, code=refusal[0], message=refusal[1])
+        try:
+            old_key, item, allocator = plan()
+        except QueueRefused as error:
+            self._refused(action, actor, target, error.code, error.message)
+            return ItemAnswer(accepted=False, code=error.code, message=error.message, extra=error.extra)
+        except (_UnknownItem, _InvalidUpdate) as error:
+            code = UNKNOWN_ITEM if isinstance(error, _UnknownItem) else INVALID_ITEM_UPDATE
+            self._refused(action, actor, target, code, error.message)
+            return ItemAnswer(accepted=False, code=code, message=error.message)
+        if allocator is not None:
+            self._allocator = allocator
+        self._put(old_key, item)
+        return self._accepted(item, previous_key=old_key if old_key != item.key else None)
+
+    # --------------------------------------------------------------------------------------------- plans
+
+    def _plan_add(self, request: AddRequest) -> tuple[str, QueueItem, KeyAllocator]:
+        proposal = request.proposal
+        allocator, key = self._allocator.allocate(proposal.repo_alias)
+        item = new_item(proposal, key=key, at=workflow.now(), actor=request.actor)
+        return key, item, allocator
+
+    def _plan_update(self, request: UpdateItemRequest) -> tuple[str, QueueItem, None]:
+        item = self._item(request.key)
+        try:
+            update = ItemUpdate.model_validate(request.fields)
+        except ValidationError as error:
+            raise _InvalidUpdate(f"invalid update of {request.key}: {_describe(error)}") from None
+        try:
+            updated = apply_update(item, update, at=workflow.now(), actor=request.actor)
+        except ValidationError as error:
+            raise _InvalidUpdate(f"{request.key} cannot take this update: {_describe(error)}") from None
+        return item.key, updated, None
+
+    def _plan_approve(self, request: MoveRequest) -> tuple[str, QueueItem, KeyAllocator]:
+        item = self._item(request.key)
+        assert request.actor is not None
+        approved, allocator = approve(item, self._allocator, actor=request.actor, at=workflow.now())
+        return item.key, approved, allocator
+
+    def _plan_reject(self, request: MoveRequest) -> tuple[str, QueueItem, None]:
+        item = self._item(request.key)
+        rejected = apply_move(
+            item,
+            QueueMove.REJECT,
+            Mover.OPERATOR,
+            at=workflow.now(),
+            actor=request.actor,
+            reason=request.reason,
+        )
+        return item.key, rejected, None
+
+    # ------------------------------------------------------------------------------------------ updates
+
+    @workflow.update(name=QueueMessage.ADD)
+    async def add(self, request: AddRequest) -> ItemAnswer:
+        """Add a proposal (it may be thin); the queue allocates its key."""
+        return await self._item_action(
+            QueueAction.ADD,
+            workflow.info().workflow_id,
+            request.actor,
+            request.proof,
+            request.digest(),
+            lambda: self._plan_add(request),
+        )
+
+    @add.validator
+    def _validate_add(self, request: AddRequest) -> None:
+        self._require_actor(request.actor, QueueAction.ADD)
+        self._check(lambda: self._plan_add(request))
+
+    @workflow.update(name=QueueMessage.UPDATE)
+    async def update(self, request: UpdateItemRequest) -> ItemAnswer:
+        """Set fields of a proposal (only a proposal is updated)."""
+        return await self._item_action(
+            QueueAction.UPDATE,
+            request.key,
+            request.actor,
+            request.proof,
+            request.digest(),
+            lambda: self._plan_update(request),
+        )
+
+    @update.validator
+    def _validate_update(self, request: UpdateItemRequest) -> None:
+        self._require_actor(request.actor, QueueAction.UPDATE)
+        self._check(lambda: self._plan_update(request))
+
+    @workflow.update(name=QueueMessage.APPROVE)
+    async def approve(self, request: MoveRequest) -> ItemAnswer:
+        """Approve a proposal whose contract is complete (a provisional key is renamed)."""
+        return await self._item_action(
+            QueueAction.APPROVE,
+            request.key,
+            request.actor,
+            request.proof,
+            request.digest(),
+            lambda: self._plan_approve(request),
+        )
+
+    @approve.validator
+    def _validate_approve(self, request: MoveRequest) -> None:
+        self._require_actor(request.actor, QueueAction.APPROVE)
+        self._check(lambda: self._plan_approve(request))
+
+    @workflow.update(name=QueueMessage.REJECT)
+    async def reject(self, request: MoveRequest) -> ItemAnswer:
+        """Reject a proposal, or a reviewed result and its item."""
+        return await self._item_action(
+            QueueAction.REJECT,
+            request.key,
+            request.actor,
+            request.proof,
+            request.digest(),
+            lambda: self._plan_reject(request),
+        )
+
+    @reject.validator
+    def _validate_reject(self, request: MoveRequest) -> None:
+        self._require_actor(request.actor, QueueAction.REJECT)
+        self._check(lambda: self._plan_reject(request))
+
+    @workflow.update(name=QueueMessage.CAPACITY)
+    async def capacity(self, request: CapacityRequest) -> SettingsAnswer:
+        """Set the number of slots (items already active keep theirs)."""
+        return await self._settings_action(
+            QueueAction.CAPACITY, "slots", request.slots, request.actor, request.proof, request.digest()
+        )
+
+    @capacity.validator
+    def _validate_capacity(self, request: CapacityRequest) -> None:
+        self._require_actor(request.actor, QueueAction.CAPACITY)
+
+    @workflow.update(name=QueueMessage.AUTOPILOT)
+    async def autopilot(self, request: AutopilotRequest) -> SettingsAnswer:
+        """Turn autopilot on or off."""
+        return await self._settings_action(
+            QueueAction.AUTOPILOT, "autopilot", request.on, request.actor, request.proof, request.digest()
+        )
+
+    @autopilot.validator
+    def _validate_autopilot(self, request: AutopilotRequest) -> None:
+        self._require_actor(request.actor, QueueAction.AUTOPILOT)
+
+    async def _settings_action(
+        self,
+        action: QueueAction,
+        setting: str,
+        value: Any,
+        actor: str | None,
+        proof: ActionProof | None,
+        digest: str,
+    ) -> SettingsAnswer:
+        refusal = await self._authorize(action, workflow.info().workflow_id, actor, proof, digest)
+        if refusal is not None:
+            return SettingsAnswer(
+                accepted=False, settings=self._settings, code=refusal[0], message=refusal[1]
+            )
+        before = getattr(self._settings, setting)
+        if before != value:
+            self._settings = QueueSettings.model_validate({**self._settings.model_dump(), setting: value})
+            change = SettingsChange(
+                at=workflow.now(), actor=actor, setting=setting, before=before, after=value
+            )
+            self._settings_changes = [*self._settings_changes, change][-SETTINGS_CHANGES_KEPT:]
+        return SettingsAnswer(accepted=True, settings=self._settings)
+
+    # -------------------------------------------------------------------------------------------- query
+
+    @workflow.query(name=QueueMessage.VIEW)
+    def view(self, query: QueueQuery) -> QueueView:
+        """The items (all, or the one asked for), the settings and the queue's own records."""
+        if query.key is None:
+            items = list(self._items.values())
+            renamed = None
+        else:
+            held = self._items.get(query.key)
+            items = [] if held is None else [held]
+            renamed = None if held is not None else self._renamed_to(query.key)
+        return QueueView(
+            workflow_id=workflow.info().workflow_id,
+            items=items,
+            settings=self._settings,
+            allocator=self._allocator,
+            settings_changes=list(self._settings_changes),
+            refusals=list(self._refusals),
+            runs=self._state.runs,
+            history_events=workflow.info().get_current_history_length(),
+            renamed_to=renamed,
+        )
