@@ -11,12 +11,19 @@ execution"):
 2. create ``<state>/worktrees/<run>/attempt-<n>`` (``n``: the claimed attempt) as a detached worktree
    at the contract's base commit — an unavailable base commit fails closed;
 3. check the patch strictly and apply it with ``git apply`` — or, for a run that captured the
-   ``command`` executor, run the repository's agent in the worktree (:mod:`activities.command_executor`);
+   ``command`` executor, run the repository's agent in the worktree, confined by bubblewrap
+   (:mod:`activities.command_executor`, :mod:`activities.sandbox`);
 4. check the result (HEAD, commits and refs in the worktree and the source repository, ``git diff
    --check``, at most 40 changed paths, nothing outside the worktree) and collect git's evidence;
 5. for a pr_ready run: run the captured ``verify`` commands in the worktree (no network, reduced
    environment, bounded; a non-zero exit is evidence), check and collect again — evidence that differs
    fails ``verification_changed_tree`` — and write the complete patch file (``pr-ready.patch``).
+
+Before anything is claimed or made, a run that will run commands (the agent, verify commands) is
+checked: the captured configuration must keep the environment rules (``invalid_repository_config``
+otherwise: defence in depth, they were checked at registration and capture) and the worker must be
+able to confine commands, unless the configuration accepts running unconfined
+(``confinement_unavailable`` otherwise; nothing runs).
 
 Any fail-closed rule raises a non-retryable ``ApplicationError`` whose ``type`` is the rule
 (``contracts.worktree.ExecutionFailure``) and whose one detail (``contracts.failures.WorktreeFailureDetail``)
@@ -37,13 +44,18 @@ from temporalio import activity
 from temporalio.exceptions import ApplicationError
 
 from activities.change_evidence import check_and_collect, write_pr_ready_patch
-from activities.command_executor import CommandFailed, run_agent_command, run_verification_command
+from activities.command_executor import (
+    CommandFailed,
+    Sandbox,
+    run_agent_command,
+    run_verification_command,
+)
 from activities.config import ActivityConfig
 from activities.errors import failure, refusal
 from activities.patch_checks import apply_patch
 from activities.store_access import SharedStore
 from activities.worktree_lifecycle import create_attempt_worktree
-from contracts.config import RepositoryExecutor
+from contracts.config import RepositoryExecutor, environment_rule_violations
 from contracts.errors import ErrorType, NotFound, OperatorError, ServiceUnavailable
 from contracts.execution import (
     COMMAND_EXECUTOR,
@@ -72,11 +84,14 @@ def _worker_identity() -> str:
 
 
 class ExecutionActivities:
-    """``execute_worktree_attempt`` bound to the deployment's state directory and store."""
+    """``execute_worktree_attempt`` bound to the deployment's state directory and store;
+    ``bwrap_path`` is the bubblewrap program that confines commands (``None``: ``bwrap`` found on
+    ``/usr/local/bin:/usr/bin:/bin`` when an attempt needs it)."""
 
-    def __init__(self, config: ActivityConfig, store: SharedStore) -> None:
+    def __init__(self, config: ActivityConfig, store: SharedStore, *, bwrap_path: str | None = None) -> None:
         self._config = config
         self._store = store
+        self._bwrap_path = bwrap_path
 
     def _store_claim(self, request: ExecuteAttemptRequest, execution_attempt: int) -> None:
         """Claim this execution attempt in the store; raises the refusal (``attempt_claimed``)."""
@@ -95,12 +110,14 @@ class ExecutionActivities:
         :class:`CommandReport` is ``command``) and git's evidence. Raises ``ApplicationError``:
         a fail-closed type (``base_commit_unavailable``, ``patch_invalid``, ``patch_does_not_apply``,
         ``command_timeout``, ``command_output_too_large``, ``command_failed``,
+        ``confinement_unavailable`` (also before anything is made, then without a detail),
         ``head_moved``, ``new_commit``, ``new_ref``, ``diff_check_failed``, ``too_many_files``,
         ``path_outside_worktree``, ``verification_changed_tree``) whose detail, whenever the worktree
         directory exists (failed or not, it is kept), is a ``WorktreeFailureDetail``: the worktree's
         :class:`WorktreeLocation` and, once the agent ran, its :class:`CommandReport`; messages name
         the state directory as ``<state>``; ``attempt_claimed``; ``repository_unavailable`` (the alias
-        is no longer allow-listed); ``execution_failed`` (no state directory, unknown executor); retryable
+        is no longer allow-listed); ``invalid_repository_config`` (the captured configuration breaks
+        the environment rules); ``execution_failed`` (no state directory, unknown executor); retryable
         ``ServiceUnavailable`` codes when the store or git cannot be reached.
         """
         info = activity.info()
@@ -138,6 +155,7 @@ class ExecutionActivities:
             ) from None
         except OperatorError as error:
             raise refusal(error) from None
+        sandbox = self._sandbox(request, state_dir)
         self._store_claim(request, info.attempt)
         # Known before git makes it, so every failure after this point can say where it is kept.
         planned = WorktreeLocation(
@@ -158,10 +176,12 @@ class ExecutionActivities:
             applied: AppliedPatch | None = None
             if request.executor == COMMAND_EXECUTOR:
                 assert config is not None
+                assert sandbox is not None
                 report = run_agent_command(
                     attempt,
                     config,
                     request.task_text,
+                    sandbox=sandbox,
                     timeout_seconds=request.command_timeout_seconds,
                     heartbeat=activity.heartbeat,
                 )
@@ -169,13 +189,14 @@ class ExecutionActivities:
                     "command_finished",
                     exit_status=report.exit_status,
                     duration_seconds=report.duration_seconds,
+                    confined=report.confined,
                     network_isolated=report.network_isolated,
                 )
             else:
                 applied = apply_patch(attempt, request.patch)
             evidence = check_and_collect(attempt)
             if request.pr_ready:
-                verification = self._verify(attempt, request, log)
+                verification = self._verify(attempt, request, sandbox, log)
                 after = check_and_collect(attempt)
                 if _fingerprint(after) != _fingerprint(evidence):
                     raise WorktreeExecutionFailed(
@@ -219,8 +240,39 @@ class ExecutionActivities:
             pr_patch=pr_patch,
         )
 
+    def _sandbox(self, request: ExecuteAttemptRequest, state_dir: Path) -> Sandbox | None:
+        """The sandbox of an attempt that runs commands (``None`` for one that runs none), once the
+        captured configuration was found to keep the environment rules and the worker to be able to
+        confine them — or the configuration to accept running unconfined. Raises
+        ``ApplicationError`` ``invalid_repository_config`` or ``confinement_unavailable``."""
+        config = request.repository_config
+        runs_agent = request.executor == COMMAND_EXECUTOR
+        if not runs_agent and not (request.pr_ready and request.verify):
+            return None
+        if runs_agent and config is not None and (violations := environment_rule_violations(config)):
+            raise ApplicationError(
+                "the captured repository configuration breaks the environment rules: "
+                + "; ".join(violations),
+                type="invalid_repository_config",
+                non_retryable=True,
+            )
+        try:
+            hidden = [state_dir, *(Path(r.path) for r in self._store.get().list_repositories())]
+        except OperatorError as error:
+            raise refusal(error) from None
+        sandbox = Sandbox.probed(
+            self._bwrap_path,
+            allow_unconfined=request.allow_unconfined,
+            hidden=tuple([*hidden, Path.home()]),
+        )
+        try:
+            sandbox.require()
+        except OperatorError as error:
+            raise refusal(error) from None
+        return sandbox
+
     def _verify(
-        self, attempt: WorktreeAttempt, request: ExecuteAttemptRequest, log: Any
+        self, attempt: WorktreeAttempt, request: ExecuteAttemptRequest, sandbox: Sandbox | None, log: Any
     ) -> list[VerificationResult]:
         """Run the pr_ready run's verify commands one after another; each bounded by its own timeout
         and by what is left of the budget. A non-zero exit is evidence; a timeout or too much output
@@ -238,14 +290,16 @@ class ExecutionActivities:
                     f"no budget is left for the verify command {argv[0]!r}",
                     CommandReport(timed_out=True),
                 )
+            assert sandbox is not None
             result = run_verification_command(
-                attempt, list(argv), timeout_seconds=bound, heartbeat=activity.heartbeat
+                attempt, list(argv), sandbox=sandbox, timeout_seconds=bound, heartbeat=activity.heartbeat
             )
             log.info(
                 "verification_finished",
                 argv0=argv[0],
                 exit_status=result.exit_status,
                 duration_seconds=result.duration_seconds,
+                confined=result.confined,
             )
             results.append(result)
         return results

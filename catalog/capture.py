@@ -16,7 +16,7 @@ from typing import Final
 
 from catalog.loaded import LoadedCatalog
 from catalog.router import route
-from contracts.config import PolicyRecord, RepositoryConfig
+from contracts.config import PolicyRecord, RepositoryConfig, check_environment_rules
 from contracts.enums import RiskFlag, RiskLevel, TaskType, Tier, WorkClass
 from contracts.errors import InvalidInput, Refused
 from contracts.hashing import canonical_sha256
@@ -237,14 +237,17 @@ def capture(
     ``repository_config`` is the configuration of the work item's repository as the caller read it
     (``RepositoryRecord.config``, from the same read as the base commit). Worktree and pr_ready
     contracts freeze it — executor, command, verification commands, environment names, network,
-    timeout — so the digest an operator approves covers it and later configuration changes affect
-    only runs captured afterwards. Every other tier's contract has ``None`` (no repository is
-    changed), whatever is given.
+    timeout, model credentials, ``allow_unconfined`` — so the digest an operator approves covers it
+    and later configuration changes affect only runs captured afterwards. Every other tier's contract
+    has ``None`` (no repository is changed), whatever is given. A configuration that breaks the
+    environment rules (``contracts.config.environment_rule_violations``: stored before they existed)
+    is refused here, before anything is frozen.
 
     Raises :class:`contracts.errors.OperatorError`: ``unknown_profile`` (override), ``automation_off``,
     ``tier_required``/``tier_conflict``, ``repo_alias_required`` (a worktree or pr_ready run names an
     allow-listed repository), ``base_commit_required`` (the caller did not resolve it),
-    ``no_model_selected`` (a run that calls a model needs a model selection).
+    ``no_model_selected`` (a run that calls a model needs a model selection),
+    ``invalid_repository_config`` (the repository's configuration breaks the environment rules).
     """
     decision = route(run_input.work_item, catalog, override=run_input.override)
     tier_decision = effective_tier(
@@ -264,6 +267,12 @@ def capture(
             )
         if base_commit is None:
             raise InvalidInput("base_commit_required", "the repository's base commit was not resolved")
+        if repository_config is not None:
+            check_environment_rules(
+                repository_config,
+                source=f"the configuration of repository {run_input.work_item.repo_alias!r} (set it "
+                "again with `specialists repos update`)",
+            )
     elif tier is not Tier.READ_ONLY:
         # A read_only run keeps the commit it was given, so its context packs read evidence files
         # at that commit; a recommendation reads nothing.

@@ -46,13 +46,38 @@ MAX_ARGUMENT_LENGTH: Final = 4096
 """At most this many characters in one argument."""
 MAX_VERIFY_COMMANDS: Final = 16
 MAX_ENV_NAMES: Final = 32
+"""At most this many names in ``env`` and ``model_credentials`` together."""
 ENV_NAME_PATTERN: Final = re.compile(r"[A-Za-z_][A-Za-z0-9_]{0,127}")
 """An environment variable name the ``command`` executor may pass on: ``^[A-Za-z_][A-Za-z0-9_]{0,127}$``."""
 MIN_COMMAND_TIMEOUT_SECONDS: Final = 1
 MAX_COMMAND_TIMEOUT_SECONDS: Final = 3600
 DEFAULT_COMMAND_TIMEOUT_SECONDS: Final = 600
-REPOSITORY_CONFIG_KEYS: Final = ("executor", "command", "verify", "env", "network", "command_timeout_seconds")
+REPOSITORY_CONFIG_KEYS: Final = (
+    "executor",
+    "command",
+    "verify",
+    "env",
+    "model_credentials",
+    "network",
+    "allow_unconfined",
+    "command_timeout_seconds",
+)
 """Every key a repository configuration may set, in the order they are documented."""
+
+RESERVED_ENV_PREFIX: Final = "SPECIALISTS_"
+"""The deployment's own settings (the action token among them): never passed to a command, in any
+field and in any letter case."""
+SECRET_NAME_PARTS: Final = ("SECRET", "PASSWORD", "PASSWD", "PASSPHRASE", "CREDENTIAL", "APIKEY")
+"""A name containing one of these (in any letter case) looks like a secret."""
+SECRET_NAME_WORDS: Final = frozenset({"KEY", "PASS", "PAT", "AUTH", "COOKIE", "ASKPASS"})
+"""A name with one of these as a word (the name split at ``_``, any letter case) looks like a secret:
+``OPENAI_API_KEY``, ``DB_PASS``, ``SSH_AUTH_SOCK``; so does one with a word ending in ``TOKEN`` or
+``TOKENS`` (``GITHUB_TOKEN``, ``HF_TOKEN``, ``GHTOKEN``, but not ``TOKENIZERS_PARALLELISM``)."""
+CLOUD_CREDENTIAL_PREFIXES: Final = ("AWS_", "AZURE_", "GOOGLE_", "GCP_", "GCLOUD_", "CLOUDSDK_")
+"""Cloud credential variables (``AWS_SECRET_ACCESS_KEY``, ``AZURE_CLIENT_SECRET``,
+``GOOGLE_APPLICATION_CREDENTIALS``, ...): every name with one of these prefixes looks like a secret."""
+CREDENTIAL_FILE_VARIABLES: Final = frozenset({"KUBECONFIG", "DOCKER_CONFIG", "NETRC"})
+"""Variables that locate credential files."""
 
 
 class RepositoryExecutor(StrEnum):
@@ -111,16 +136,28 @@ class RepositoryConfig(BaseModel):
     * ``command``: the external agent's argument vector — required with executor ``command``,
       forbidden otherwise; never a shell string;
     * ``verify``: at most 16 verification commands (argument vectors) for pr_ready runs;
-    * ``env``: at most 32 distinct names (``^[A-Za-z_][A-Za-z0-9_]{0,127}$``) of environment variables
-      passed to the external agent — only with executor ``command``;
+    * ``env``: names (``^[A-Za-z_][A-Za-z0-9_]{0,127}$``) of ordinary environment variables passed to
+      the external agent — only with executor ``command``; a name that looks like a secret belongs in
+      ``model_credentials`` (:func:`environment_rule_violations`);
+    * ``model_credentials``: names of the variables holding the credentials an agent needs to reach
+      its model (``OPENAI_API_KEY``) — only with executor ``command``; ``env`` and
+      ``model_credentials`` together name at most 32 distinct variables;
     * ``network``: whether the external agent may reach the network (default false) — ``true`` only
       with executor ``command``;
+    * ``allow_unconfined``: whether commands may run without the sandbox when the worker cannot set
+      it up (default false: the attempt fails ``confinement_unavailable``) — only with a command or
+      verify commands;
     * ``command_timeout_seconds``: 1..3600 (default 600), for the command and each verify command.
 
     An argument vector has 1..64 non-empty strings of at most 4096 characters without NUL. Values are
     taken as given, never coerced (``network = "yes"`` or ``command_timeout_seconds = 1.5`` is
     refused), and unknown keys are refused. Raises ``pydantic.ValidationError`` naming the key and the
     rule; :func:`repository_config_from_mapping` turns that into :class:`InvalidInput`.
+
+    The environment rules (:func:`environment_rule_violations`: no ``SPECIALISTS_*`` name anywhere, no
+    secret-looking name in ``env``) are not part of decoding, so a configuration captured before they
+    existed still decodes from a run's history; they are checked where a configuration is registered
+    (:func:`repository_config_from_mapping`), captured and executed.
     """
 
     model_config = ConfigDict(frozen=True, extra="forbid")
@@ -129,7 +166,9 @@ class RepositoryConfig(BaseModel):
     command: tuple[str, ...] | None = Field(default=None, validate_default=True)
     verify: tuple[tuple[str, ...], ...] = ()
     env: tuple[str, ...] = Field(default=(), validate_default=True)
+    model_credentials: tuple[str, ...] = Field(default=(), validate_default=True)
     network: bool = Field(default=False, validate_default=True)
+    allow_unconfined: bool = Field(default=False, validate_default=True)
     command_timeout_seconds: int = DEFAULT_COMMAND_TIMEOUT_SECONDS
 
     @field_validator("command", mode="before")
@@ -163,36 +202,45 @@ class RepositoryConfig(BaseModel):
             raise _refused(f"verify has {len(value)} commands; at most {MAX_VERIFY_COMMANDS} are allowed")
         return tuple(_argument_vector(item, f"verify[{index}]") for index, item in enumerate(value))
 
-    @field_validator("env", mode="before")
+    @field_validator("env", "model_credentials", mode="before")
     @classmethod
-    def _env_is_a_list_of_names(cls, value: Any) -> tuple[str, ...]:
+    def _a_list_of_names(cls, value: Any, info: ValidationInfo) -> tuple[str, ...]:
+        field = info.field_name
         if isinstance(value, str):
-            raise _refused(f'env must be a list of variable names (such as ["{value}"]), not a string')
+            raise _refused(f'{field} must be a list of variable names (such as ["{value}"]), not a string')
         if not isinstance(value, list | tuple):
-            raise _refused(f"env must be a list of variable names, not {_type_name(value)}")
-        if len(value) > MAX_ENV_NAMES:
-            raise _refused(f"env has {len(value)} names; at most {MAX_ENV_NAMES} are allowed")
-        seen: set[str] = set()
+            raise _refused(f"{field} must be a list of variable names, not {_type_name(value)}")
+        seen: set[str] = set(info.data.get("env", ())) if field == "model_credentials" else set()
+        if len(value) + len(seen) > MAX_ENV_NAMES:
+            raise _refused(
+                f"env and model_credentials name {len(value) + len(seen)} variables; "
+                f"at most {MAX_ENV_NAMES} are allowed"
+            )
         for index, name in enumerate(value):
             if not isinstance(name, str):
-                raise _refused(f"env[{index}] must be a string, not {_type_name(name)}")
+                raise _refused(f"{field}[{index}] must be a string, not {_type_name(name)}")
             if not ENV_NAME_PATTERN.fullmatch(name):
                 raise _refused(
-                    f"env[{index}] {name!r} is not a valid variable name "
+                    f"{field}[{index}] {name!r} is not a valid variable name "
                     "(^[A-Za-z_][A-Za-z0-9_]{0,127}$: a letter or '_', then letters, digits or '_')"
                 )
             if name in seen:
-                raise _refused(f"env names {name!r} twice; each variable may be named once")
+                raise _refused(
+                    f"{field} names {name!r} twice (env and model_credentials included); "
+                    "each variable may be named once"
+                )
             seen.add(name)
         return tuple(value)
 
-    @field_validator("env")
+    @field_validator("env", "model_credentials")
     @classmethod
-    def _env_only_with_the_command_executor(
+    def _names_only_with_the_command_executor(
         cls, value: tuple[str, ...], info: ValidationInfo
     ) -> tuple[str, ...]:
         if value and info.data.get("executor") is RepositoryExecutor.PATCH:
-            raise _refused("env is only allowed with executor = 'command' (the executor is 'patch')")
+            raise _refused(
+                f"{info.field_name} is only allowed with executor = 'command' (the executor is 'patch')"
+            )
         return value
 
     @field_validator("network", mode="before")
@@ -211,6 +259,22 @@ class RepositoryConfig(BaseModel):
             )
         return value
 
+    @field_validator("allow_unconfined", mode="before")
+    @classmethod
+    def _allow_unconfined_is_a_boolean(cls, value: Any) -> bool:
+        if not isinstance(value, bool):
+            raise _refused(f"allow_unconfined must be true or false, not {_type_name(value)}")
+        return value
+
+    @field_validator("allow_unconfined")
+    @classmethod
+    def _allow_unconfined_only_with_something_to_run(cls, value: bool, info: ValidationInfo) -> bool:
+        if value and info.data.get("command") is None and not info.data.get("verify"):
+            raise _refused(
+                "allow_unconfined = true needs a command or verify commands: nothing else runs in the sandbox"
+            )
+        return value
+
     @field_validator("command_timeout_seconds", mode="before")
     @classmethod
     def _timeout_in_range(cls, value: Any) -> int:
@@ -224,6 +288,61 @@ class RepositoryConfig(BaseModel):
                 f"{MIN_COMMAND_TIMEOUT_SECONDS} to {MAX_COMMAND_TIMEOUT_SECONDS} seconds"
             )
         return value
+
+
+def is_reserved_name(name: str) -> bool:
+    """``SPECIALISTS_*`` in any letter case: one of the deployment's own settings."""
+    return name.upper().startswith(RESERVED_ENV_PREFIX)
+
+
+def looks_like_secret(name: str) -> bool:
+    """Whether variable ``name`` looks like it holds a secret (any letter case): it contains one of
+    :data:`SECRET_NAME_PARTS`, has one of :data:`SECRET_NAME_WORDS` or a word ending in ``TOKEN``
+    or ``TOKENS``, starts with one of :data:`CLOUD_CREDENTIAL_PREFIXES` or is one of
+    :data:`CREDENTIAL_FILE_VARIABLES`."""
+    upper = name.upper()
+    words = upper.split("_")
+    return (
+        any(part in upper for part in SECRET_NAME_PARTS)
+        or any(word in SECRET_NAME_WORDS or word.endswith(("TOKEN", "TOKENS")) for word in words)
+        or upper.startswith(CLOUD_CREDENTIAL_PREFIXES)
+        or upper in CREDENTIAL_FILE_VARIABLES
+    )
+
+
+def environment_rule_violations(config: RepositoryConfig) -> list[str]:
+    """Every way ``config`` breaks the environment rules (docs/architecture.md "Worktree execution"),
+    one message each; empty when it keeps them.
+
+    * a ``SPECIALISTS_*`` name (any letter case) is never passed, in ``env`` or ``model_credentials``:
+      these are the deployment's settings, the action token among them;
+    * a name in ``env`` that looks like a secret (:func:`looks_like_secret`) is refused there: a
+      credential the agent needs to reach its model is named in ``model_credentials``, which ``show``
+      displays at approval and the contract digest covers.
+    """
+    violations = []
+    for field, names in (("env", config.env), ("model_credentials", config.model_credentials)):
+        for index, name in enumerate(names):
+            if is_reserved_name(name):
+                violations.append(
+                    f"{field}[{index}] {name!r} is one of the deployment's own settings "
+                    f"({RESERVED_ENV_PREFIX}*): it is never passed to a command"
+                )
+            elif field == "env" and looks_like_secret(name):
+                violations.append(
+                    f"env[{index}] {name!r} looks like a secret: name a credential the agent needs to "
+                    "reach its model in model_credentials instead (shown at approval, covered by the "
+                    "contract digest); env is for ordinary settings"
+                )
+    return violations
+
+
+def check_environment_rules(config: RepositoryConfig, *, source: str = "repository configuration") -> None:
+    """Raise :class:`InvalidInput` ``invalid_repository_config`` naming every violation of
+    :func:`environment_rule_violations` (``source`` says whose configuration it is)."""
+    violations = environment_rule_violations(config)
+    if violations:
+        raise InvalidInput("invalid_repository_config", f"{source}: {'; '.join(violations)}")
 
 
 def describe_repository_config_error(error: ValidationError) -> str:
@@ -246,18 +365,21 @@ def repository_config_from_mapping(
     """Validate ``data`` (e.g. a parsed TOML document) as a :class:`RepositoryConfig`.
 
     Raises :class:`InvalidInput` ``invalid_repository_config`` naming every key at fault and the rule
-    it breaks (``source`` says where the data came from).
+    it breaks, the environment rules (:func:`environment_rule_violations`) included (``source`` says
+    where the data came from).
     """
     if not isinstance(data, Mapping):
         raise InvalidInput(
             "invalid_repository_config", f"{source} must be a table of settings, not {_type_name(data)}"
         )
     try:
-        return RepositoryConfig.model_validate(dict(data))
+        config = RepositoryConfig.model_validate(dict(data))
     except ValidationError as error:
         raise InvalidInput(
             "invalid_repository_config", f"{source}: {describe_repository_config_error(error)}"
         ) from None
+    check_environment_rules(config, source=source)
+    return config
 
 
 class RepositoryRecord(BaseModel):

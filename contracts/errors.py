@@ -92,7 +92,8 @@ class ErrorType:
     # Worktree execution fails closed with one of ``contracts.worktree.EXECUTION_FAILURE_TYPES``
     # (head_moved, new_commit, new_ref, diff_check_failed, too_many_files, path_outside_worktree,
     # patch_does_not_apply, patch_invalid, base_commit_unavailable, and for the ``command`` executor
-    # command_timeout, command_output_too_large, command_failed); these are its other failures.
+    # and verify commands command_timeout, command_output_too_large, command_failed,
+    # confinement_unavailable); these are its other failures.
     REPOSITORY_UNAVAILABLE = "repository_unavailable"
     CHANGE_TOO_LARGE_FOR_REVIEW = "change_too_large_for_review"
     EXECUTION_FAILED = "execution_failed"

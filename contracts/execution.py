@@ -47,15 +47,19 @@ def command_task_text(task: str, evidence_refs: list[str], stop_conditions: list
 
 class CommandReport(BaseModel):
     """What the ``command`` executor's agent did: its exit status (``None`` when it was killed before it
-    exited, negative for a signal), wall-clock duration, whether it ran in its own network namespace
-    (``False``: it was not network-isolated — granted, or isolation is unavailable on the worker), and
-    its stdout and stderr (at most :data:`MAX_COMMAND_OUTPUT_BYTES` each, decoded with backslash
-    escapes; ``*_bytes`` counts what was read)."""
+    exited, negative for a signal), wall-clock duration, whether it ran confined (``confined``: in the
+    sandbox, ``confinement`` saying how — or, when ``False``, why not), whether it ran in its own
+    network namespace (``False``: it was not network-isolated — granted, or isolation is unavailable
+    on the worker), and its stdout and stderr (at most :data:`MAX_COMMAND_OUTPUT_BYTES` each, decoded
+    with backslash escapes; ``*_bytes`` counts what was read). A report recorded before commands were
+    confined decodes with ``confined`` false, which is what they were."""
 
     model_config = ConfigDict(frozen=True)
 
     exit_status: int | None = None
     duration_seconds: float = Field(default=0.0, ge=0)
+    confined: bool = False
+    confinement: str = ""
     network_isolated: bool = False
     network_granted: bool = False
     timeout_seconds: float = Field(default=0.0, ge=0)
@@ -70,14 +74,17 @@ class CommandReport(BaseModel):
 class VerificationResult(BaseModel):
     """One of a pr_ready run's ``verify`` commands, run in the worktree after the change (test
     evidence): its argument vector, exit status (``None`` when killed before it exited), wall-clock
-    duration, whether it was network-isolated, and its stdout and stderr (at most
-    :data:`MAX_COMMAND_OUTPUT_BYTES` each). A non-zero exit does not fail the run: it is evidence."""
+    duration, whether and how it was confined (as :class:`CommandReport`), whether it was
+    network-isolated, and its stdout and stderr (at most :data:`MAX_COMMAND_OUTPUT_BYTES` each). A
+    non-zero exit does not fail the run: it is evidence."""
 
     model_config = ConfigDict(frozen=True)
 
     argv: list[str]
     exit_status: int | None = None
     duration_seconds: float = Field(default=0.0, ge=0)
+    confined: bool = False
+    confinement: str = ""
     network_isolated: bool = False
     timeout_seconds: float = Field(default=0.0, ge=0)
     timed_out: bool = False
@@ -139,7 +146,8 @@ class ExecuteAttemptRequest(BaseModel):
     repository ``repo_alias`` at ``base_commit``, for run ``run_id``.
 
     With ``executor`` ``command``: ``repository_config`` is the contract's captured configuration (its
-    ``command``, ``env`` names, ``network`` and timeout), ``task_text`` the agent's stdin
+    ``command``, ``env`` and ``model_credentials`` names, ``network``, ``allow_unconfined`` and
+    timeout), ``task_text`` the agent's stdin
     (:func:`command_task_text`) and ``command_timeout_seconds`` the agent's wall-clock budget (the
     captured timeout, bounded by the run's remaining budget); ``patch`` is unused."""
 
@@ -161,6 +169,10 @@ class ExecuteAttemptRequest(BaseModel):
     """Each verify command's wall-clock bound (the captured ``command_timeout_seconds``)."""
     verify_budget_seconds: float | None = None
     """What is left of the run's budget for all verify commands together."""
+    allow_unconfined: bool = False
+    """The captured configuration's ``allow_unconfined``: the agent and verify commands may run without
+    the sandbox when the worker cannot set it up (otherwise the attempt fails
+    ``confinement_unavailable``). False for a request recorded before confinement existed."""
 
 
 class WorktreeExecution(BaseModel):

@@ -70,6 +70,10 @@ class ExecutionFailure:
     is cut silently)."""
     COMMAND_FAILED: Final = "command_failed"
     """The agent exited with a non-zero status, was killed by a signal, or could not be started."""
+    CONFINEMENT_UNAVAILABLE: Final = "confinement_unavailable"
+    """The sandbox the agent and verify commands run in (bubblewrap) cannot be set up on the worker —
+    not installed, or unable to create its namespaces — and the repository configuration does not
+    accept running unconfined (``allow_unconfined``): nothing ran."""
     VERIFICATION_CHANGED_TREE: Final = "verification_changed_tree"
     """A pr_ready run's verification command changed the worktree: git's evidence after verification
     differs from the evidence before it (a verify command must not change what is reviewed)."""
@@ -89,6 +93,7 @@ EXECUTION_FAILURE_TYPES: Final = frozenset(
         ExecutionFailure.COMMAND_TIMEOUT,
         ExecutionFailure.COMMAND_OUTPUT_TOO_LARGE,
         ExecutionFailure.COMMAND_FAILED,
+        ExecutionFailure.CONFINEMENT_UNAVAILABLE,
         ExecutionFailure.VERIFICATION_CHANGED_TREE,
     }
 )

@@ -263,13 +263,26 @@ DEMO_VERIFY: Final = (
 
 def _set_demo_verify(database_url: str) -> Callable[[], None]:
     """Give the demo repository a ``verify`` command (the pr_ready run's contract captures it); the
-    returned function restores the previous configuration."""
+    returned function restores the previous configuration. On a machine without bubblewrap the
+    configuration also accepts running the command unconfined (``allow_unconfined``), and says so:
+    otherwise the run would fail closed (``confinement_unavailable``)."""
+    import shutil
+
     from contracts.config import RepositoryConfig
     from store.database import open_store
 
+    unconfined = shutil.which("bwrap", path="/usr/local/bin:/usr/bin:/bin") is None
+    if unconfined:
+        print(
+            "  (bubblewrap is not installed: the demo's verify command may run unconfined, "
+            "allow_unconfined = true; install the bubblewrap package to confine it)",
+            flush=True,
+        )
     with open_store(database_url) as store:
         previous = store.get_repository(DEMO_REPOSITORY).config
-        config = (previous or RepositoryConfig()).model_copy(update={"verify": DEMO_VERIFY})
+        config = (previous or RepositoryConfig()).model_copy(
+            update={"verify": DEMO_VERIFY, "allow_unconfined": unconfined}
+        )
         store.update_repository_config(DEMO_REPOSITORY, config, DEMO_ACTOR)
 
     def restore() -> None:

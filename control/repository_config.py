@@ -4,14 +4,15 @@ The file is TOML (parsed with the standard library's ``tomllib``); its keys and 
 :class:`contracts.config.RepositoryConfig`. Every failure is an :class:`InvalidInput` with a one-line
 message and nothing is written: ``repository_config_unreadable`` (missing, not a regular file, too
 large, not UTF-8) or ``invalid_repository_config`` (not TOML, an unknown key, a wrong type, a rule
-broken — the message names the key and the rule).
+broken, the environment rules included — the message names the key and the rule).
 
 Example::
 
     executor = "command"
     command = ["my-agent", "--task-file", "TASK.md"]
     verify = [["make", "test"], ["make", "lint"]]
-    env = ["AGENT_API_KEY"]
+    env = ["AGENT_MODE"]
+    model_credentials = ["AGENT_API_KEY"]
     network = true
     command_timeout_seconds = 900
 """

@@ -4,9 +4,10 @@ configuration a run's contract captured.
 ``repos --json`` and ``repos add|update --json`` print :func:`repository_json` objects: the fields of
 :func:`control.views.repository_json` plus ``config`` (every key of
 :class:`contracts.config.RepositoryConfig`). The human ``repos`` table summarises each configuration:
-the executor and whether a command, verification commands, environment names and network access are
-set. :func:`render_contract_repository_config` is the part of ``show`` that prints the configuration a
-worktree or pr_ready contract froze (``show --json`` has it already, as ``contract.repository_config``).
+the executor and whether a command, verification commands, environment names (and model credentials)
+and network access are set. :func:`render_contract_repository_config` is the part of ``show`` that
+prints the configuration a worktree or pr_ready contract froze (``show --json`` has it already, as
+``contract.repository_config``).
 
 Everything shown but the labels is operator input (paths, commands, names): it reaches the console
 only as :func:`control.output.table` cells or through ``safe_text``.
@@ -35,7 +36,8 @@ NOT_CAPTURED = (
 
 
 def repository_config_json(config: RepositoryConfig) -> dict[str, Any]:
-    """``{"executor", "command", "verify", "env", "network", "command_timeout_seconds"}``."""
+    """``{"executor", "command", "verify", "env", "model_credentials", "network", "allow_unconfined",
+    "command_timeout_seconds"}``."""
     return config.model_dump(mode="json")
 
 
@@ -50,13 +52,19 @@ def repositories_json(records: list[RepositoryRecord]) -> dict[str, Any]:
 
 
 def config_summary_cells(config: RepositoryConfig) -> list[str]:
-    """The listing's summary of ``config``: executor, command, verify, env, network."""
+    """The listing's summary of ``config``: executor, command, verify, env (names, then model
+    credentials), network."""
     verify = len(config.verify)
+    names = [
+        f"{count} {word}{'s' if count != 1 else ''}"
+        for count, word in ((len(config.env), "name"), (len(config.model_credentials), "credential"))
+        if count
+    ]
     return [
         config.executor.value,
         "set" if config.command is not None else "-",
         f"{verify} command{'s' if verify != 1 else ''}" if verify else "-",
-        f"{len(config.env)} name{'s' if len(config.env) != 1 else ''}" if config.env else "-",
+        ", ".join(names) or "-",
         "on" if config.network else "off",
     ]
 
@@ -109,7 +117,14 @@ def repository_config_rows(config: RepositoryConfig) -> list[list[str]]:
         rows.append(["verify", "-"])
     rows += [
         ["env", ", ".join(config.env) or "-"],
+        ["model credentials", ", ".join(config.model_credentials) or "-"],
         ["network", "allowed" if config.network else "off"],
+        [
+            "confinement",
+            "may run unconfined when the worker cannot confine (allow_unconfined = true)"
+            if config.allow_unconfined
+            else "required: fails closed when the worker cannot confine",
+        ],
         ["command timeout", f"{config.command_timeout_seconds} s"],
     ]
     return rows

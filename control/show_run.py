@@ -125,13 +125,14 @@ def render_execution(console: Console, view: RunView, *, diff: bool = False, rec
             table(
                 "verification (the repository's verify commands in the worktree, no network; "
                 "a non-zero exit is evidence, not a failure)",
-                ["argv", "exit", "duration", "output"],
+                ["argv", "exit", "duration", "output", "confined"],
                 [
                     [
                         json.dumps(item.argv),
                         "none (killed)" if item.exit_status is None else str(item.exit_status),
                         f"{item.duration_seconds:.1f} s",
                         f"stdout {item.stdout_bytes} bytes, stderr {item.stderr_bytes} bytes",
+                        _confinement(item.confined, "" if item.confined else item.confinement),
                     ]
                     for item in execution.verification
                 ],
@@ -179,7 +180,8 @@ def _execution_rows(execution: ExecutionRecord, recovery: bool) -> list[list[str
 
 
 def _command_rows(execution: ExecutionRecord) -> list[list[str]]:
-    """The ``command`` executor's report: exit status, duration, network isolation, output sizes."""
+    """The ``command`` executor's report: exit status, duration, confinement, network isolation,
+    output sizes."""
     report = execution.command
     if report is None:
         return []
@@ -197,15 +199,24 @@ def _command_rows(execution: ExecutionRecord) -> list[list[str]]:
         network = "no (network = true was approved)"
     else:
         network = "no: isolation is not available on the worker, the agent had the network"
+    confined = _confinement(report.confined, report.confinement)
     output = f"stdout {report.stdout_bytes} bytes, stderr {report.stderr_bytes} bytes"
     if report.output_too_large:
         output += " (over the bound: the agent was stopped)"
     return [
         ["agent exit status", status],
         ["agent duration", f"{report.duration_seconds:.1f} s"],
+        ["confined", confined],
         ["network isolated", network],
         ["agent output", output],
     ]
+
+
+def _confinement(confined: bool, how: str) -> str:
+    """How a command was confined, for the ``confined`` row and column."""
+    if confined:
+        return f"yes: {how}" if how else "yes"
+    return f"no: {how.removeprefix('none: ')}" if how else "no (run before commands were confined)"
 
 
 def _file_rows(execution: ExecutionRecord) -> list[list[str]]:

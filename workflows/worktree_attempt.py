@@ -10,6 +10,9 @@ take follow from the captured contract and what is left of the run's budget:
 * ``command`` executor: no patch — the repository's agent runs in the worktree within the captured
   timeout, bounded by what is left of the budget less that margin (so the activity kills it before
   Temporal gives up on the activity); a pr_ready run's verify commands get what is left after it.
+
+Commands run confined (docs/architecture.md "Worktree execution"); the request carries the captured
+``allow_unconfined``, and the ``worktree_executed`` audit event says whether each ran confined.
 """
 
 from __future__ import annotations
@@ -153,6 +156,7 @@ def attempt_call(contract: ExecutionContract, patch: str, remaining: float) -> A
             repo_alias=contract.repo_alias,
             base_commit=contract.base_commit,
             patch=patch,
+            allow_unconfined=config is not None and config.allow_unconfined,
             **command,
             **pr_ready,
         ),
@@ -218,11 +222,13 @@ def executed_data(execution: WorktreeExecution) -> dict[str, Any]:
         data |= {
             "command_exit_status": command.exit_status,
             "command_duration_seconds": command.duration_seconds,
+            "confined": command.confined,
             "network_isolated": command.network_isolated,
         }
     if execution.pr_patch is not None:
         data |= {
             "verification_exit_statuses": [item.exit_status for item in execution.verification],
+            "verification_confined": [item.confined for item in execution.verification],
             "pr_patch_sha256": execution.pr_patch.sha256,
         }
     return data

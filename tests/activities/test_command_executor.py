@@ -1,14 +1,14 @@
 """The ``command`` executor through ``execute_worktree_attempt``: the repository's agent (here a small
-Python script) runs in the fresh worktree with a reduced environment, no network where the machine
-allows it, a wall-clock budget and bounded output; every fail-closed check of the patch executor still
-applies after it exits. Real git repository and SQLite store in ``tmp_path``."""
+Python script run by the system's ``python3``, the only kind of program the sandbox can see) runs
+confined by bubblewrap in the fresh worktree with a reduced environment, no network, a wall-clock
+budget and bounded output; every fail-closed check of the patch executor still applies after it exits.
+Real bubblewrap, real git repository and SQLite store in ``tmp_path``."""
 
 from __future__ import annotations
 
 import dataclasses
 import json
 import socket
-import sys
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -17,7 +17,6 @@ import pytest
 from temporalio.exceptions import ApplicationError
 from temporalio.testing import ActivityEnvironment
 
-from activities.command_executor import network_isolation_available
 from activities.config import ActivityConfig
 from activities.execution import ExecutionActivities
 from activities.store_access import SharedStore
@@ -30,7 +29,10 @@ from contracts.execution import (
     command_task_text,
 )
 from contracts.failures import WorktreeFailureDetail, failure_detail
+from tests.activities.confined import SYSTEM_PYTHON, requires_bubblewrap
 from tests.store.git_repository import git, make_working_tree, register_repository
+
+pytestmark = requires_bubblewrap
 
 RUN_ID = "SOR-COMMANDEXECTEST1"
 ALIAS = "orders-service"
@@ -65,10 +67,13 @@ sys.stdout.flush()
 sys.exit(int(sys.argv[2]))
 """
 
-SLEEPING_AGENT = """
-import os, subprocess, sys, time
-child = subprocess.Popen(["sleep", "60"])
-print(os.getpid(), child.pid, flush=True)
+SLEEPER_MARK = "60.4242"
+"""The sleeping agent's child sleeps this long: the test finds it on the host by this argument."""
+
+SLEEPING_AGENT = f"""
+import subprocess, time
+child = subprocess.Popen(["sleep", "{SLEEPER_MARK}"])
+print("started", flush=True)
 time.sleep(60)
 """
 
@@ -84,11 +89,13 @@ sys.exit(7)
 """
 
 COMMITTING_AGENT = """
-import pathlib, subprocess
+import pathlib, subprocess, sys
 readme = pathlib.Path("docs/README.md")
 readme.write_text(readme.read_text() + "committed by the agent\\n")
 git = ["git", "-c", "user.name=Agent", "-c", "user.email=agent@example.invalid", "-c", "commit.gpgSign=false"]
-subprocess.run([*git, "commit", "--quiet", "-am", "agent commits"], check=True)
+done = subprocess.run([*git, "commit", "--quiet", "-am", "agent commits"], capture_output=True, text=True)
+print("commit exit", done.returncode, done.stderr.strip().splitlines()[:1], file=sys.stderr)
+sys.exit(done.returncode)
 """
 
 
@@ -104,10 +111,8 @@ def setup(tmp_path: Path) -> tuple[ExecutionActivities, str, Path]:
 
 
 def _config(tmp_path: Path, source: str, *args: str, **settings: object) -> RepositoryConfig:
-    script = tmp_path / "agent.py"
-    script.write_text(source)
     return RepositoryConfig.model_validate(
-        {"executor": RepositoryExecutor.COMMAND, "command": [sys.executable, str(script), *args], **settings}
+        {"executor": RepositoryExecutor.COMMAND, "command": [SYSTEM_PYTHON, "-c", source, *args], **settings}
     )
 
 
@@ -158,7 +163,8 @@ def test_the_agent_edits_the_worktree_with_the_task_on_stdin_and_the_evidence_is
     report = result.command
     assert report is not None and report.exit_status == 0 and not report.timed_out
     assert report.stdout == "edited docs/README.md\n" and report.stdout_bytes == len(report.stdout)
-    assert report.network_isolated is network_isolation_available() and not report.network_granted
+    assert report.confined and report.confinement.startswith("bubblewrap")
+    assert report.network_isolated and not report.network_granted
     evidence = result.evidence
     assert {(f.path, f.status.value) for f in evidence.files} == {
         ("docs/README.md", "modified"),
@@ -195,18 +201,17 @@ def test_the_agent_sees_only_the_reduced_environment_and_no_network(
         report = _report(error)
         raised = f"{error.message} {error.details!r}"
     environment = json.loads(report.stdout.splitlines()[0])
-    assert set(environment) == {"PATH", "LANG", "HOME", "TMPDIR", HARMLESS[0]}
+    # PWD is bubblewrap's: it sets it to the directory it starts the command in, the worktree.
+    assert set(environment) == {"PATH", "LANG", "HOME", "TMPDIR", "PWD", HARMLESS[0]}
+    assert environment["PWD"] == str(tmp_path / "state" / "worktrees" / RUN_ID / "attempt-1")
     assert environment["PATH"] == "/usr/local/bin:/usr/bin:/bin" and environment["LANG"] == "C.UTF-8"
     assert environment[HARMLESS[0]] == HARMLESS[1]
     everything = report.model_dump_json() + raised
     for value in SECRETS.values():
         assert value not in everything
     assert HARMLESS[1] in everything
-    if network_isolation_available():
-        assert report.network_isolated
-        assert "connect: failed" in report.stdout
-    else:
-        assert not report.network_isolated, "the report must say the agent was not isolated"
+    assert report.confined and report.network_isolated
+    assert "connect: failed" in report.stdout
 
 
 def test_a_network_grant_runs_the_agent_without_isolation_and_says_so(
@@ -216,24 +221,33 @@ def test_a_network_grant_runs_the_agent_without_isolation_and_says_so(
     config = _config(tmp_path, ENVIRONMENT_AGENT, str(listener), "0", network=True)
     report = _run(activities, base, config).command
     assert report is not None and not report.network_isolated and report.network_granted
+    assert report.confined and "the worker's network (network = true was approved)" in report.confinement
     assert "connect: ok" in report.stdout
 
 
-def _gone(pid: int) -> bool:
-    """``pid`` has stopped running within 5 s (SIGKILL is delivered asynchronously)."""
+def _running_with(argument: str) -> list[int]:
+    """The host's processes, still running (not zombies), with ``argument`` in their command line."""
+    found = []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            words = (entry / "cmdline").read_bytes().split(b"\0")
+            status = (entry / "status").read_text().splitlines()
+            state = next(line for line in status if line.startswith("State:"))
+        except (OSError, StopIteration):
+            continue
+        if argument.encode() in words and "Z" not in state.split()[1]:
+            found.append(int(entry.name))
+    return found
+
+
+def _none_left(argument: str) -> bool:
+    """No process with ``argument`` is running within 5 s (SIGKILL is delivered asynchronously)."""
     deadline = time.monotonic() + 5
-    while _alive(pid) and time.monotonic() < deadline:
+    while _running_with(argument) and time.monotonic() < deadline:
         time.sleep(0.05)
-    return not _alive(pid)
-
-
-def _alive(pid: int) -> bool:
-    try:
-        status = Path(f"/proc/{pid}/status").read_text()
-    except FileNotFoundError:
-        return False
-    state = next(line for line in status.splitlines() if line.startswith("State:"))
-    return "Z" not in state.split()[1]  # a zombie waiting for its reaper has stopped running
+    return not _running_with(argument)
 
 
 def test_an_agent_over_its_budget_fails_command_timeout_and_its_process_group_is_gone(
@@ -244,8 +258,10 @@ def test_an_agent_over_its_budget_fails_command_timeout_and_its_process_group_is
     assert error.type == "command_timeout"
     report = _report(error)
     assert report.timed_out and report.exit_status is None and 1 <= report.duration_seconds < 10
-    agent, child = (int(pid) for pid in report.stdout.split())
-    assert _gone(agent) and _gone(child)
+    assert report.stdout == "started\n" and report.confined
+    # Killing bubblewrap's process group ended the sandbox's process namespace: the agent's
+    # background child, which had its own session inside, is gone too.
+    assert _none_left(SLEEPER_MARK), f"still running: {_running_with(SLEEPER_MARK)}"
 
 
 def test_output_over_the_bound_fails_command_output_too_large(
@@ -268,11 +284,18 @@ def test_a_non_zero_exit_fails_command_failed_with_the_status(
     assert report.exit_status == 7 and report.stderr == "giving up\n"
 
 
-def test_an_agent_that_commits_fails_new_commit(setup: tuple[ExecutionActivities, str, Path]) -> None:
+def test_an_agent_that_commits_in_its_worktree_cannot_write_the_objects_and_fails_command_failed(
+    setup: tuple[ExecutionActivities, str, Path],
+) -> None:
     activities, base, tmp_path = setup
+    source = tmp_path / ALIAS
+    objects_before = sorted(p.name for p in (source / ".git" / "objects").rglob("*"))
     error = _failure(activities, base, _config(tmp_path, COMMITTING_AGENT))
-    assert error.type == "new_commit", error.message
-    assert _report(error).exit_status == 0
+    assert error.type == "command_failed", error.message
+    report = _report(error)
+    assert report.exit_status not in (0, None) and "Read-only file system" in report.stderr
+    assert git(source, "rev-parse", "HEAD") == base
+    assert sorted(p.name for p in (source / ".git" / "objects").rglob("*")) == objects_before
 
 
 def test_the_command_executor_without_a_command_configuration_is_refused(

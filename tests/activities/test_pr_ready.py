@@ -1,16 +1,15 @@
 """PR-ready execution through ``execute_worktree_attempt``: after the patch is applied and checked, the
-repository's ``verify`` commands run in the worktree (reduced environment, no network, a wall-clock
-bound, bounded output); a failing command is evidence, a timeout or too much output fails closed, a
-command that changes the tree fails ``verification_changed_tree``; the complete patch file is written to
-the state directory and applies cleanly to a fresh clone at the base commit. Real git repository and
-SQLite store in ``tmp_path``."""
+repository's ``verify`` commands run confined by bubblewrap in the worktree (reduced environment, no
+network, a wall-clock bound, bounded output); a failing command is evidence, a timeout or too much
+output fails closed, a command that changes the tree fails ``verification_changed_tree``; the complete
+patch file is written to the state directory and applies cleanly to a fresh clone at the base commit.
+Real bubblewrap, real git repository and SQLite store in ``tmp_path``."""
 
 from __future__ import annotations
 
 import dataclasses
 import hashlib
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -30,7 +29,10 @@ from contracts.execution import (
 from contracts.failures import WorktreeFailureDetail, failure_detail
 from contracts.output import JobKind
 from contracts.pack_text import render_pack
+from tests.activities.confined import SYSTEM_PYTHON, requires_bubblewrap
 from tests.store.git_repository import git, make_working_tree, register_repository
+
+pytestmark = requires_bubblewrap
 
 RUN_ID = "SOR-PRREADYEXECTEST1"
 ALIAS = "orders-service"
@@ -96,12 +98,14 @@ def test_passing_and_failing_verify_commands_are_recorded_and_the_patch_file_app
     setup: tuple[ExecutionActivities, str, Path], tmp_path: Path
 ) -> None:
     activities, base, tree = setup
-    result = _run(activities, base, [[sys.executable, "-c", CHECK_INDEX], [sys.executable, "-c", FAILING]])
+    result = _run(activities, base, [[SYSTEM_PYTHON, "-c", CHECK_INDEX], [SYSTEM_PYTHON, "-c", FAILING]])
     passed, failed = result.verification
-    assert passed.argv == [sys.executable, "-c", CHECK_INDEX]
+    assert passed.argv == [SYSTEM_PYTHON, "-c", CHECK_INDEX]
     assert passed.exit_status == 0 and "index ok" in passed.stdout and passed.stdout_bytes > 0
     assert failed.exit_status == 3 and "1 test failed" in failed.stderr
     assert passed.duration_seconds >= 0 and not passed.timed_out
+    assert passed.confined and failed.confined and passed.network_isolated
+    assert "no network" in passed.confinement
 
     # The complete patch file, in the attempt's evidence directory, with its sha256.
     assert result.pr_patch is not None
@@ -129,7 +133,7 @@ def test_passing_and_failing_verify_commands_are_recorded_and_the_patch_file_app
 def test_verify_commands_get_the_reduced_environment(setup: tuple[ExecutionActivities, str, Path]) -> None:
     activities, base, _ = setup
     script = "import json, os; print(json.dumps(sorted(os.environ)))"
-    (result,) = _run(activities, base, [[sys.executable, "-c", script]]).verification
+    (result,) = _run(activities, base, [[SYSTEM_PYTHON, "-c", script]]).verification
     assert result.exit_status == 0
     assert set(result.stdout.strip().strip("[]").replace('"', "").split(", ")) <= {
         "PATH",
@@ -137,6 +141,7 @@ def test_verify_commands_get_the_reduced_environment(setup: tuple[ExecutionActiv
         "HOME",
         "TMPDIR",
         "PYTHONDONTWRITEBYTECODE",
+        "PWD",  # bubblewrap's: the worktree it starts the command in
         "LC_CTYPE",  # Python may set it itself
     }
 
@@ -145,7 +150,7 @@ def test_a_verify_command_over_its_budget_fails_command_timeout(
     setup: tuple[ExecutionActivities, str, Path],
 ) -> None:
     activities, base, _ = setup
-    error = _failure(activities, base, [[sys.executable, "-c", "import time; time.sleep(30)"]], timeout=1)
+    error = _failure(activities, base, [[SYSTEM_PYTHON, "-c", "import time; time.sleep(30)"]], timeout=1)
     assert error.type == "command_timeout"
     detail = failure_detail(error, WorktreeFailureDetail)
     assert detail is not None and detail.command is not None
@@ -157,7 +162,7 @@ def test_verify_output_over_the_bound_fails_command_output_too_large(
 ) -> None:
     activities, base, _ = setup
     chatty = f"import sys; sys.stdout.write('x' * {MAX_COMMAND_OUTPUT_BYTES + 10})"
-    error = _failure(activities, base, [[sys.executable, "-c", chatty]])
+    error = _failure(activities, base, [[SYSTEM_PYTHON, "-c", chatty]])
     assert error.type == "command_output_too_large"
 
 
@@ -172,7 +177,7 @@ def test_a_verify_command_that_changes_the_tree_fails_closed(
     setup: tuple[ExecutionActivities, str, Path], script: str
 ) -> None:
     activities, base, _ = setup
-    error = _failure(activities, base, [[sys.executable, "-c", script]])
+    error = _failure(activities, base, [[SYSTEM_PYTHON, "-c", script]])
     assert error.type == "verification_changed_tree"
 
 
@@ -181,7 +186,7 @@ def test_the_reviewer_context_shows_the_verification_evidence(
 ) -> None:
 
     activities, base, _ = setup
-    result = _run(activities, base, [[sys.executable, "-c", CHECK_INDEX], [sys.executable, "-c", FAILING]])
+    result = _run(activities, base, [[SYSTEM_PYTHON, "-c", CHECK_INDEX], [SYSTEM_PYTHON, "-c", FAILING]])
     change = ChangeUnderReview.from_evidence(result.evidence, result.verification)
     pack = ContextPack.model_construct(
         job_kind=JobKind.REVIEW,
@@ -198,7 +203,7 @@ def test_the_reviewer_context_shows_the_verification_evidence(
     )
     text = render_pack(pack)
     assert "## Verification" in text
-    assert f'"{sys.executable}", "-c"' in text
+    assert f'"{SYSTEM_PYTHON}", "-c"' in text
     assert "exit status 0" in text and "exit status 3" in text
     assert "index ok" in text and "1 test failed" in text
 
@@ -215,7 +220,7 @@ def test_the_runs_remaining_budget_bounds_the_verify_commands(
         base_commit=base,
         patch=PATCH,
         pr_ready=True,
-        verify=[[sys.executable, "-c", "import time; time.sleep(30)"]],
+        verify=[[SYSTEM_PYTHON, "-c", "import time; time.sleep(30)"]],
         verify_timeout_seconds=600,
         verify_budget_seconds=1,
     )
@@ -230,15 +235,12 @@ def test_a_command_executor_run_is_verified_too(
     from contracts.config import RepositoryConfig, RepositoryExecutor
 
     activities, base, _ = setup
-    agent = tmp_path / "agent.py"
-    agent.write_text(
-        "import pathlib; pathlib.Path('db').mkdir(); pathlib.Path('db/indexes.sql').write_text('x\\n')\n"
-    )
+    agent = "import pathlib; pathlib.Path('db').mkdir(); pathlib.Path('db/indexes.sql').write_text('x\\n')\n"
     config = RepositoryConfig.model_validate(
         {
             "executor": RepositoryExecutor.COMMAND,
-            "command": [sys.executable, str(agent)],
-            "verify": [[sys.executable, "-c", CHECK_INDEX]],
+            "command": [SYSTEM_PYTHON, "-c", agent],
+            "verify": [[SYSTEM_PYTHON, "-c", CHECK_INDEX]],
         }
     )
     environment = ActivityEnvironment()

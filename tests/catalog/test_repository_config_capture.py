@@ -1,8 +1,10 @@
 """The repository's configuration, captured into the contract (``catalog.capture.capture``): worktree
 and pr_ready contracts freeze it, so the digest an operator approves covers the executor, command,
-verification commands, environment names, network and timeout; other tiers capture none. Changing a
-repository's configuration later affects only runs captured afterwards; contracts captured before
-repositories had a configuration still read, with their stored digest."""
+verification commands, environment names, model credentials, network, the unconfined opt-in and
+timeout; other tiers capture none. A configuration breaking the environment rules is refused at
+capture. Changing a repository's configuration later affects only runs captured afterwards; contracts
+captured before repositories had a configuration, or before confinement existed, still read, with
+their stored digest."""
 
 from __future__ import annotations
 
@@ -15,6 +17,7 @@ from catalog.capture import capture
 from catalog.loaded import LoadedCatalog
 from contracts.config import PolicyRecord, RepositoryConfig, RepositoryExecutor
 from contracts.enums import AutomationMode, FallbackMode, TaskType, Tier
+from contracts.errors import InvalidInput
 from contracts.hashing import canonical_sha256
 from contracts.models import ModelSelection, ModelSelectionRecord
 from contracts.policy import AutomationPolicy
@@ -40,7 +43,8 @@ COMMAND = RepositoryConfig(
     executor=RepositoryExecutor.COMMAND,
     command=("my-agent", "--task-file", "TASK.md"),
     verify=(("make", "test"),),
-    env=("AGENT_API_KEY",),
+    env=("AGENT_MODE",),
+    model_credentials=("AGENT_API_KEY",),
     network=True,
     command_timeout_seconds=900,
 )
@@ -94,8 +98,10 @@ def test_worktree_and_pr_ready_contracts_capture_the_repository_configuration(
         "executor": "command",
         "command": ["my-agent", "--task-file", "TASK.md"],
         "verify": [["make", "test"]],
-        "env": ["AGENT_API_KEY"],
+        "env": ["AGENT_MODE"],
+        "model_credentials": ["AGENT_API_KEY"],
         "network": True,
+        "allow_unconfined": False,
         "command_timeout_seconds": 900,
     }
 
@@ -111,7 +117,9 @@ def test_the_digest_covers_every_setting_of_the_configuration(
         COMMAND.model_copy(update={"command": ("my-agent", "--other")}),
         COMMAND.model_copy(update={"verify": ()}),
         COMMAND.model_copy(update={"env": ()}),
+        COMMAND.model_copy(update={"model_credentials": ()}),
         COMMAND.model_copy(update={"network": False}),
+        COMMAND.model_copy(update={"allow_unconfined": True}),
         COMMAND.model_copy(update={"command_timeout_seconds": 901}),
     ]
     digests = {_capture(loaded_catalog, tier, config).contract_sha256 for config in variants}
@@ -147,6 +155,41 @@ def test_a_contract_captured_before_repository_configuration_keeps_its_stored_di
 
     replayed = CapturedContract.model_validate(recorded)
     assert replayed.contract.repository_config is None
+    assert replayed.contract_sha256 == recorded["contract_sha256"]  # kept, never recomputed
+
+
+@pytest.mark.parametrize(
+    ("field", "name"),
+    [
+        ("env", "SPECIALISTS_ACTION_TOKEN"),
+        ("model_credentials", "SPECIALISTS_ACTION_TOKEN_FILE"),
+        ("env", "GITHUB_TOKEN"),
+    ],
+)
+def test_a_configuration_breaking_the_environment_rules_is_refused_at_capture(
+    loaded_catalog: LoadedCatalog, field: str, name: str
+) -> None:
+    # As stored before the rules existed: registration would refuse it now.
+    stored = COMMAND.model_copy(update={field: (name,)})
+    with pytest.raises(InvalidInput) as refused:
+        _capture(loaded_catalog, Tier.WORKTREE, stored)
+    assert refused.value.code == "invalid_repository_config"
+    assert name in refused.value.message and ALIAS in refused.value.message
+    assert "repos update" in refused.value.message
+
+
+def test_a_configuration_captured_before_confinement_reads_as_confined_with_its_stored_digest(
+    loaded_catalog: LoadedCatalog,
+) -> None:
+    captured = _capture(loaded_catalog, Tier.PR_READY, VERIFY_ONLY)
+    recorded = captured.model_dump(mode="json")
+    for key in ("model_credentials", "allow_unconfined"):  # as captured before the keys existed
+        del recorded["contract"]["repository_config"][key]
+    recorded["contract_sha256"] = canonical_sha256(recorded["contract"])
+
+    replayed = CapturedContract.model_validate(recorded)
+    config = replayed.contract.repository_config
+    assert config is not None and config.allow_unconfined is False and config.model_credentials == ()
     assert replayed.contract_sha256 == recorded["contract_sha256"]  # kept, never recomputed
 
 

@@ -21,14 +21,17 @@ DEFAULT_CONFIG: dict[str, Any] = {
     "command": None,
     "verify": [],
     "env": [],
+    "model_credentials": [],
     "network": False,
+    "allow_unconfined": False,
     "command_timeout_seconds": 600,
 }
 COMMAND_TOML = """\
 executor = "command"
 command = ["my-agent", "--task-file", "TASK.md"]
 verify = [["make", "test"], ["make", "lint"]]
-env = ["AGENT_API_KEY"]
+env = ["AGENT_MODE"]
+model_credentials = ["AGENT_API_KEY"]
 network = true
 command_timeout_seconds = 900
 """
@@ -36,8 +39,10 @@ COMMAND_CONFIG = {
     "executor": "command",
     "command": ["my-agent", "--task-file", "TASK.md"],
     "verify": [["make", "test"], ["make", "lint"]],
-    "env": ["AGENT_API_KEY"],
+    "env": ["AGENT_MODE"],
+    "model_credentials": ["AGENT_API_KEY"],
     "network": True,
+    "allow_unconfined": False,
     "command_timeout_seconds": 900,
 }
 VERIFY_TOML = 'verify = [["pytest", "-q"]]\ncommand_timeout_seconds = 120\n'
@@ -111,7 +116,9 @@ def test_the_repos_table_summarises_each_configuration(alice: Cli, tree: Path, t
     for column in ("executor", "command", "verify", "env", "network"):
         assert column in header
     agent = next(line for line in shown.stdout.splitlines() if " agent " in line)
-    assert re.search(r"command\s+\S\s+set\s+\S\s+2 commands\s+\S\s+1 name\s+\S\s+on", agent), agent
+    assert re.search(r"command\s+\S\s+set\s+\S\s+2 commands\s+\S\s+1 name, 1 credential\s+\S\s+on", agent), (
+        agent
+    )
     plain = next(line for line in shown.stdout.splitlines() if " plain " in line)
     assert re.search(r"patch\s+\S\s+-\s+\S\s+-\s+\S\s+-\s+\S\s+off", plain), plain
 
@@ -123,7 +130,9 @@ def test_adding_with_a_config_shows_the_configuration_in_full(alice: Cli, tree: 
     assert "configuration of agent" in shown.stdout
     assert '["my-agent", "--task-file", "TASK.md"]' in shown.stdout
     assert '["make", "lint"]' in shown.stdout
-    assert "AGENT_API_KEY" in shown.stdout
+    assert "AGENT_MODE" in shown.stdout and "AGENT_API_KEY" in shown.stdout
+    assert re.search(r"model credentials\W+AGENT_API_KEY", shown.stdout)
+    assert re.search(r"confinement\W+required: fails closed", shown.stdout)
     assert "900 s" in shown.stdout
 
 
@@ -135,6 +144,16 @@ def test_adding_with_a_config_shows_the_configuration_in_full(alice: Cli, tree: 
         ('env = ["HOME"]\n', "env is only allowed with executor = 'command'"),
         ("network = true\n", "network = true is only allowed with executor = 'command'"),
         ('executor = "command"\ncommand = ["a"]\nenv = ["1X"]\n', "is not a valid variable name"),
+        (
+            'executor = "command"\ncommand = ["a"]\nenv = ["SPECIALISTS_ACTION_TOKEN"]\n',
+            "'SPECIALISTS_ACTION_TOKEN' is one of the deployment's own settings",
+        ),
+        (
+            'executor = "command"\ncommand = ["a"]\nmodel_credentials = ["SPECIALISTS_ACTION_TOKEN_FILE"]\n',
+            "never passed to a command",
+        ),
+        ('executor = "command"\ncommand = ["a"]\nenv = ["OPENAI_API_KEY"]\n', "in model_credentials instead"),
+        ("allow_unconfined = true\n", "allow_unconfined = true needs a command or verify commands"),
         ("unknown = 1\n", "unknown: unknown key"),
         ("command_timeout_seconds = 0\n", "out of range"),
         ('executor = "command\n', "not valid TOML"),

@@ -1,7 +1,9 @@
 """A repository's configuration file (``repos add|update --config FILE``): TOML read with ``tomllib``
 into :class:`contracts.config.RepositoryConfig`. Every key has a type and a rule; an unknown key, a
 wrong type or a broken rule is refused as invalid input naming the key and the rule, and a file that
-cannot be read is refused plainly. The same rules hold wherever the model is built."""
+cannot be read is refused plainly. The same rules hold wherever the model is built — except the
+environment rules (no ``SPECIALISTS_*`` name, no secret-looking name in ``env``), which registration,
+capture and execution check, so a configuration captured before them still decodes."""
 
 from __future__ import annotations
 
@@ -17,6 +19,8 @@ from contracts.config import (
     MAX_VERIFY_COMMANDS,
     RepositoryConfig,
     RepositoryExecutor,
+    environment_rule_violations,
+    looks_like_secret,
     repository_config_from_mapping,
 )
 from contracts.errors import InvalidInput
@@ -26,8 +30,10 @@ COMMAND_CONFIG = """
 executor = "command"
 command = ["my-agent", "--task-file", "TASK.md"]
 verify = [["make", "test"], ["make", "lint"]]
-env = ["AGENT_API_KEY", "_PRIVATE_1"]
+env = ["AGENT_MODE", "_PRIVATE_1"]
+model_credentials = ["AGENT_API_KEY"]
 network = true
+allow_unconfined = true
 command_timeout_seconds = 900
 """
 
@@ -49,6 +55,7 @@ def test_an_empty_file_is_the_default_configuration() -> None:
     assert config == RepositoryConfig()
     assert config.executor is RepositoryExecutor.PATCH
     assert (config.command, config.verify, config.env, config.network) == (None, (), (), False)
+    assert (config.model_credentials, config.allow_unconfined) == ((), False)
     assert config.command_timeout_seconds == 600
 
 
@@ -57,8 +64,9 @@ def test_a_command_executor_configuration_is_read_in_full() -> None:
     assert config.executor is RepositoryExecutor.COMMAND
     assert config.command == ("my-agent", "--task-file", "TASK.md")
     assert config.verify == (("make", "test"), ("make", "lint"))
-    assert config.env == ("AGENT_API_KEY", "_PRIVATE_1")
-    assert config.network is True
+    assert config.env == ("AGENT_MODE", "_PRIVATE_1")
+    assert config.model_credentials == ("AGENT_API_KEY",)
+    assert config.network is True and config.allow_unconfined is True
     assert config.command_timeout_seconds == 900
 
 
@@ -95,7 +103,16 @@ def test_limits_are_inclusive() -> None:
 def test_the_stored_json_form_reads_back_equal() -> None:
     config = parse_repository_config(COMMAND_CONFIG)
     stored = config.model_dump(mode="json")
-    assert set(stored) == {"executor", "command", "verify", "env", "network", "command_timeout_seconds"}
+    assert set(stored) == {
+        "executor",
+        "command",
+        "verify",
+        "env",
+        "model_credentials",
+        "network",
+        "allow_unconfined",
+        "command_timeout_seconds",
+    }
     assert stored["command"] == ["my-agent", "--task-file", "TASK.md"]
     assert RepositoryConfig.model_validate(stored) == config
     assert RepositoryConfig.model_validate_json(config.model_dump_json()) == config
@@ -197,7 +214,13 @@ def test_bad_env_names_are_refused(names: str, rule: str) -> None:
 def test_too_many_env_names_are_refused() -> None:
     names = ", ".join(f'"NAME_{index}"' for index in range(MAX_ENV_NAMES + 1))
     message = _refusal(f'executor = "command"\ncommand = ["agent"]\nenv = [{names}]\n')
-    assert f"env has 33 names; at most {MAX_ENV_NAMES} are allowed" in message
+    assert f"env and model_credentials name 33 variables; at most {MAX_ENV_NAMES} are allowed" in message
+    split = ", ".join(f'"CREDENTIAL_{index}"' for index in range(2))
+    message = _refusal(
+        f'executor = "command"\ncommand = ["agent"]\nenv = [{names[: names.rindex(",")]}]\n'
+        f"model_credentials = [{split}]\n"
+    )
+    assert f"env and model_credentials name 34 variables; at most {MAX_ENV_NAMES} are allowed" in message
 
 
 @pytest.mark.parametrize("value", ['"yes"', "1", "[true]"])
@@ -205,6 +228,121 @@ def test_network_must_be_a_boolean(value: str) -> None:
     assert "network must be true or false" in _refusal(
         f'executor = "command"\ncommand = ["agent"]\nnetwork = {value}\n'
     )
+
+
+# ----------------------------------------------------------------------------------- environment rules
+
+COMMAND = 'executor = "command"\ncommand = ["agent"]\n'
+
+
+@pytest.mark.parametrize("field", ["env", "model_credentials"])
+@pytest.mark.parametrize("name", ["SPECIALISTS_ACTION_TOKEN", "SPECIALISTS_DATABASE_URL", "specialists_x"])
+def test_a_specialists_name_is_refused_in_either_field(field: str, name: str) -> None:
+    message = _refusal(f'{COMMAND}{field} = ["{name}"]\n')
+    assert f"{field}[0] {name!r} is one of the deployment's own settings" in message
+    assert "never passed to a command" in message
+
+
+@pytest.mark.parametrize(
+    "name",
+    [
+        "OPENAI_API_KEY",
+        "AGENT_API_KEY",
+        "GITHUB_TOKEN",
+        "HF_TOKEN",
+        "GHTOKEN",
+        "NPM_TOKENS",
+        "CLIENT_SECRET",
+        "PGPASSWORD",
+        "DB_PASS",
+        "MYSQL_PWD_PASSWD",
+        "GPG_PASSPHRASE",
+        "GOOGLE_APPLICATION_CREDENTIALS",
+        "AWS_ACCESS_KEY_ID",
+        "AWS_PROFILE",
+        "AZURE_CLIENT_ID",
+        "GCP_PROJECT",
+        "CLOUDSDK_AUTH_ACCESS_TOKEN_FILE",
+        "SSH_AUTH_SOCK",
+        "GIT_ASKPASS",
+        "SESSION_COOKIE",
+        "GITLAB_PAT",
+        "STRIPE_APIKEY",
+        "KUBECONFIG",
+        "DOCKER_CONFIG",
+        "netrc",
+    ],
+)
+def test_a_secret_looking_name_in_env_is_refused_and_the_message_names_model_credentials(name: str) -> None:
+    assert looks_like_secret(name)
+    message = _refusal(f'{COMMAND}env = ["OK_SETTING", "{name}"]\n')
+    assert f"env[1] {name!r} looks like a secret" in message
+    assert "model_credentials" in message
+    # Named where the approval shows it, it is accepted.
+    config = parse_repository_config(f'{COMMAND}model_credentials = ["{name}"]\n')
+    assert config.model_credentials == (name,)
+
+
+@pytest.mark.parametrize(
+    "name",
+    [
+        "AGENT_MODE",
+        "LOG_LEVEL",
+        "TOKENIZERS_PARALLELISM",
+        "GIT_AUTHOR_NAME",
+        "KEYBOARD_LAYOUT",
+        "PATH",
+        "HOME",
+    ],
+)
+def test_an_ordinary_name_is_accepted_in_env(name: str) -> None:
+    assert not looks_like_secret(name)
+    assert parse_repository_config(f'{COMMAND}env = ["{name}"]\n').env == (name,)
+
+
+def test_every_environment_violation_is_named_at_once() -> None:
+    message = _refusal(f'{COMMAND}env = ["OPENAI_API_KEY", "SPECIALISTS_ACTION_TOKEN"]\n')
+    assert "env[0] 'OPENAI_API_KEY' looks like a secret" in message
+    assert "env[1] 'SPECIALISTS_ACTION_TOKEN' is one of the deployment's own settings" in message
+
+
+def test_a_name_in_both_env_and_model_credentials_is_refused() -> None:
+    message = _refusal(f'{COMMAND}env = ["AGENT_MODE"]\nmodel_credentials = ["AGENT_MODE"]\n')
+    assert "model_credentials names 'AGENT_MODE' twice" in message
+
+
+def test_model_credentials_with_the_patch_executor_are_refused() -> None:
+    message = _refusal('model_credentials = ["OPENAI_API_KEY"]\n')
+    assert "model_credentials is only allowed with executor = 'command'" in message
+
+
+def test_the_environment_rules_are_not_part_of_decoding_so_an_old_capture_still_reads() -> None:
+    # As a contract captured before the rules: it decodes, and says what it breaks.
+    config = RepositoryConfig.model_validate(
+        {"executor": "command", "command": ["agent"], "env": ["SPECIALISTS_ACTION_TOKEN", "OPENAI_API_KEY"]}
+    )
+    violations = environment_rule_violations(config)
+    assert len(violations) == 2 and "SPECIALISTS_ACTION_TOKEN" in violations[0]
+    assert environment_rule_violations(parse_repository_config(COMMAND_CONFIG)) == []
+
+
+# ------------------------------------------------------------------------------------ allow_unconfined
+
+
+def test_allow_unconfined_is_accepted_with_a_command_or_verify_commands() -> None:
+    assert parse_repository_config(f"{COMMAND}allow_unconfined = true\n").allow_unconfined
+    assert parse_repository_config('verify = [["make"]]\nallow_unconfined = true\n').allow_unconfined
+    assert not parse_repository_config("allow_unconfined = false\n").allow_unconfined
+
+
+def test_allow_unconfined_with_nothing_to_run_is_refused() -> None:
+    message = _refusal("allow_unconfined = true\n")
+    assert "allow_unconfined = true needs a command or verify commands" in message
+
+
+@pytest.mark.parametrize("value", ['"yes"', "1", "[true]"])
+def test_allow_unconfined_must_be_a_boolean(value: str) -> None:
+    assert "allow_unconfined must be true or false" in _refusal(f"{COMMAND}allow_unconfined = {value}\n")
 
 
 # ----------------------------------------------------------------------------- timeout, keys and types
@@ -228,7 +366,10 @@ def test_a_bad_timeout_is_refused(value: str, rule: str) -> None:
 def test_an_unknown_key_is_refused_and_named() -> None:
     message = _refusal('executor = "patch"\nshell = "bash"\n')
     assert "shell: unknown key" in message
-    assert "executor, command, verify, env, network, command_timeout_seconds" in message
+    assert (
+        "executor, command, verify, env, model_credentials, network, allow_unconfined, "
+        "command_timeout_seconds" in message
+    )
     assert "timeout: unknown key" in _refusal("timeout = 10\n")
     assert "sandbox: unknown key" in _refusal("[sandbox]\nnetwork = true\n")
 

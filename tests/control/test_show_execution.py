@@ -240,6 +240,14 @@ def test_show_reports_the_command_executors_exit_status_duration_isolation_and_o
     assert re.search(r"agent output\W+stdout 5 bytes, stderr 0 bytes", out)
     assert "done" not in out, "the agent's output itself is only in --json"
 
+    assert re.search(r"confined\W+no \(run before commands were confined\)", out)
+    confined = isolated.model_copy(update={"confined": True, "confinement": "bubblewrap 0.8.0: no network"})
+    assert re.search(r"confined\W+yes: bubblewrap 0\.8\.0: no network", shown(confined))
+    unconfined = isolated.model_copy(
+        update={"confinement": "none: bubblewrap is not installed; allow_unconfined = true"}
+    )
+    assert re.search(r"confined\W+no: bubblewrap is not installed", shown(unconfined))
+
     not_isolated = isolated.model_copy(update={"network_isolated": False})
     assert re.search(r"network isolated\W+no: isolation is not available", shown(not_isolated))
     granted = not_isolated.model_copy(update={"network_granted": True})
@@ -279,6 +287,8 @@ def pr_ready_view() -> RunView:
                     argv=["make", "test"],
                     exit_status=2,
                     duration_seconds=3.21,
+                    confined=True,
+                    confinement="bubblewrap 0.8.0: no network",
                     stdout="1 failed, 4 passed\n",
                     stdout_bytes=19,
                     stderr_bytes=0,
@@ -294,7 +304,8 @@ def pr_ready_view() -> RunView:
 def test_show_prints_verification_results_and_the_patch_files_sha256_its_path_only_with_recovery() -> None:
     out = show(pr_ready_view())
     assert '["make", "test"]' in out and '["ruff", "check", "."]' in out
-    assert re.search(r"\W2\W+3\.2 s\W+stdout 19 bytes, stderr 0 bytes", out)
+    assert re.search(r"\W2\W+3\.2 s\W+stdout 19 bytes, stderr 0 bytes\W+yes\W", out)
+    assert re.search(r"\W0\W+0\.5 s\W+stdout 0 bytes, stderr 0 bytes\W+no \(run before", out)
     assert "1 failed, 4 passed" not in out, "the output itself needs --diff"
     assert re.search(r"pr-ready patch sha256\W+" + "9" * 64, out)
     assert "pr-ready.patch" not in out

@@ -36,8 +36,10 @@ CONFIG = RepositoryConfig(
     executor=RepositoryExecutor.COMMAND,
     command=("my-agent", "--prompt", "[bold]x[/bold] \x1b[2J"),
     verify=(("make", "test"), ("make", "lint")),
-    env=("AGENT_API_KEY", "OTHER"),
+    env=("AGENT_MODE", "OTHER"),
+    model_credentials=("AGENT_API_KEY",),
     network=True,
+    allow_unconfined=True,
     command_timeout_seconds=900,
 )
 
@@ -90,8 +92,11 @@ def test_a_run_awaiting_approval_shows_the_captured_configuration_in_full(tier: 
         "command",
         '["make", "test"]',
         '["make", "lint"]',
-        "AGENT_API_KEY, OTHER",
+        "AGENT_MODE, OTHER",
+        "model credentials",
+        "AGENT_API_KEY",
         "allowed",
+        "may run unconfined when the worker cannot confine (allow_unconfined = true)",
         "900 s",
     ):
         assert expected in shown
@@ -103,6 +108,7 @@ def test_a_run_awaiting_approval_shows_the_captured_configuration_in_full(tier: 
 def test_the_default_configuration_is_shown_too() -> None:
     shown = _shown(_view(Tier.WORKTREE, RepositoryConfig()))
     assert "patch" in shown and "600 s" in shown and "off" in shown
+    assert "required: fails closed when the worker cannot confine" in shown
 
 
 def test_a_contract_captured_before_repository_configuration_says_so() -> None:

@@ -24,6 +24,7 @@ from contracts.errors import Refused
 from contracts.runs import DecisionOutcome, RunStatus, RunView
 from contracts.worktree import WorktreeAttempt
 from control.runs import get_view
+from tests.activities.confined import SYSTEM_PYTHON, requires_bubblewrap
 from tests.store.git_repository import git, make_working_tree
 from tests.workflows.harness import (
     SLOW_QUERY,
@@ -391,12 +392,12 @@ async def test_execute_needs_a_proof_bound_to_the_approved_contract(
     assert view.status is RunStatus.APPROVED and view.execution is None
 
 
+@requires_bubblewrap
 @within(120)
 async def test_a_pr_ready_run_verifies_writes_its_patch_file_and_the_reviewer_sees_the_evidence(
     temporal_client: Client, task_queue: str, tmp_path: Path
 ) -> None:
     import subprocess
-    import sys
 
     from contracts.config import RepositoryConfig
 
@@ -408,7 +409,7 @@ async def test_a_pr_ready_run_verifies_writes_its_patch_file_and_the_reviewer_se
     ):
         base = git(tree, "rev-parse", "HEAD")
         config = RepositoryConfig(
-            verify=((sys.executable, "-c", check), (sys.executable, "-c", failing)),
+            verify=((SYSTEM_PYTHON, "-c", check), (SYSTEM_PYTHON, "-c", failing)),
             command_timeout_seconds=60,
         )
         b.store.update_repository_config(ALIAS, config, "alice")
@@ -420,9 +421,11 @@ async def test_a_pr_ready_run_verifies_writes_its_patch_file_and_the_reviewer_se
         passed, failed = execution.verification
         assert passed.exit_status == 0 and "index file: True" in passed.stdout
         assert failed.exit_status == 1 and "2 tests failed" in failed.stderr
+        assert passed.confined and failed.confined
         assert execution.pr_patch is not None
         (done,) = events(view, "worktree_executed")
         assert done["verification_exit_statuses"] == [0, 1]
+        assert done["verification_confined"] == [True, True]
         assert done["pr_patch_sha256"] == execution.pr_patch.sha256
 
         # The reviewer saw the diff and the verification evidence.
@@ -487,24 +490,20 @@ print("task lines:", len(task.splitlines()))
 """
 
 
+@requires_bubblewrap
 @within(90)
 async def test_a_run_that_captured_the_command_executor_runs_the_agent_without_a_change_job(
     temporal_client: Client, task_queue: str, tmp_path: Path
 ) -> None:
-    import sys
-
-    from activities.command_executor import network_isolation_available
     from contracts.config import RepositoryConfig, RepositoryExecutor
 
-    agent = tmp_path / "agent.py"
-    agent.write_text(EDITING_AGENT)
     async with (
         execution_bench(temporal_client, task_queue, tmp_path, GOOD_PATCH) as (b, tree, provider),
         b.worker(),
     ):
         config = RepositoryConfig(
             executor=RepositoryExecutor.COMMAND,
-            command=(sys.executable, str(agent)),
+            command=(SYSTEM_PYTHON, "-c", EDITING_AGENT),
             command_timeout_seconds=30,
         )
         b.store.update_repository_config(ALIAS, config, "alice")
@@ -533,29 +532,28 @@ async def test_a_run_that_captured_the_command_executor_runs_the_agent_without_a
     )
     report = execution.command
     assert report is not None and report.exit_status == 0 and report.stdout.startswith("task lines:")
-    assert report.network_isolated is network_isolation_available()
+    assert report.confined and report.network_isolated
     (done,) = events(view, "worktree_executed")
     assert done["command_exit_status"] == 0 and done["diff_sha256"] == evidence.diff_sha256
+    assert done["confined"] is True
     review = provider.requests[0]
     assert evidence.diff_sha256 in review.context
     assert git(tree, "status", "--porcelain") == ""
 
 
+@requires_bubblewrap
 @within(90)
 async def test_a_failing_agent_fails_the_run_closed_with_its_report_and_keeps_the_worktree(
     temporal_client: Client, task_queue: str, tmp_path: Path
 ) -> None:
-    import sys
-
     from contracts.config import RepositoryConfig, RepositoryExecutor
 
-    agent = tmp_path / "agent.py"
-    agent.write_text("import sys\nprint('cannot do it', file=sys.stderr)\nsys.exit(7)\n")
+    agent = "import sys\nprint('cannot do it', file=sys.stderr)\nsys.exit(7)\n"
     async with (
         execution_bench(temporal_client, task_queue, tmp_path, GOOD_PATCH) as (b, _, provider),
         b.worker(),
     ):
-        config = RepositoryConfig(executor=RepositoryExecutor.COMMAND, command=(sys.executable, str(agent)))
+        config = RepositoryConfig(executor=RepositoryExecutor.COMMAND, command=(SYSTEM_PYTHON, "-c", agent))
         b.store.update_repository_config(ALIAS, config, "alice")
         run = await approved(b)
         view = await executed(b, run.run_id)
@@ -584,6 +582,7 @@ with open("docs/README.md", "a") as readme:
 """
 
 
+@requires_bubblewrap
 @within(90)
 async def test_an_agent_sees_no_secret_and_no_network_and_no_secret_reaches_history_audit_or_logs(
     temporal_client: Client,
@@ -593,9 +592,7 @@ async def test_an_agent_sees_no_secret_and_no_network_and_no_secret_reaches_hist
     capfd: pytest.CaptureFixture[str],
 ) -> None:
     import socket
-    import sys
 
-    from activities.command_executor import network_isolation_available
     from contracts.config import RepositoryConfig, RepositoryExecutor
 
     secrets = {
@@ -611,8 +608,6 @@ async def test_an_agent_sees_no_secret_and_no_network_and_no_secret_reaches_hist
     listener.bind(("127.0.0.1", 0))
     listener.listen(1)
     port = listener.getsockname()[1]
-    agent = tmp_path / "agent.py"
-    agent.write_text(SNOOPING_AGENT)
     try:
         async with (
             execution_bench(temporal_client, task_queue, tmp_path, GOOD_PATCH) as (b, _, _),
@@ -620,7 +615,7 @@ async def test_an_agent_sees_no_secret_and_no_network_and_no_secret_reaches_hist
         ):
             config = RepositoryConfig(
                 executor=RepositoryExecutor.COMMAND,
-                command=(sys.executable, str(agent), str(port)),
+                command=(SYSTEM_PYTHON, "-c", SNOOPING_AGENT, str(port)),
                 env=("AGENT_MODEL_HINT",),
             )
             b.store.update_repository_config(ALIAS, config, "alice")
@@ -633,11 +628,98 @@ async def test_an_agent_sees_no_secret_and_no_network_and_no_secret_reaches_hist
     assert view.execution is not None and view.execution.command is not None
     output = view.execution.command.stdout
     assert "AGENT_MODEL_HINT=allowed-by-configuration" in output
-    expected = "NETWORK: refused" if network_isolation_available() else "NETWORK: connected"
-    assert expected in output
+    assert "NETWORK: refused" in output and view.execution.command.confined
     logs = capfd.readouterr()
     for value in secrets.values():
         assert value not in output
         assert value not in view.model_dump_json()
         assert value not in history
         assert value not in logs.out and value not in logs.err
+
+
+ATTACKING_AGENT = """
+import json, pathlib, subprocess, sys
+source = sys.argv[1]
+git = ["git", "-c", "user.name=Agent", "-c", "user.email=agent@example.invalid", "-c", "commit.gpgSign=false"]
+outcomes = {}
+for label, argv in (
+    ("commit in the source", [*git, "-C", source, "commit", "--allow-empty", "-qm", "planted"]),
+    ("reset the source", [*git, "-C", source, "reset", "-q", "--hard", "HEAD"]),
+    ("update a ref", [*git, "--git-dir", source + "/.git", "update-ref", "refs/heads/planted", "HEAD"]),
+    ("commit here", [*git, "commit", "--allow-empty", "-qm", "planted here"]),
+):
+    outcomes[label] = subprocess.run(argv, capture_output=True).returncode
+planted = (("plant a file", source + "/planted.txt"), ("plant a ref", source + "/.git/refs/heads/x"))
+for label, path in planted:
+    try:
+        pathlib.Path(path).write_text("planted")
+        outcomes[label] = 0
+    except OSError as error:
+        outcomes[label] = error.errno
+readme = pathlib.Path("docs/README.md")
+readme.write_text(readme.read_text() + "Orders report: the agent's own change.\\n")
+print(json.dumps(outcomes))
+"""
+
+
+@requires_bubblewrap
+@within(90)
+async def test_an_agent_that_commits_and_resets_in_the_source_repository_is_contained_and_leaves_it_unchanged(
+    temporal_client: Client, task_queue: str, tmp_path: Path
+) -> None:
+    import json
+
+    from contracts.config import RepositoryConfig, RepositoryExecutor
+
+    async with (
+        execution_bench(temporal_client, task_queue, tmp_path, GOOD_PATCH) as (b, tree, _),
+        b.worker(),
+    ):
+        refs = git(tree, "for-each-ref", "--format=%(objectname) %(refname)")
+        objects = sorted(str(p.relative_to(tree)) for p in (tree / ".git" / "objects").rglob("*"))
+        config = RepositoryConfig(
+            executor=RepositoryExecutor.COMMAND, command=(SYSTEM_PYTHON, "-c", ATTACKING_AGENT, str(tree))
+        )
+        b.store.update_repository_config(ALIAS, config, "alice")
+        base = git(tree, "rev-parse", "HEAD")
+        run = await approved(b)
+        view = await executed(b, run.run_id)
+    assert view.status is RunStatus.AWAITING_DECISION, view.error
+    execution = view.execution
+    assert execution is not None and execution.command is not None and execution.command.confined
+    outcomes = json.loads(execution.command.stdout)
+    assert all(code != 0 for code in outcomes.values()), outcomes
+    # The attempt is contained: the source repository is exactly as it was.
+    assert git(tree, "rev-parse", "HEAD") == base and git(tree, "symbolic-ref", "HEAD") == "refs/heads/main"
+    assert git(tree, "for-each-ref", "--format=%(objectname) %(refname)") == refs
+    assert sorted(str(p.relative_to(tree)) for p in (tree / ".git" / "objects").rglob("*")) == objects
+    assert git(tree, "status", "--porcelain", "--untracked-files=all") == ""
+    assert execution.evidence is not None
+    assert [(f.path, f.status.value) for f in execution.evidence.files] == [("docs/README.md", "modified")]
+
+
+@within(90)
+async def test_a_worker_that_cannot_confine_fails_the_run_closed_before_the_agent_runs(
+    temporal_client: Client, task_queue: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import activities.sandbox
+    from contracts.config import RepositoryConfig, RepositoryExecutor
+
+    # The worker (in this process) looks for bubblewrap where there is none.
+    monkeypatch.setattr(activities.sandbox, "find_bubblewrap", lambda: str(tmp_path / "no-bubblewrap"))
+    marker = "import pathlib; pathlib.Path('ran.txt').write_text('the agent ran')"
+    async with (
+        execution_bench(temporal_client, task_queue, tmp_path, GOOD_PATCH) as (b, tree, provider),
+        b.worker(),
+    ):
+        config = RepositoryConfig(executor=RepositoryExecutor.COMMAND, command=(SYSTEM_PYTHON, "-c", marker))
+        b.store.update_repository_config(ALIAS, config, "alice")
+        run = await approved(b)
+        view = await executed(b, run.run_id)
+    assert view.status is RunStatus.FAILED
+    assert view.error is not None and view.error.type == "confinement_unavailable", view.error
+    assert "allow_unconfined" in view.error.message
+    assert worktrees(tmp_path, run.run_id) == [] and provider.requests == []
+    (failed,) = events(view, "worktree_failed")
+    assert failed["error_type"] == "confinement_unavailable"
+    assert git(tree, "status", "--porcelain") == ""
