@@ -45,6 +45,7 @@ GROUPS: Final = (
     ("configuration", "actors_app", "actors", ("actors",)),
     ("research", "app", "research", ("research",)),
     ("worktrees", "app", "worktrees", ("worktrees",)),
+    ("queue", "app", "queue", ("queue",)),
 )
 LONG_RUNNING: Final = frozenset({"worker", "dev"})
 """Commands that keep running (a worker): they load pydantic plugins as configured."""

@@ -1,0 +1,323 @@
+"""The goal queue: ``specialists queue add | list | show | update | approve | reject | capacity |
+autopilot | events`` (docs/architecture.md "Goal queue"; JSON shapes in :mod:`control.queue_views`).
+
+Every command that changes the queue is protected: it names ``--actor``, is refused before anything
+is sent when the actor may not act, and carries the actor's proof of the action on its target (the
+item key, or the queue's workflow id) bound to the digest of its payload. The ``WorkQueue`` workflow
+checks every rule again; its refusals come back as the operator errors they name (exit 4 with the
+allowed moves or the gaps as extra keys of ``{"error": {...}}``, exit 3 for an unknown key).
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from typing import TYPE_CHECKING, Annotated, Any
+
+import typer
+
+from contracts.errors import InvalidInput
+from control.commands.common import ActorOption, JsonFlag, client, require_actor, run_async, task_queue
+
+if TYPE_CHECKING:
+    from contracts.queue_items import QueueStatus
+    from contracts.queue_messages import ItemAnswer, SettingsAnswer
+    from contracts.temporal_names import QueueMessage
+
+
+def _help() -> str:
+    from contracts.queue_transitions import transition_help
+
+    # "\b" keeps click from re-wrapping the table.
+    return (
+        "The goal queue: approved work items dispatched into capacity slots.\n\n"
+        "\b\nThe moves between statuses (by operator or system):\n" + transition_help()
+    )
+
+
+app = typer.Typer(help=_help())
+
+KeyArgument = Annotated[str, typer.Argument(metavar="KEY", help="Item key (ORD-12, or Q-3 for a proposal).")]
+InputJson = Annotated[
+    str, typer.Option("--input-json", help="The item as JSON, or @FILE to read it from a file.")
+]
+SinceOption = Annotated[
+    str | None, typer.Option("--since", help="Only what changed at or after this ISO 8601 time (with Z).")
+]
+
+
+def parse_since(value: str | None) -> dt.datetime | None:
+    """``--since`` as an aware UTC time; :class:`InvalidInput` ``invalid_since`` (exit 2)."""
+    if value is None:
+        return None
+    try:
+        at = dt.datetime.fromisoformat(value)
+    except ValueError:
+        raise InvalidInput("invalid_since", f"--since {value!r} is not an ISO 8601 time") from None
+    if at.tzinfo is None:
+        raise InvalidInput("invalid_since", f"--since {value!r} needs a time zone (e.g. Z for UTC)")
+    return at.astimezone(dt.UTC)
+
+
+def parse_status(value: str | None) -> QueueStatus | None:
+    """``--status`` as a :class:`QueueStatus`; :class:`InvalidInput` ``invalid_status`` (exit 2)."""
+    from contracts.queue_items import QueueStatus
+
+    if value is None:
+        return None
+    try:
+        return QueueStatus(value)
+    except ValueError:
+        allowed = ", ".join(status.value for status in QueueStatus)
+        raise InvalidInput("invalid_status", f"unknown status {value!r}; use one of: {allowed}") from None
+
+
+def check_key(key: str) -> str:
+    """``key`` when it is an item key; :class:`InvalidInput` ``invalid_key`` (exit 2)."""
+    from contracts.queue_items import ITEM_KEY_PATTERN
+
+    if ITEM_KEY_PATTERN.fullmatch(key) is None:
+        raise InvalidInput("invalid_key", f"item key {key!r} must be a series and a number, such as ORD-12")
+    return key
+
+
+def _queue_id() -> str:
+    from contracts.queue_messages import queue_workflow_id
+
+    return queue_workflow_id(task_queue())
+
+
+def _send_item(message: QueueMessage, request: Any) -> ItemAnswer:
+    from contracts.queue_messages import ItemAnswer
+    from control.queue import queue_update
+
+    queue = task_queue()
+
+    async def go() -> ItemAnswer:
+        return await queue_update(await client(), queue, message, request, ItemAnswer)
+
+    return run_async(go())
+
+
+def _send_settings(message: QueueMessage, request: Any) -> tuple[SettingsAnswer, Any]:
+    from contracts.queue_messages import SettingsAnswer
+    from control.queue import queue_update, queue_view
+
+    queue = task_queue()
+
+    async def go() -> tuple[SettingsAnswer, Any]:
+        temporal = await client()
+        answer = await queue_update(temporal, queue, message, request, SettingsAnswer)
+        return answer, await queue_view(temporal, queue)
+
+    return run_async(go())
+
+
+def _emit_item(answer: ItemAnswer, as_json: bool, *, with_previous_key: bool = False) -> None:
+    from control.output import emit
+    from control.queue_views import item_json, render_item
+
+    item = answer.item
+    assert item is not None  # an accepted answer carries the item
+    extra = {"previous_key": answer.previous_key} if with_previous_key else {}
+    emit(
+        item_json(item, **extra),
+        as_json,
+        lambda console: render_item(console, item, previous_key=answer.previous_key),
+    )
+
+
+def _emit_settings(answer: SettingsAnswer, view: Any, as_json: bool) -> None:
+    from control.output import emit
+    from control.queue_views import render_settings, settings_json
+
+    data = settings_json(view.items, answer.settings)
+    emit(data, as_json, lambda console: render_settings(console, data))
+
+
+# ---------------------------------------------------------------------------------------------- commands
+
+
+@app.command("add")
+def add_command(input_json: InputJson, actor: ActorOption = None, as_json: JsonFlag = False) -> None:
+    """Add a proposal (only its title is required; approval needs the whole contract). Protected."""
+    from contracts.queue_items import ItemProposal
+    from contracts.queue_messages import AddRequest, QueueAction
+    from contracts.temporal_names import QueueMessage
+    from control.actions import proof_for
+    from control.inputs import parse_model, read_json_argument
+
+    proposal = parse_model(
+        ItemProposal, read_json_argument(input_json, what="item"), what="item", code="invalid_item"
+    )
+    actor = require_actor(actor, "queue add")
+    request = AddRequest(actor=actor, proposal=proposal)
+    proof = proof_for(run_id=_queue_id(), action=QueueAction.ADD, actor=actor, digest=request.digest())
+    answer = _send_item(QueueMessage.ADD, request.model_copy(update={"proof": proof}))
+    _emit_item(answer, as_json)
+
+
+@app.command("update")
+def update_command(
+    key: KeyArgument, input_json: InputJson, actor: ActorOption = None, as_json: JsonFlag = False
+) -> None:
+    """Set fields of a proposal: the keys named are set (null clears repo_alias, value, urgency or
+    risk), scope sections merge, evidence is replaced. Protected."""
+    from contracts.queue_items import ItemUpdate
+    from contracts.queue_messages import QueueAction, UpdateItemRequest
+    from contracts.temporal_names import QueueMessage
+    from control.actions import proof_for
+    from control.inputs import parse_model, read_json_argument
+
+    check_key(key)
+    fields = read_json_argument(input_json, what="update")
+    if not isinstance(fields, dict):
+        raise InvalidInput("invalid_item_update", "the update must be a JSON object of the fields to set")
+    parse_model(ItemUpdate, fields, what="update", code="invalid_item_update")
+    actor = require_actor(actor, "queue update")
+    request = UpdateItemRequest(actor=actor, key=key, fields=fields)
+    proof = proof_for(run_id=key, action=QueueAction.UPDATE, actor=actor, digest=request.digest())
+    _emit_item(_send_item(QueueMessage.UPDATE, request.model_copy(update={"proof": proof})), as_json)
+
+
+def _move(message: QueueMessage, key: str, actor: str | None, reason: str, as_json: bool) -> None:
+    from contracts.queue_items import MAX_EVENT_REASON_CHARS
+    from contracts.queue_messages import MoveRequest, QueueAction
+    from contracts.temporal_names import QueueMessage
+    from control.actions import proof_for
+
+    check_key(key)
+    if len(reason) > MAX_EVENT_REASON_CHARS:
+        raise InvalidInput(
+            "reason_too_long", f"--reason has {len(reason)} characters; at most {MAX_EVENT_REASON_CHARS}"
+        )
+    action = {QueueMessage.APPROVE: QueueAction.APPROVE, QueueMessage.REJECT: QueueAction.REJECT}[message]
+    actor = require_actor(actor, f"queue {message.value}")
+    request = MoveRequest(actor=actor, key=key, reason=reason)
+    proof = proof_for(run_id=key, action=action, actor=actor, digest=request.digest())
+    answer = _send_item(message, request.model_copy(update={"proof": proof}))
+    _emit_item(answer, as_json, with_previous_key=message is QueueMessage.APPROVE)
+
+
+@app.command("approve")
+def approve_command(key: KeyArgument, actor: ActorOption = None, as_json: JsonFlag = False) -> None:
+    """Approve a proposal whose contract is complete (a Q- key is renamed into its repository's
+    series). Protected."""
+    from contracts.temporal_names import QueueMessage
+
+    _move(QueueMessage.APPROVE, key, actor, "", as_json)
+
+
+@app.command("reject")
+def reject_command(
+    key: KeyArgument,
+    actor: ActorOption = None,
+    reason: Annotated[str, typer.Option("--reason", help="Why (kept in the item's events).")] = "",
+    as_json: JsonFlag = False,
+) -> None:
+    """Reject a proposal, or a reviewed result and its item. Protected."""
+    from contracts.temporal_names import QueueMessage
+
+    _move(QueueMessage.REJECT, key, actor, reason, as_json)
+
+
+@app.command("capacity")
+def capacity_command(
+    slots: Annotated[int, typer.Argument(metavar="N", help="Slots (1..50; default 3).")],
+    actor: ActorOption = None,
+    as_json: JsonFlag = False,
+) -> None:
+    """Set how many items may be active at once. Protected."""
+    from contracts.queue_items import MAX_SLOTS
+    from contracts.queue_messages import CapacityRequest, QueueAction
+    from contracts.temporal_names import QueueMessage
+    from control.actions import proof_for
+
+    if not 1 <= slots <= MAX_SLOTS:
+        raise InvalidInput(
+            "invalid_capacity", f"capacity {slots} is out of range: give 1 to {MAX_SLOTS} slots"
+        )
+    actor = require_actor(actor, "queue capacity")
+    request = CapacityRequest(actor=actor, slots=slots)
+    proof = proof_for(run_id=_queue_id(), action=QueueAction.CAPACITY, actor=actor, digest=request.digest())
+    answer, view = _send_settings(QueueMessage.CAPACITY, request.model_copy(update={"proof": proof}))
+    _emit_settings(answer, view, as_json)
+
+
+@app.command("autopilot")
+def autopilot_command(
+    setting: Annotated[
+        str, typer.Argument(metavar="on|off", help="on: fill free slots; off: start nothing.")
+    ],
+    actor: ActorOption = None,
+    as_json: JsonFlag = False,
+) -> None:
+    """Turn autopilot on or off (off, the default, starts nothing by itself). Protected."""
+    from contracts.queue_messages import AutopilotRequest, QueueAction
+    from contracts.temporal_names import QueueMessage
+    from control.actions import proof_for
+
+    if setting not in ("on", "off"):
+        raise InvalidInput("invalid_autopilot", f"autopilot takes on or off, not {setting!r}")
+    actor = require_actor(actor, "queue autopilot")
+    request = AutopilotRequest(actor=actor, on=setting == "on")
+    proof = proof_for(run_id=_queue_id(), action=QueueAction.AUTOPILOT, actor=actor, digest=request.digest())
+    answer, view = _send_settings(QueueMessage.AUTOPILOT, request.model_copy(update={"proof": proof}))
+    _emit_settings(answer, view, as_json)
+
+
+def _view(key: str | None = None) -> Any:
+    from control.queue import queue_view
+
+    queue = task_queue()
+
+    async def go() -> Any:
+        return await queue_view(await client(), queue, key)
+
+    return run_async(go())
+
+
+@app.command("list")
+def list_command(
+    status: Annotated[str | None, typer.Option("--status", help="Only items in this status.")] = None,
+    since: SinceOption = None,
+    as_json: JsonFlag = False,
+) -> None:
+    """The items, the count of each status, the fleet line (occupied/slots) and the keys ready to
+    dispatch."""
+    from control.output import emit
+    from control.queue_views import listing_json, render_listing
+
+    wanted = parse_status(status)
+    after = parse_since(since)
+    data = listing_json(_view(), status=wanted, since=after)
+    emit(data, as_json, lambda console: render_listing(console, data))
+
+
+@app.command("show")
+def show_command(key: KeyArgument, as_json: JsonFlag = False) -> None:
+    """An item with its scope, spec completeness, runs, review rounds and events."""
+    from contracts.errors import NotFound
+    from contracts.queue_messages import UNKNOWN_ITEM
+    from control.output import emit
+    from control.queue_views import item_json, render_item
+
+    check_key(key)
+    view = _view(key)
+    if not view.items:
+        hint = (
+            f": it was renamed to {view.renamed_to} at its approval" if view.renamed_to else " in the queue"
+        )
+        raise NotFound(UNKNOWN_ITEM, f"no item {key}{hint}")
+    item = view.items[0]
+    emit(item_json(item), as_json, lambda console: render_item(console, item))
+
+
+@app.command("events")
+def events_command(since: SinceOption = None, as_json: JsonFlag = False) -> None:
+    """Every item's events and the settings changes, oldest first."""
+    from control.output import emit
+    from control.queue_views import events_json, render_events
+
+    after = parse_since(since)
+    data = events_json(_view(), since=after)
+    emit(data, as_json, lambda console: render_events(console, data))

@@ -1,0 +1,225 @@
+"""JSON shapes and renderings of the goal queue (``specialists queue …``; docs/architecture.md "Goal
+queue" and "Operator contract").
+
+``add``, ``show``, ``update``, ``approve`` and ``reject`` (``--json``)::
+
+    {"item": {"key", "status", "blocker", "failure", "title", "repo_alias", "tier", "scope": {...},
+              "evidence", "value", "urgency", "risk", "notes", "cycle", "runs", "rounds",
+              "escalations", "events": [{"seq", "at", "kind", "actor", "data"}],
+              "created_at", "updated_at"},
+     "spec": {"complete": bool, "gaps": [...]}}
+
+``approve`` adds ``"previous_key"`` (the key before a rename, else ``null``). ``list``::
+
+    {"items": [{"key", "status", "blocker", "failure", "title", "repo_alias", "tier", "value",
+                "urgency", "risk", "priority", "spec", "created_at", "updated_at"}],
+     "counts": {status: n for every status}, "fleet": {"line": "occupied/slots", "occupied": [keys],
+     "count", "slots", "free"}, "ready": [keys in dispatch order], "autopilot": bool}
+
+``capacity`` and ``autopilot``: ``{"settings": {"slots", "autopilot", "recovery_delay_seconds",
+"escalation_model"}, "fleet": {...}}``. ``events``: ``{"events": [{"key", "seq", "at", "kind",
+"actor", "data"}]}`` oldest first, a settings change with ``"key": null``, ``"seq": null`` and kind
+``settings``. Times are ISO 8601 UTC with ``Z``.
+
+Everything but the labels is operator text or queue data: it reaches the console only as
+:func:`control.output.table` cells or through :func:`control.output.safe_text`.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from typing import TYPE_CHECKING, Any
+
+from contracts.queue_approval import spec_completeness
+from contracts.queue_items import SCOPE_HEADINGS, SCOPE_SECTIONS, QueueItem, QueueSettings, QueueStatus
+from contracts.queue_priority import dispatch_order, occupancy, priority
+from control.output import safe_text, table
+
+if TYPE_CHECKING:
+    from rich.console import Console
+
+    from contracts.queue_messages import QueueView
+
+
+def iso(value: dt.datetime) -> str:
+    """ISO 8601 UTC with ``Z`` (docs/architecture.md "Values")."""
+    return value.astimezone(dt.UTC).isoformat().replace("+00:00", "Z")
+
+
+# ------------------------------------------------------------------------------------------------ JSON
+
+
+def item_json(item: QueueItem, **extra: Any) -> dict[str, Any]:
+    """``{"item": {...}, "spec": {"complete", "gaps"}}`` and ``extra``."""
+    return {"item": item.model_dump(mode="json"), "spec": spec_completeness(item).model_dump(), **extra}
+
+
+def summary_json(item: QueueItem) -> dict[str, Any]:
+    """One item of ``list``."""
+    data = item.model_dump(
+        mode="json",
+        include={
+            "key",
+            "status",
+            "blocker",
+            "failure",
+            "title",
+            "repo_alias",
+            "tier",
+            "value",
+            "urgency",
+            "risk",
+            "created_at",
+            "updated_at",
+        },
+    )
+    data["priority"] = priority(item)
+    data["spec"] = spec_completeness(item).model_dump()
+    return data
+
+
+def fleet_json(items: list[QueueItem], settings: QueueSettings) -> dict[str, Any]:
+    """The fleet line: ``{"line": "occupied/slots", "occupied", "count", "slots", "free"}``."""
+    fleet = occupancy(items, settings.slots)
+    return {"line": fleet.text(), **fleet.to_json()}
+
+
+def listing_json(
+    view: QueueView, *, status: QueueStatus | None = None, since: dt.datetime | None = None
+) -> dict[str, Any]:
+    """``list``: the items (of ``status``, changed since ``since``), the counts of every status over the
+    whole queue, the fleet line and the keys ready to dispatch."""
+    shown = [
+        item
+        for item in view.items
+        if (status is None or item.status is status) and (since is None or item.updated_at >= since)
+    ]
+    counts = {value.value: 0 for value in QueueStatus}
+    for item in view.items:
+        counts[item.status.value] += 1
+    return {
+        "items": [summary_json(item) for item in shown],
+        "counts": counts,
+        "fleet": fleet_json(view.items, view.settings),
+        "ready": [item.key for item in dispatch_order(view.items)],
+        "autopilot": view.settings.autopilot,
+    }
+
+
+def settings_json(view_items: list[QueueItem], settings: QueueSettings) -> dict[str, Any]:
+    """``capacity`` and ``autopilot``: the settings and the fleet line."""
+    return {"settings": settings.model_dump(mode="json"), "fleet": fleet_json(view_items, settings)}
+
+
+def events_json(view: QueueView, *, since: dt.datetime | None = None) -> dict[str, Any]:
+    """``events``: every item's events and the settings changes (since ``since``), oldest first."""
+    rows: list[tuple[dt.datetime, str, int, dict[str, Any]]] = []
+    for item in view.items:
+        for event in item.events:
+            if since is None or event.at >= since:
+                data = {"key": item.key, **event.model_dump(mode="json")}
+                rows.append((event.at, item.key, event.seq, data))
+    for index, change in enumerate(view.settings_changes):
+        if since is None or change.at >= since:
+            data = {
+                "key": None,
+                "seq": None,
+                "at": iso(change.at),
+                "kind": "settings",
+                "actor": change.actor,
+                "data": {"setting": change.setting, "from": change.before, "to": change.after},
+            }
+            rows.append((change.at, "", index, data))
+    rows.sort(key=lambda row: (row[0], row[1], row[2]))
+    return {"events": [row[3] for row in rows]}
+
+
+# ------------------------------------------------------------------------------------------- rendering
+
+
+def _text(value: object) -> str:
+    return "-" if value is None or value == "" else str(value)
+
+
+def render_item(console: Console, item: QueueItem, *, previous_key: str | None = None) -> None:
+    """An item: its fields, spec completeness, scope, runs and events."""
+    spec = spec_completeness(item)
+    status = item.status.value + (f" ({item.blocker.value})" if item.blocker else "")
+    status += f" ({item.failure.value})" if item.failure else ""
+    rows = [
+        ["key", item.key + (f" (was {previous_key})" if previous_key else "")],
+        ["status", status],
+        ["title", item.title],
+        ["repository", _text(item.repo_alias)],
+        ["tier", item.tier.value],
+        ["value / urgency / risk", " / ".join(_text(v) for v in (item.value, item.urgency, item.risk))],
+        ["priority", _text(priority(item))],
+        ["evidence", ", ".join(item.evidence) or "-"],
+        ["spec", "complete" if spec.complete else "gaps: " + ", ".join(spec.gaps)],
+        ["cycle", str(item.cycle)],
+        ["created / updated", f"{iso(item.created_at)} / {iso(item.updated_at)}"],
+    ]
+    if item.notes:
+        rows.append(["notes", item.notes])
+    console.print(table(f"item {item.key}", ["field", "value"], rows))
+    scope = [[SCOPE_HEADINGS[name], item.scope.section(name) or "-"] for name in SCOPE_SECTIONS]
+    console.print(table("scope", ["section", "text"], scope))
+    if item.runs:
+        runs = [
+            [run.run_id, str(run.cycle), run.kind.value, run.outcome.value, iso(run.at)] for run in item.runs
+        ]
+        console.print(table("runs", ["run", "cycle", "kind", "outcome", "at"], runs))
+    if item.rounds:
+        rounds = [
+            [str(r.cycle), str(r.number), r.run_id, r.verdict.value, str(r.score), iso(r.at)]
+            for r in item.rounds
+        ]
+        console.print(table("review rounds", ["cycle", "round", "run", "verdict", "score", "at"], rounds))
+    events = [[str(e.seq), iso(e.at), e.kind.value, _text(e.actor), _event_text(e.data)] for e in item.events]
+    console.print(table("events", ["seq", "at", "kind", "actor", "data"], events))
+
+
+def _event_text(data: dict[str, Any]) -> str:
+    return ", ".join(f"{key}={value}" for key, value in data.items())
+
+
+def render_listing(console: Console, data: dict[str, Any]) -> None:
+    """``list``: the items, then the counts, the fleet line and the keys ready to dispatch."""
+    rows = [
+        [
+            item["key"],
+            item["status"] + (f" ({item['blocker']})" if item["blocker"] else ""),
+            _text(item["priority"]),
+            _text(item["risk"]),
+            item["tier"],
+            _text(item["repo_alias"]),
+            "complete" if item["spec"]["complete"] else f"{len(item['spec']['gaps'])} gaps",
+            item["title"],
+        ]
+        for item in data["items"]
+    ]
+    columns = ["key", "status", "priority", "risk", "tier", "repository", "spec", "title"]
+    console.print(table("goal queue", columns, rows))
+    counts = ", ".join(f"{status} {n}" for status, n in data["counts"].items() if n)
+    console.print(safe_text(f"counts: {counts or 'no items'}"))
+    autopilot = "on" if data["autopilot"] else "off"
+    console.print(safe_text(f"fleet: {data['fleet']['line']} slots occupied; autopilot {autopilot}"))
+    console.print(safe_text(f"ready to dispatch: {', '.join(data['ready']) or '-'}"))
+
+
+def render_settings(console: Console, data: dict[str, Any]) -> None:
+    """``capacity`` and ``autopilot``."""
+    settings = data["settings"]
+    autopilot = "on" if settings["autopilot"] else "off"
+    console.print(
+        safe_text(f"slots {settings['slots']}, autopilot {autopilot}; fleet {data['fleet']['line']} occupied")
+    )
+
+
+def render_events(console: Console, data: dict[str, Any]) -> None:
+    """``events``."""
+    rows = [
+        [_text(e["key"]), _text(e["seq"]), e["at"], e["kind"], _text(e["actor"]), _event_text(e["data"])]
+        for e in data["events"]
+    ]
+    console.print(table("queue events", ["key", "seq", "at", "kind", "actor", "data"], rows))

@@ -1,0 +1,228 @@
+"""``specialists queue`` against a real Temporal dev server and a worker process: add, update, approve,
+reject, list, show, capacity, autopilot and events with their ``--json`` shapes, refusals with their
+structured data and exit codes, and bad flags refused before anything is sent.
+
+One worker process serves the module (its own task queue and state directory, with ``alice``
+registered); each test works on items it adds itself.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from contracts.queue_approval import GAP_ORDER
+from contracts.queue_items import QueueStatus
+from infra.devserver import DevServer
+from tests.control.cli_harness import ISO_UTC, Cli, CliResult, running_worker
+
+ITEM_KEYS = {
+    "key",
+    "status",
+    "blocker",
+    "failure",
+    "title",
+    "repo_alias",
+    "tier",
+    "scope",
+    "evidence",
+    "value",
+    "urgency",
+    "risk",
+    "notes",
+    "cycle",
+    "runs",
+    "rounds",
+    "escalations",
+    "events",
+    "created_at",
+    "updated_at",
+}
+SCOPE = {
+    "problem": "p95 latency of GET /orders exceeds 2 s at 200 rps",
+    "evidence": "load test of 2026-11-30",
+    "change": "find the cause; propose the smallest fix",
+    "judgment_calls": "which index, if any",
+    "tests": "the load test stays under 500 ms p95",
+    "constraints": "no schema change without a migration",
+}
+
+
+def complete(title: str, **changes: Any) -> dict[str, Any]:
+    return {
+        "title": title,
+        "repo_alias": "orders",
+        "scope": SCOPE,
+        "evidence": ["issue:123"],
+        "value": "H",
+        "urgency": "M",
+        "risk": "low",
+        **changes,
+    }
+
+
+@pytest.fixture(scope="module")
+def cli(temporal_dev_server: DevServer, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cli]:
+    """The CLI configured for the shared dev server, with a worker running on its own queue."""
+    root = tmp_path_factory.mktemp("cli-queue")
+    cli = Cli.isolated(
+        root,
+        SPECIALISTS_TEMPORAL_ADDRESS=temporal_dev_server.address,
+        SPECIALISTS_TASK_QUEUE=f"cli-queue-{uuid.uuid4().hex}",
+    )
+    assert cli.call("actors", "register", "alice", "--name", "Alice").exit_code == 0
+    with running_worker(cli.env, root / "worker.log"):
+        yield cli
+
+
+def refusal(result: CliResult, exit_code: int, code: str) -> dict[str, Any]:
+    """The ``{"error": {...}}`` of a refused ``--json`` command, with ``code`` and its exit code."""
+    assert result.exit_code == exit_code, str(result)
+    data = result.json()
+    assert set(data) == {"error"}, str(result)
+    error = data["error"]
+    assert error["code"] == code, str(result)
+    assert isinstance(error["message"], str) and error["message"], str(result)
+    return dict(error)
+
+
+def add(cli: Cli, data: dict[str, Any]) -> dict[str, Any]:
+    return cli.call("queue", "add", "--input-json", json.dumps(data), "--actor", "alice", "--json").ok()
+
+
+def test_add_prints_the_item_and_its_spec_and_show_prints_the_same(cli: Cli, tmp_path: Path) -> None:
+    source = tmp_path / "item.json"
+    source.write_text(json.dumps({"title": "Orders are slow"}), encoding="utf-8")
+    added = cli.run("queue", "add", "--input-json", f"@{source}", "--actor", "alice", "--json").ok()
+    assert set(added) == {"item", "spec"}
+    item = added["item"]
+    assert set(item) == ITEM_KEYS
+    assert re.fullmatch(r"Q-[1-9][0-9]*", item["key"])
+    assert (item["status"], item["blocker"], item["tier"]) == ("proposal", None, "read_only")
+    assert added["spec"] == {"complete": False, "gaps": list(GAP_ORDER)}
+    assert [event["kind"] for event in item["events"]] == ["added"]
+    assert set(item["events"][0]) == {"seq", "at", "kind", "actor", "data"}
+    assert re.fullmatch(ISO_UTC, item["created_at"])
+    shown = cli.call("queue", "show", item["key"], "--json").ok()
+    assert shown == added
+    human = cli.call("queue", "show", item["key"])
+    assert human.exit_code == 0 and "Orders are slow" in human.stdout and "repo_alias" in human.stdout
+
+
+def test_approval_names_every_gap_then_renames_the_completed_proposal(cli: Cli) -> None:
+    key = add(cli, {"title": "Thin at first"})["item"]["key"]
+    refused = refusal(
+        cli.call("queue", "approve", key, "--actor", "alice", "--json"), 4, "item_contract_incomplete"
+    )
+    assert refused["gaps"] == list(GAP_ORDER)
+    assert refused["spec"] == {"complete": False, "gaps": list(GAP_ORDER)}
+    fields = {name: value for name, value in complete("x").items() if name != "title"}
+    updated = cli.call(
+        "queue", "update", key, "--input-json", json.dumps(fields), "--actor", "alice", "--json"
+    ).ok()
+    assert updated["spec"] == {"complete": True, "gaps": []}
+    approved = cli.call("queue", "approve", key, "--actor", "alice", "--json").ok()
+    assert set(approved) == {"item", "spec", "previous_key"}
+    assert approved["previous_key"] == key
+    new_key = approved["item"]["key"]
+    assert re.fullmatch(r"ORD-[1-9][0-9]*", new_key)
+    assert approved["item"]["status"] == "approved"
+    renamed = [event["data"] for event in approved["item"]["events"] if event["kind"] == "renamed"]
+    assert renamed == [{"from": key, "to": new_key}]
+    gone = refusal(cli.call("queue", "show", key, "--json"), 3, "unknown_item")
+    assert new_key in gone["message"]
+
+
+def test_a_refused_move_names_the_status_and_the_allowed_moves(cli: Cli) -> None:
+    key = add(cli, complete("Approve then reject"))["item"]["key"]
+    cli.call("queue", "approve", key, "--actor", "alice", "--json").ok()
+    refused = refusal(
+        cli.call("queue", "reject", key, "--actor", "alice", "--reason", "no", "--json"),
+        4,
+        "transition_refused",
+    )
+    assert refused["status"] == "approved"
+    assert refused["key"] == key
+    assert [row["move"] for row in refused["allowed"]] == ["dispatch", "block"]
+    assert set(refused["allowed"][0]) == {"move", "to", "by", "blockers"}
+    not_proposal = refusal(
+        cli.call("queue", "update", key, "--input-json", '{"notes": "late"}', "--actor", "alice", "--json"),
+        4,
+        "not_a_proposal",
+    )
+    assert not_proposal["status"] == "approved"
+    human = cli.call("queue", "reject", key, "--actor", "alice")
+    assert human.exit_code == 4 and "transition_refused" in human.stderr and "dispatch" in human.stderr
+
+
+def test_reject_keeps_the_reason_in_the_items_events(cli: Cli) -> None:
+    key = add(cli, {"title": "Not wanted"})["item"]["key"]
+    rejected = cli.call("queue", "reject", key, "--actor", "alice", "--reason", "a duplicate", "--json").ok()
+    assert rejected["item"]["status"] == "rejected"
+    assert rejected["item"]["events"][-1]["data"]["reason"] == "a duplicate"
+
+
+def test_list_shows_counts_the_fleet_line_and_the_keys_ready_to_dispatch(cli: Cli) -> None:
+    low = add(cli, complete("Low priority", value="L", urgency="L"))["item"]["key"]
+    high = add(cli, complete("High priority", value="H", urgency="H"))["item"]["key"]
+    for key in (low, high):
+        cli.call("queue", "approve", key, "--actor", "alice", "--json").ok()
+    listing = cli.call("queue", "list", "--json").ok()
+    assert set(listing) == {"items", "counts", "fleet", "ready", "autopilot"}
+    assert set(listing["counts"]) == {status.value for status in QueueStatus}
+    assert listing["counts"]["approved"] == len(listing["ready"])
+    assert listing["ready"].index(high) < listing["ready"].index(low)
+    assert listing["fleet"]["line"] == f"0/{listing['fleet']['slots']}"
+    row = next(row for row in listing["items"] if row["key"] == high)
+    assert row["priority"] == 9 and row["spec"] == {"complete": True, "gaps": []}
+    approved = cli.call("queue", "list", "--status", "approved", "--json").ok()
+    assert {row["status"] for row in approved["items"]} == {"approved"}
+    later = cli.call("queue", "list", "--since", "2999-01-01T00:00:00Z", "--json").ok()
+    assert later["items"] == [] and later["counts"] == listing["counts"]
+    human = cli.call("queue", "list")
+    assert human.exit_code == 0 and "ready to dispatch" in human.stdout and high in human.stdout
+
+
+def test_capacity_and_autopilot_change_the_settings_and_show_in_events(cli: Cli) -> None:
+    capacity = cli.call("queue", "capacity", "4", "--actor", "alice", "--json").ok()
+    assert capacity["settings"]["slots"] == 4
+    assert capacity["fleet"]["slots"] == 4
+    autopilot = cli.call("queue", "autopilot", "on", "--actor", "alice", "--json").ok()
+    assert autopilot["settings"]["autopilot"] is True
+    cli.call("queue", "autopilot", "off", "--actor", "alice", "--json").ok()
+    events = cli.call("queue", "events", "--json").ok()["events"]
+    settings = [event for event in events if event["kind"] == "settings"]
+    assert [event["data"]["setting"] for event in settings][-3:] == ["slots", "autopilot", "autopilot"]
+    assert all(event["key"] is None and event["actor"] == "alice" for event in settings)
+    ats = [event["at"] for event in events]
+    assert ats == sorted(ats)
+    assert cli.call("queue", "events", "--since", "2999-01-01T00:00:00Z", "--json").ok() == {"events": []}
+
+
+def test_bad_flags_and_input_are_refused_before_anything_is_sent(cli: Cli) -> None:
+    offline = cli.with_env(SPECIALISTS_TEMPORAL_ADDRESS="127.0.0.1:1")
+    cases = [
+        (("queue", "add", "--input-json", '{"titel": "typo"}', "--actor", "alice"), "invalid_item"),
+        (("queue", "add", "--input-json", '{"title": "x"}'), "actor_required"),
+        (
+            ("queue", "update", "Q-1", "--input-json", '{"title": null}', "--actor", "alice"),
+            "invalid_item_update",
+        ),
+        (("queue", "approve", "not-a-key", "--actor", "alice"), "invalid_key"),
+        (("queue", "capacity", "0", "--actor", "alice"), "invalid_capacity"),
+        (("queue", "autopilot", "maybe", "--actor", "alice"), "invalid_autopilot"),
+        (("queue", "list", "--status", "busy"), "invalid_status"),
+        (("queue", "events", "--since", "yesterday"), "invalid_since"),
+        (("queue", "list", "--since", "2026-12-01T00:00:00"), "invalid_since"),
+    ]
+    for args, code in cases:
+        result = offline.call(*args, "--json")
+        assert result.error(2, code), str(result)
+    unknown = offline.call("queue", "approve", "ORD-1", "--actor", "mallory", "--json")
+    assert unknown.error(3, "unknown_actor")
