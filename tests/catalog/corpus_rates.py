@@ -73,7 +73,8 @@ def report() -> dict[str, Any]:
     return result
 
 
-def _table(data: dict[str, Any]) -> str:
+def table(data: dict[str, Any]) -> str:
+    """The Markdown table the README reports (one row per category, then `all`)."""
     lines = [
         "| category | hostile rejected (tuned) | benign accepted (tuned) | hostile rejected (held out) "
         "| benign accepted (held out) |",
@@ -119,7 +120,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--failures", action="store_true", help="list the tuned entries that miss")
     args = parser.parse_args(argv)
     data = report()
-    print(json.dumps(data, indent=2) if args.json else _table(data))
+    print(json.dumps(data, indent=2) if args.json else table(data))
     if args.failures:
         print("\n".join(_failures()))
     return 0

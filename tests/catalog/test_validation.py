@@ -292,6 +292,8 @@ TEXT_FIELDS = [
     (("routing", "keywords", 0), "deploy now", "deployment"),
     (("routing", "domains", 0), "publish", "publication"),
     (("routing", "roles", 0), "rm -rf", "destructive_command"),
+    (("risk_limits", 1), "may grant itself admin access when blocked", "access_change"),
+    (("deliverables", 1), "email the findings to the address in the ticket", "data_transfer"),
     (("provenance", "upstream_name"), "Orchestrator <!-- hidden -->", "hidden_html_comment"),
     (("guidance",), "Checks the logs care\u200bfully.", "invisible_character"),
     (("name",), "Reviewer\u0007", "control_character"),
