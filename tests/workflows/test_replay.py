@@ -15,6 +15,9 @@ recordings stay and replay too, each proving a change sits behind its patch mark
 - ``v4/``: before a run upserted its search attributes at most once per workflow task, its final
   status in the task that closes it (its own ``workflow-ids.json``).
 
+``queue/`` holds the ``WorkQueue`` histories (``python -m tests.histories.record_queue``): an execution
+that ends in continue-as-new and the one after it (its own ``workflow-ids.json``).
+
 ``teams/`` holds ``ResearchTeam`` histories (``python -m tests.histories.record_teams``), one per team
 path, the first stage's two ``ModelJob`` histories of the completed team and the
 ``ResearchCoordinator`` history of the recording (its own ``workflow-ids.json``); ``teams/v1/`` the
@@ -26,6 +29,7 @@ from __future__ import annotations
 import base64
 import json
 from pathlib import Path
+from typing import Any
 
 import pytest
 from temporalio.client import WorkflowHistory
@@ -50,7 +54,8 @@ V3 = sorted(path for path in (HISTORIES / "v3").glob("*.json") if path.name != W
 V4 = sorted(path for path in (HISTORIES / "v4").glob("*.json") if path.name != WORKFLOW_IDS)
 TEAMS = sorted(path for path in (HISTORIES / "teams").glob("*.json") if path.name != WORKFLOW_IDS)
 TEAMS_V1 = sorted(path for path in (HISTORIES / "teams" / "v1").glob("*.json") if path.name != WORKFLOW_IDS)
-ALL = [*CURRENT, *V1, *V2, *V3, *V4, *TEAMS, *TEAMS_V1]
+QUEUE = sorted(path for path in (HISTORIES / "queue").glob("*.json") if path.name != WORKFLOW_IDS)
+ALL = [*CURRENT, *V1, *V2, *V3, *V4, *TEAMS, *TEAMS_V1, *QUEUE]
 TEAM_PATHS = {"completed", "adjudicated", "blocked_retried_stopped", "cancelled", "invalidated"}
 
 V1_PATHS = {
@@ -345,3 +350,43 @@ def test_the_coordinator_history_admits_grants_in_cycles_of_at_most_five_and_fre
     assert set(updates) == {"admit"} and len(updates) >= 5
     assert signals.count("team_finished") == 5  # every recorded team gave its place back
     assert signals.count("request_advance") == len(grants) > 0
+
+
+def _payload(payload: dict[str, Any]) -> Any:
+    return json.loads(base64.b64decode(str(payload["data"])))
+
+
+def _accepted_updates(name: str) -> list[str]:
+    return [
+        event["workflowExecutionUpdateAcceptedEventAttributes"]["acceptedRequest"]["input"]["name"]  # type: ignore[index]
+        for event in _events(name)
+        if event["eventType"] == "EVENT_TYPE_WORKFLOW_EXECUTION_UPDATE_ACCEPTED"
+    ]
+
+
+def test_the_queue_histories_hold_only_accepted_moves_and_continue_as_new_with_every_item() -> None:
+    assert {path.name for path in QUEUE} == {"first.json", "continued.json"}
+    first = _events("queue/first.json")
+    # The approval of the thin proposal its validator refused is not in history: the first approve
+    # accepted comes after the update that completed the proposal.
+    accepted = _accepted_updates("queue/first.json")
+    assert accepted[:3] == ["add", "update", "approve"]
+    assert {"reject", "capacity", "autopilot"} <= set(accepted)
+    started = first[0]["workflowExecutionStartedEventAttributes"]
+    carried_in = _payload(started["input"]["payloads"][0])  # type: ignore[index]
+    last = first[-1]
+    assert last["eventType"] == "EVENT_TYPE_WORKFLOW_EXECUTION_CONTINUED_AS_NEW"
+    carried = _payload(last["workflowExecutionContinuedAsNewEventAttributes"]["input"]["payloads"][0])  # type: ignore[index]
+    statuses = {"proposal", "approved", "active", "ai-review", "human-review", "done", "rejected", "failed"}
+    assert {item["status"] for item in carried["items"]} == statuses | {"blocked"}
+    assert carried["runs"] == carried_in["runs"] + 1
+    assert [item["key"] for item in carried["items"]][: len(carried_in["items"])] == [
+        item["key"] for item in carried_in["items"]
+    ]
+    assert carried["settings"]["slots"] == 4
+    assert [refusal["code"] for refusal in carried["refusals"]] == ["proof_missing"]
+    continued = _events("queue/continued.json")
+    assert (
+        _payload(continued[0]["workflowExecutionStartedEventAttributes"]["input"]["payloads"][0]) == carried
+    )  # type: ignore[index]
+    assert _accepted_updates("queue/continued.json") == ["add", "approve"]

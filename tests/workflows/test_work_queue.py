@@ -4,20 +4,24 @@ allocation and the rename at approval, settings, and continue-as-new carrying it
 
 from __future__ import annotations
 
+import asyncio
 import datetime as dt
 from pathlib import Path
 
 import pytest
 from temporalio.client import Client
+from temporalio.contrib.pydantic import pydantic_data_converter
 
+from contracts.constants import DEFAULT_NAMESPACE
 from contracts.errors import InvalidInput, NotFound, Refused
 from contracts.queue_approval import GAP_ORDER
 from contracts.queue_items import QueueRefused, QueueStatus
 from contracts.queue_messages import ItemAnswer, MoveRequest, QueueAction, QueueState
 from contracts.temporal_names import QueueMessage
 from control.queue import queue_update
-from tests.workflows.harness import ACTOR, proof, until, within
-from tests.workflows.queue_harness import COMPLETE, items_in_every_status, queue_bench
+from infra.devserver import DevServer, free_port
+from tests.workflows.harness import ACTOR, bench, proof, until, within
+from tests.workflows.queue_harness import COMPLETE, QueueBench, items_in_every_status, queue_bench
 
 pytestmark = pytest.mark.asyncio
 
@@ -200,3 +204,48 @@ async def test_continue_as_new_carries_items_in_every_status_the_allocator_and_t
         assert answer.item.key == f"ORD-{allocator.last_number['ORD'] + 1}"
         approved = await q.move(QueueMessage.APPROVE, answer.item.key)
         assert approved.item is not None and approved.item.status is QueueStatus.APPROVED
+
+
+@within(120)
+async def test_the_queue_survives_a_dev_server_restart_and_a_new_worker_with_nothing_lost_or_doubled(
+    task_queue: str, tmp_path: Path
+) -> None:
+    server_dir = tmp_path / "temporal"
+    server = DevServer(
+        state_dir=server_dir, db_filename=server_dir / "temporal.db", port=free_port(), headless=True
+    )
+
+    async def connect() -> Client:
+        return await Client.connect(
+            server.address, namespace=DEFAULT_NAMESPACE, data_converter=pydantic_data_converter
+        )
+
+    try:
+        await asyncio.to_thread(server.start)
+        async with bench(await connect(), task_queue, tmp_path) as b:
+            q = QueueBench(b)
+            async with b.worker():
+                await q.add(COMPLETE)
+                await q.move(QueueMessage.APPROVE, "ORD-1")
+                await q.add({"title": "Thin"})
+                before = await q.view()
+
+            await asyncio.to_thread(server.stop)
+            await asyncio.to_thread(server.start)
+            b.client = await connect()
+
+            # A move sent while no worker runs is applied once a worker starts, and only once.
+            pending = asyncio.create_task(q.move(QueueMessage.REJECT, "Q-1", reason="after a restart"))
+            await asyncio.sleep(1.0)
+            assert not pending.done()
+            async with b.worker():
+                rejected = await pending
+                after = await q.view()
+                await b.client.get_workflow_handle(q.workflow_id).terminate("test finished")
+    finally:
+        await asyncio.to_thread(server.stop)
+    assert rejected.item is not None and rejected.item.status is QueueStatus.REJECTED
+    assert [item.key for item in after.items] == [item.key for item in before.items] == ["ORD-1", "Q-1"]
+    assert after.items[0] == before.items[0]
+    assert after.allocator == before.allocator
+    assert [event.kind for event in after.items[1].events] == ["added", "moved"]

@@ -1,0 +1,112 @@
+"""Record the ``WorkQueue`` histories into ``tests/histories/queue/`` (run by hand, then commit).
+
+    .venv/bin/python -m tests.histories.record_queue
+
+Starts its own in-memory dev server and, through :func:`tests.workflows.harness.bench`, a store with
+``alice`` registered and an in-process worker. The queue starts with an item in every status (made
+with the pure contract) and a low continue-as-new threshold, and takes the operator's moves as the
+CLI sends them: a thin proposal added, an approval refused by its validator (not in history), the
+proposal updated and approved (renamed into its repository's series), another added and rejected,
+an unsigned approval refused by the authorisation (recorded) and then approved, capacity and
+autopilot set — until it continues as new. ``first.json`` is that first execution (it ends in
+continue-as-new), ``continued.json`` the next one after a further add and approval.
+``tests/workflows/test_replay.py`` replays both; ``workflow-ids.json`` names the id they ran under.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import datetime as dt
+import json
+import tempfile
+from pathlib import Path
+
+from temporalio.client import Client
+from temporalio.contrib.pydantic import pydantic_data_converter
+
+from contracts.errors import Refused
+from contracts.queue_items import QueueRefused
+from contracts.queue_messages import QueueState
+from contracts.search_attributes import SEARCH_ATTRIBUTES
+from contracts.temporal_names import QueueMessage
+from infra.devserver import DevServer, free_port
+from tests.workflows.harness import bench
+from tests.workflows.queue_harness import COMPLETE, QueueBench, items_in_every_status
+
+HERE = Path(__file__).resolve().parent / "queue"
+WORKFLOW_IDS = HERE / "workflow-ids.json"
+TASK_QUEUE = "record-queue-histories"
+CONTINUE_AS_NEW_AFTER_EVENTS = 150
+
+
+async def _save(client: Client, name: str, workflow_id: str, run_id: str) -> None:
+    history = await client.get_workflow_handle(workflow_id, run_id=run_id).fetch_history()
+    (HERE / f"{name}.json").write_text(history.to_json(), encoding="utf-8")
+    ids = json.loads(WORKFLOW_IDS.read_text(encoding="utf-8")) if WORKFLOW_IDS.exists() else {}
+    ids[name] = workflow_id
+    WORKFLOW_IDS.write_text(json.dumps(ids, indent=1, sort_keys=True) + "\n", encoding="utf-8")
+    print(f"recorded {name} ({workflow_id}, {len(history.events)} events)", flush=True)
+
+
+async def record(server: DevServer, state: Path) -> None:
+    client = await Client.connect(server.address, data_converter=pydantic_data_converter)
+    items, allocator = items_in_every_status(dt.datetime(2026, 12, 1, 9, 0, tzinfo=dt.UTC))
+    async with bench(client, TASK_QUEUE, state) as b, b.worker():
+        q = QueueBench(b)
+        await q.start(
+            QueueState(
+                items=items, allocator=allocator, continue_as_new_after_events=CONTINUE_AS_NEW_AFTER_EVENTS
+            )
+        )
+        first_run = (await client.get_workflow_handle(q.workflow_id).describe()).run_id
+        thin = await q.add({"title": "Orders are slow"})
+        assert thin.item is not None
+        with contextlib.suppress(QueueRefused):
+            await q.move(QueueMessage.APPROVE, thin.item.key)  # refused by the validator: not in history
+        await q.update(thin.item.key, {name: value for name, value in COMPLETE.items() if name != "title"})
+        await q.move(QueueMessage.APPROVE, thin.item.key)
+        unwanted = await q.add({"title": "Not wanted"})
+        assert unwanted.item is not None
+        await q.move(QueueMessage.REJECT, unwanted.item.key, reason="a duplicate")
+        unsigned = await q.add({**COMPLETE, "title": "Approved on the second try"})
+        assert unsigned.item is not None
+        try:
+            await q.move(QueueMessage.APPROVE, unsigned.item.key, signed=False)
+        except Refused as error:  # refused by the authorisation, and recorded
+            assert error.code == "proof_missing", error
+        await q.move(QueueMessage.APPROVE, unsigned.item.key)
+        await q.capacity(4)
+        await q.autopilot(True)
+        await q.autopilot(False)
+        filler = 0
+        while (await q.view()).runs == 1:
+            await q.add({"title": f"filler {filler}"})
+            filler += 1
+        second_run = (await client.get_workflow_handle(q.workflow_id).describe()).run_id
+        added = await q.add({**COMPLETE, "title": "After continue-as-new"})
+        assert added.item is not None
+        await q.move(QueueMessage.APPROVE, added.item.key)
+        await _save(client, "first", q.workflow_id, first_run)
+        await _save(client, "continued", q.workflow_id, second_run)
+        await client.get_workflow_handle(q.workflow_id).terminate("recording finished")
+
+
+def main() -> None:
+    HERE.mkdir(exist_ok=True)
+    WORKFLOW_IDS.unlink(missing_ok=True)
+    with tempfile.TemporaryDirectory() as tmp:
+        state = Path(tmp)
+        with DevServer(
+            state_dir=state / "temporal",
+            db_filename=None,
+            port=free_port(),
+            headless=True,
+            search_attributes=SEARCH_ATTRIBUTES,
+        ) as server:
+            asyncio.run(record(server, state))
+    print(json.dumps({"histories": sorted(p.name for p in HERE.glob("*.json"))}, indent=1))
+
+
+if __name__ == "__main__":
+    main()
