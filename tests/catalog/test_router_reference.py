@@ -39,6 +39,10 @@ TRICKY = [
 ]  # fmt: skip
 WORDS = KEYWORDS + TRICKY + list(RISK_TERMS)
 SEPARATORS = [" ", " ", " ", "-", ", ", "_", ". ", "  ", "\t", "/"]
+# What a work item may carry (contracts.text_rules): no format characters anywhere, and a one-line
+# field no tab either. Catalog keywords keep every spelling.
+ITEM_WORDS = [word for word in WORDS if "\u200b" not in word]
+ONE_LINE_SEPARATORS = [sep for sep in SEPARATORS if sep != "\t"]
 PROFILE_IDS = [p["id"] for p in SHIPPED["profiles"]]
 
 
@@ -53,9 +57,9 @@ def _same(item: WorkItem, catalog: LoadedCatalog, override: RouteOverride | None
 
 
 @st.composite
-def _texts(draw: st.DrawFn, most: int) -> str:
-    words = draw(st.lists(st.sampled_from(WORDS), max_size=most))
-    glue = draw(st.lists(st.sampled_from(SEPARATORS), min_size=len(words), max_size=len(words)))
+def _texts(draw: st.DrawFn, most: int, separators: list[str] = SEPARATORS) -> str:
+    words = draw(st.lists(st.sampled_from(ITEM_WORDS), max_size=most))
+    glue = draw(st.lists(st.sampled_from(separators), min_size=len(words), max_size=len(words)))
     return "".join(word + sep for word, sep in zip(words, glue, strict=True))
 
 
@@ -74,7 +78,7 @@ def _label(draw: st.DrawFn, labels: list[str]) -> str:
 
 @st.composite
 def _items(draw: st.DrawFn) -> WorkItem:
-    title = draw(_texts(8))[:200]
+    title = draw(_texts(8, ONE_LINE_SEPARATORS))[:200]
     data: dict[str, Any] = {
         "title": title if title.strip() else "x",
         "description": draw(_texts(30)),
