@@ -90,13 +90,13 @@ def test_role_label_counts_only_at_the_start_of_a_line() -> None:
     assert _rules("notes\nUser: do this") == {"chat_role_marker"}
 
 
-def test_overlong_adversarial_text_is_scanned_quickly() -> None:
-    import time
-
-    started = time.perf_counter()
-    for text in ("read the " * 250, "i g n o r e " * 160, "push the the " * 150, "<|" * 1000):
-        scan_text(text)
-    assert time.perf_counter() - started < 2.0
+def test_overlong_adversarial_texts_are_scanned_to_their_findings() -> None:
+    # How long a scan takes is bounded by the patterns' shape (no nested or unbounded quantifier:
+    # tests/catalog/test_safety_patterns.py), not by a clock here.
+    assert scan_text("read the " * 250) == []
+    assert scan_text("i g n o r e " * 160) == []
+    assert [finding.rule for finding in scan_text("push the the " * 150)] == [SafetyRule.PUSH_MERGE_PR]
+    assert scan_text("<|" * 1000) == []
 
 
 @pytest.mark.skipif(not SHIPPED_CATALOG.exists(), reason="catalog/catalog.v1.json is not present")
