@@ -27,6 +27,7 @@ from contracts.queue_items import (
     QueueSettings,
 )
 from contracts.queue_keys import KeyAllocator
+from contracts.runs import RunInput, RunStatus
 
 CONTINUE_AS_NEW_AFTER_EVENTS: Final = 1_500
 """The queue continues as new once its history holds this many events (or the server suggests it), so a
@@ -40,6 +41,10 @@ UNKNOWN_ITEM: Final = "unknown_item"
 """The error code of a key the queue does not hold (exit 3)."""
 INVALID_ITEM_UPDATE: Final = "invalid_item_update"
 """The error code of an update whose fields do not validate (exit 2)."""
+DISPATCH_MISMATCH: Final = "dispatch_mismatch"
+"""The error code of a dispatch whose run is not the one the item asks for (exit 4)."""
+DEFAULT_POLL_SECONDS: Final = 5.0
+"""How often the queue reads the progress of the runs of its active items (a durable timer)."""
 
 
 def queue_workflow_id(task_queue: str) -> str:
@@ -56,6 +61,7 @@ class QueueAction(StrEnum):
     REJECT = "queue_reject"
     CAPACITY = "queue_capacity"
     AUTOPILOT = "queue_autopilot"
+    DISPATCH = "queue_dispatch"
 
 
 Reason = Annotated[str, StringConstraints(max_length=MAX_EVENT_REASON_CHARS)]
@@ -103,6 +109,9 @@ class QueueState(BaseModel):
         default=CONTINUE_AS_NEW_AFTER_EVENTS, ge=MIN_CONTINUE_AS_NEW_AFTER_EVENTS
     )
     runs: int = Field(default=1, ge=1)
+    poll_seconds: float = Field(default=DEFAULT_POLL_SECONDS, gt=0, le=3600)
+    run_status: dict[str, RunStatus] = {}
+    """The status each tracked run had when the queue last read it (the item's attention)."""
 
 
 def _digest(data: Any) -> str:
@@ -184,6 +193,64 @@ class AutopilotRequest(BaseModel):
         return _digest({"autopilot": self.on})
 
 
+class DispatchRequest(BaseModel):
+    """Update ``dispatch``: start ``run`` for item ``key`` (protected; the proof's target is the key).
+
+    ``run`` is the run's input as the operator's CLI built it from the item
+    (:func:`contracts.queue_dispatch.dispatch_run_matches`): a read_only run is created enqueued, so it
+    carries the actor's own proof of that create; an edit tier's run waits for its digest-bound
+    approval and execute like any other. ``confirm_high_risk`` and ``override_capacity`` are the
+    operator's flags."""
+
+    model_config = ConfigDict(frozen=True)
+
+    actor: str | None
+    key: str
+    run: RunInput
+    confirm_high_risk: bool = False
+    override_capacity: bool = False
+    proof: ActionProof | None = None
+
+    def digest(self) -> str:
+        """What the proof is bound to: the key, the flags, the run's id and its request digest."""
+        return _digest(
+            {
+                "key": self.key,
+                "confirm_high_risk": self.confirm_high_risk,
+                "override_capacity": self.override_capacity,
+                "run_id": self.run.run_id,
+                "request_digest": self.run.request_digest,
+            }
+        )
+
+
+class RunIds(BaseModel):
+    """Input of activity ``read_run_progress``: the runs to read."""
+
+    model_config = ConfigDict(frozen=True)
+
+    run_ids: list[str]
+
+
+class RunState(BaseModel):
+    """One run's status as its workflow answers it (``None``: no such run), and its error message when
+    it failed."""
+
+    model_config = ConfigDict(frozen=True)
+
+    run_id: str
+    status: RunStatus | None
+    error: str | None = None
+
+
+class RunStates(BaseModel):
+    """Output of activity ``read_run_progress``."""
+
+    model_config = ConfigDict(frozen=True)
+
+    states: list[RunState]
+
+
 class ItemAnswer(BaseModel):
     """The answer of an update on an item: ``accepted`` with the item as it is now and its spec
     completeness (and ``previous_key`` when approval renamed it), or the refusal's ``code``,
@@ -233,6 +300,8 @@ class QueueView(BaseModel):
     refusals: list[RefusedAction]
     runs: int
     history_events: int
+    run_status: dict[str, RunStatus] = {}
+    """The status each tracked run had when the queue last read it."""
     renamed_to: str | None = None
     """When the key asked for is not held but an item was renamed from it at approval: its key now."""
 

@@ -45,6 +45,7 @@ class ActivityName(StrEnum):
     REQUEST_TEAM_ADMISSION = "request_team_admission"
     REQUEST_STAGE_ADVANCE = "request_stage_advance"
     FIND_CLOSED_TEAMS = "find_closed_teams"
+    READ_RUN_PROGRESS = "read_run_progress"
 
 
 # The signals, updates and queries each workflow handles, one enum per workflow: the handler's
@@ -85,13 +86,14 @@ class CoordinatorMessage(StrEnum):
 
 
 class QueueMessage(StrEnum):
-    """``WorkQueue``: updates ``add``, ``update``, ``approve``, ``reject``, ``capacity``,
+    """``WorkQueue``: updates ``add``, ``update``, ``approve``, ``reject``, ``dispatch``, ``capacity``,
     ``autopilot``; query ``view``."""
 
     ADD = "add"
     UPDATE = "update"
     APPROVE = "approve"
     REJECT = "reject"
+    DISPATCH = "dispatch"
     CAPACITY = "capacity"
     AUTOPILOT = "autopilot"
     VIEW = "view"

@@ -10,6 +10,7 @@ Every function takes the client as an argument so tests can pass their own. A re
 from __future__ import annotations
 
 import datetime as dt
+from collections.abc import Callable
 from typing import Any, TypeVar
 
 from temporalio.client import Client, WithStartWorkflowOperation, WorkflowUpdateFailedError
@@ -17,13 +18,18 @@ from temporalio.common import WorkflowIDConflictPolicy
 from temporalio.exceptions import ApplicationError
 from temporalio.service import RPCError, RPCStatusCode
 
+from contracts.enums import Tier
 from contracts.errors import InvalidInput, NotFound, OperatorError, Refused, ServiceUnavailable
-from contracts.queue_items import QueueRefusalCode, QueueRefused, QueueSettings
+from contracts.proofs import ActionProof
+from contracts.queue_dispatch import dispatch_work_item
+from contracts.queue_items import QueueItem, QueueRefusalCode, QueueRefused, QueueSettings
 from contracts.queue_keys import KeyAllocator
 from contracts.queue_messages import (
     INVALID_ITEM_UPDATE,
     UNKNOWN_ITEM,
+    DispatchRequest,
     ItemAnswer,
+    QueueAction,
     QueueQuery,
     QueueState,
     QueueView,
@@ -31,6 +37,7 @@ from contracts.queue_messages import (
     queue_workflow_id,
 )
 from contracts.refusals import RefusalCode
+from contracts.runs import RunInput
 from contracts.temporal_names import QueueMessage, WorkflowType
 
 QUERY_TIMEOUT = dt.timedelta(seconds=10)
@@ -38,6 +45,7 @@ Answer = TypeVar("Answer", ItemAnswer, SettingsAnswer)
 _QUEUE_CODES = frozenset(code.value for code in QueueRefusalCode)
 _NOT_FOUND = frozenset({UNKNOWN_ITEM, RefusalCode.UNKNOWN_ACTOR})
 _INVALID = frozenset({INVALID_ITEM_UPDATE, RefusalCode.ACTOR_REQUIRED})
+# ``dispatch_mismatch`` (the run is not the one the item asks for) is a refusal: exit 4.
 
 
 def refusal(code: str, message: str, extra: dict[str, Any] | None = None) -> OperatorError:
@@ -121,3 +129,40 @@ async def queue_view(client: Client, task_queue: str, key: str | None = None) ->
             "temporal_error", f"Temporal answered {error.status.name}: {error}"
         ) from None
     return view
+
+
+def dispatch_request(
+    item: QueueItem,
+    actor: str,
+    sign: Callable[[str, str, str], ActionProof],
+    *,
+    run_id: str,
+    confirm_high_risk: bool = False,
+    override_capacity: bool = False,
+) -> DispatchRequest:
+    """The ``dispatch`` request of ``item`` by ``actor``: the run the item asks for
+    (:func:`contracts.queue_dispatch.dispatch_work_item`, its tier; a read_only run created enqueued,
+    with ``actor``'s proof of that create) and ``actor``'s proof of the dispatch. ``sign(target,
+    action, digest)`` makes a proof (the CLI's :func:`control.actions.proof_for`)."""
+    from control.runs import request_digest
+
+    enqueue = item.tier is Tier.READ_ONLY
+    draft = RunInput(
+        run_id=run_id,
+        work_item=dispatch_work_item(item),
+        requested_tier=item.tier,
+        enqueue=enqueue,
+        request_digest="",
+        created_by=actor,
+    )
+    run = draft.model_copy(update={"request_digest": request_digest(draft)})
+    if enqueue:
+        run = run.model_copy(update={"proof": sign(run.run_id, "create", run.request_digest)})
+    request = DispatchRequest(
+        actor=actor,
+        key=item.key,
+        run=run,
+        confirm_high_risk=confirm_high_risk,
+        override_capacity=override_capacity,
+    )
+    return request.model_copy(update={"proof": sign(item.key, QueueAction.DISPATCH, request.digest())})

@@ -9,10 +9,13 @@ queue" and "Operator contract").
               "created_at", "updated_at"},
      "spec": {"complete": bool, "gaps": [...]}}
 
-``approve`` adds ``"previous_key"`` (the key before a rename, else ``null``). ``list``::
+``approve`` adds ``"previous_key"`` (the key before a rename, else ``null``), ``dispatch`` the
+``"run_id"`` it started, ``show`` the item's ``"attention"``: ``{"run_id", "run_status", "next"}`` when
+its run waits for a person (``ready``, ``awaiting_approval``, ``approved``; ``next`` names the
+command), else ``null``. ``list``::
 
     {"items": [{"key", "status", "blocker", "failure", "title", "repo_alias", "tier", "value",
-                "urgency", "risk", "priority", "spec", "created_at", "updated_at"}],
+                "urgency", "risk", "priority", "spec", "attention", "created_at", "updated_at"}],
      "counts": {status: n for every status}, "fleet": {"line": "occupied/slots", "occupied": [keys],
      "count", "slots", "free"}, "ready": [keys in dispatch order], "autopilot": bool}
 
@@ -31,6 +34,7 @@ import datetime as dt
 from typing import TYPE_CHECKING, Any
 
 from contracts.queue_approval import spec_completeness
+from contracts.queue_dispatch import tracked_run
 from contracts.queue_items import SCOPE_HEADINGS, SCOPE_SECTIONS, QueueItem, QueueSettings, QueueStatus
 from contracts.queue_priority import dispatch_order, occupancy, priority
 from control.output import safe_text, table
@@ -39,6 +43,15 @@ if TYPE_CHECKING:
     from rich.console import Console
 
     from contracts.queue_messages import QueueView
+    from contracts.runs import RunStatus
+
+
+_NEXT: dict[str, str] = {
+    "ready": "specialists enqueue {run} --actor ID",
+    "awaiting_approval": "specialists approve {run} --actor ID --contract-sha256 H",
+    "approved": "specialists execute {run} --actor ID",
+}
+"""The command a person runs next for a dispatched run waiting in a status."""
 
 
 def iso(value: dt.datetime) -> str:
@@ -54,7 +67,16 @@ def item_json(item: QueueItem, **extra: Any) -> dict[str, Any]:
     return {"item": item.model_dump(mode="json"), "spec": spec_completeness(item).model_dump(), **extra}
 
 
-def summary_json(item: QueueItem) -> dict[str, Any]:
+def attention(item: QueueItem, run_status: dict[str, RunStatus]) -> dict[str, Any] | None:
+    """``{"run_id", "run_status", "next"}`` when the item's run waits for a person, else ``None``."""
+    run_id = tracked_run(item)
+    status = run_status.get(run_id) if run_id is not None else None
+    if run_id is None or status is None or status.value not in _NEXT:
+        return None
+    return {"run_id": run_id, "run_status": status.value, "next": _NEXT[status.value].format(run=run_id)}
+
+
+def summary_json(item: QueueItem, run_status: dict[str, RunStatus] | None = None) -> dict[str, Any]:
     """One item of ``list``."""
     data = item.model_dump(
         mode="json",
@@ -75,6 +97,7 @@ def summary_json(item: QueueItem) -> dict[str, Any]:
     )
     data["priority"] = priority(item)
     data["spec"] = spec_completeness(item).model_dump()
+    data["attention"] = attention(item, run_status or {})
     return data
 
 
@@ -98,7 +121,7 @@ def listing_json(
     for item in view.items:
         counts[item.status.value] += 1
     return {
-        "items": [summary_json(item) for item in shown],
+        "items": [summary_json(item, view.run_status) for item in shown],
         "counts": counts,
         "fleet": fleet_json(view.items, view.settings),
         "ready": [item.key for item in dispatch_order(view.items)],
@@ -141,8 +164,14 @@ def _text(value: object) -> str:
     return "-" if value is None or value == "" else str(value)
 
 
-def render_item(console: Console, item: QueueItem, *, previous_key: str | None = None) -> None:
-    """An item: its fields, spec completeness, scope, runs and events."""
+def render_item(
+    console: Console,
+    item: QueueItem,
+    *,
+    previous_key: str | None = None,
+    attention: dict[str, Any] | None = None,
+) -> None:
+    """An item: its fields, spec completeness, attention, scope, runs and events."""
     spec = spec_completeness(item)
     status = item.status.value + (f" ({item.blocker.value})" if item.blocker else "")
     status += f" ({item.failure.value})" if item.failure else ""
@@ -159,6 +188,10 @@ def render_item(console: Console, item: QueueItem, *, previous_key: str | None =
         ["cycle", str(item.cycle)],
         ["created / updated", f"{iso(item.created_at)} / {iso(item.updated_at)}"],
     ]
+    if attention is not None:
+        rows.append(
+            ["attention", f"run {attention['run_id']} is {attention['run_status']}: {attention['next']}"]
+        )
     if item.notes:
         rows.append(["notes", item.notes])
     console.print(table(f"item {item.key}", ["field", "value"], rows))

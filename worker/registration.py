@@ -30,6 +30,7 @@ from activities.execution import ExecutionActivities
 from activities.models import ModelActivities
 from activities.projection import ProjectionActivities
 from activities.providers.base import ModelProvider
+from activities.queue_runs import QueueRunActivities
 from activities.research import ResearchActivities
 from activities.research_coordination import CoordinationActivities
 from activities.routing import RoutingActivities
@@ -124,6 +125,7 @@ def activities_for(
         coordination.request_team_admission,
         coordination.request_stage_advance,
         coordination.find_closed_teams,
+        QueueRunActivities().read_run_progress,
     ]
 
 

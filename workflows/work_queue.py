@@ -20,15 +20,24 @@ suggests it, it waits for every handler to finish and continues as new with the 
 from __future__ import annotations
 
 from collections.abc import Callable
+from datetime import timedelta
 from typing import Any, TypeVar
 
 from pydantic import ValidationError
 from temporalio import workflow
-from temporalio.exceptions import ApplicationError
+from temporalio.common import RetryPolicy, SearchAttributeKey, SearchAttributePair, TypedSearchAttributes
+from temporalio.exceptions import ActivityError, ApplicationError
+from temporalio.workflow import ParentClosePolicy
 
 with workflow.unsafe.imports_passed_through():
     from contracts.proofs import ActionProof
     from contracts.queue_approval import approve, spec_completeness
+    from contracts.queue_dispatch import (
+        apply_run_state,
+        check_no_pending_run,
+        dispatch_run_problem,
+        tracked_run,
+    )
     from contracts.queue_items import (
         ItemUpdate,
         QueueEventKind,
@@ -40,6 +49,7 @@ with workflow.unsafe.imports_passed_through():
     )
     from contracts.queue_keys import KeyAllocator
     from contracts.queue_messages import (
+        DISPATCH_MISMATCH,
         INVALID_ITEM_UPDATE,
         REFUSALS_KEPT,
         SETTINGS_CHANGES_KEPT,
@@ -47,6 +57,7 @@ with workflow.unsafe.imports_passed_through():
         AddRequest,
         AutopilotRequest,
         CapacityRequest,
+        DispatchRequest,
         ItemAnswer,
         MoveRequest,
         QueueAction,
@@ -55,17 +66,28 @@ with workflow.unsafe.imports_passed_through():
         QueueView,
         RefusalDetail,
         RefusedAction,
+        RunIds,
+        RunStates,
         SettingsAnswer,
         SettingsChange,
         UpdateItemRequest,
     )
-    from contracts.queue_transitions import Mover, QueueMove, apply_move
+    from contracts.queue_priority import check_manual_dispatch, occupancy, record_dispatch
+    from contracts.queue_transitions import Mover, QueueMove, apply_move, check_move
     from contracts.refusals import RefusalCode
-    from contracts.runs import AuthorizeRequest
-    from contracts.temporal_names import QueueMessage, WorkflowType
+    from contracts.runs import AuthorizeRequest, RunStatus
+    from contracts.search_attributes import SearchAttribute
+    from contracts.temporal_names import ActivityName, QueueMessage, WorkflowType
     from workflows.authorization import check_action
 
 T = TypeVar("T")
+
+PATCH_TRACK_RUNS = "queue-tracks-runs"
+"""Executions begun since the queue dispatches runs read the progress of its active items' runs
+(a durable timer, then ``read_run_progress``); histories recorded before replay without it."""
+READ_TIMEOUT = timedelta(seconds=30)
+READ_RETRY = RetryPolicy(maximum_attempts=3, initial_interval=timedelta(milliseconds=500))
+_STATUS_KEY = SearchAttributeKey.for_keyword(SearchAttribute.SPECIALIST_STATUS)
 
 
 class _UnknownItem(Exception):
@@ -107,13 +129,56 @@ class WorkQueueWorkflow:
         self._settings_changes = list(state.settings_changes)
         self._refusals = list(state.refusals)
         self._state = state
+        self._run_status: dict[str, RunStatus] = dict(state.run_status)
         self._used_nonces: set[str] = set()
 
     @workflow.run
     async def run(self, state: QueueState) -> None:
-        await workflow.wait_condition(self._should_continue_as_new)
+        tracks = workflow.patched(PATCH_TRACK_RUNS)
+        while True:
+            await workflow.wait_condition(
+                lambda: self._should_continue_as_new() or (tracks and bool(self._tracked()))
+            )
+            if self._should_continue_as_new():
+                break
+            try:  # a durable timer, cut short when the history has grown enough
+                await workflow.wait_condition(
+                    self._should_continue_as_new, timeout=timedelta(seconds=self._state.poll_seconds)
+                )
+                break
+            except TimeoutError:
+                await self._read_progress()
         await workflow.wait_condition(workflow.all_handlers_finished)
         workflow.continue_as_new(self._carried())
+
+    def _tracked(self) -> list[str]:
+        return [run_id for item in self._items.values() if (run_id := tracked_run(item)) is not None]
+
+    async def _read_progress(self) -> None:
+        """Read the status of every tracked run and move its item on (docs/architecture.md "Goal
+        queue"); a read that fails through its retries is tried again at the next poll."""
+        run_ids = self._tracked()
+        if not run_ids:
+            return
+        try:
+            states: RunStates = await workflow.execute_activity(
+                ActivityName.READ_RUN_PROGRESS,
+                RunIds(run_ids=run_ids),
+                result_type=RunStates,
+                start_to_close_timeout=READ_TIMEOUT,
+                retry_policy=READ_RETRY,
+            )
+        except ActivityError as error:
+            workflow.logger.info("could not read the queue's runs: %s", error)
+            return
+        at = workflow.now()
+        for state in states.states:
+            if state.status is not None:
+                self._run_status[state.run_id] = state.status
+            for key, item in list(self._items.items()):
+                moved = apply_run_state(item, state, at)
+                if moved is not None:
+                    self._items[key] = moved
 
     def _should_continue_as_new(self) -> bool:
         info = workflow.info()
@@ -131,8 +196,14 @@ class WorkQueueWorkflow:
                 "settings_changes": list(self._settings_changes),
                 "refusals": list(self._refusals),
                 "runs": self._state.runs + 1,
+                "run_status": self._live_run_status(),
             }
         )
+
+    def _live_run_status(self) -> dict[str, RunStatus]:
+        """The last status read of every run still tracked (the others are history)."""
+        tracked = set(self._tracked())
+        return {run_id: status for run_id, status in self._run_status.items() if run_id in tracked}
 
     # ------------------------------------------------------------------------------------------ helpers
 
@@ -277,7 +348,66 @@ class WorkQueueWorkflow:
         )
         return item.key, rejected, None
 
+    def _plan_dispatch(self, request: DispatchRequest) -> QueueItem:
+        """The item after the dispatch of ``request.run``, checked as the operator's move: the
+        table, the high-risk and capacity rules, and the run being the one the item asks for."""
+        item = self._item(request.key)
+        check_move(item.status, QueueMove.DISPATCH, Mover.OPERATOR, key=item.key)
+        check_no_pending_run(item)
+        fleet = occupancy(self._items.values(), self._settings.slots)
+        check_manual_dispatch(
+            item,
+            fleet,
+            confirm_high_risk=request.confirm_high_risk,
+            override_capacity=request.override_capacity,
+        )
+        assert request.actor is not None
+        problem = dispatch_run_problem(item, request.run, request.actor)
+        if problem is not None:
+            raise ApplicationError(problem, type=DISPATCH_MISMATCH, non_retryable=True)
+        return record_dispatch(
+            item, run_id=request.run.run_id, mover=Mover.OPERATOR, actor=request.actor, at=workflow.now()
+        )
+
     # ------------------------------------------------------------------------------------------ updates
+
+    @workflow.update(name=QueueMessage.DISPATCH)
+    async def dispatch(self, request: DispatchRequest) -> ItemAnswer:
+        """Start the item's run as a child workflow the queue abandons on continue-as-new (it lives
+        on its own) and track it; the item is active from the moment the move is made."""
+        refusal = await self._authorize(
+            QueueAction.DISPATCH, request.key, request.actor, request.proof, request.digest()
+        )
+        if refusal is not None:
+            return ItemAnswer(accepted=False, code=refusal[0], message=refusal[1])
+        try:
+            dispatched = self._plan_dispatch(request)
+        except (QueueRefused, _UnknownItem, ApplicationError) as error:
+            code = getattr(error, "code", None) or getattr(error, "type", None) or UNKNOWN_ITEM
+            message = str(getattr(error, "message", error))
+            extra = error.extra if isinstance(error, QueueRefused) else {}
+            self._refused(QueueAction.DISPATCH, request.actor, request.key, code, message)
+            return ItemAnswer(accepted=False, code=code, message=message, extra=extra)
+        # The move is made before the start is awaited, so no other update can dispatch the item too.
+        self._items[dispatched.key] = dispatched
+        run = request.run
+        await workflow.start_child_workflow(
+            WorkflowType.SPECIALIST_RUN,
+            run,
+            id=run.run_id,
+            task_queue=workflow.info().task_queue,
+            parent_close_policy=ParentClosePolicy.ABANDON,
+            memo={"request_digest": run.request_digest, "title": run.work_item.title},
+            search_attributes=TypedSearchAttributes(
+                [SearchAttributePair(_STATUS_KEY, RunStatus.ROUTING.value)]
+            ),
+        )
+        return self._accepted(self._items[dispatched.key])
+
+    @dispatch.validator
+    def _validate_dispatch(self, request: DispatchRequest) -> None:
+        self._require_actor(request.actor, QueueAction.DISPATCH)
+        self._check(lambda: self._plan_dispatch(request))
 
     @workflow.update(name=QueueMessage.ADD)
     async def add(self, request: AddRequest) -> ItemAnswer:
@@ -413,5 +543,6 @@ class WorkQueueWorkflow:
             refusals=list(self._refusals),
             runs=self._state.runs,
             history_events=workflow.info().get_current_history_length(),
+            run_status=self._live_run_status(),
             renamed_to=renamed,
         )

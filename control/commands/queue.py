@@ -1,5 +1,6 @@
-"""The goal queue: ``specialists queue add | list | show | update | approve | reject | capacity |
-autopilot | events`` (docs/architecture.md "Goal queue"; JSON shapes in :mod:`control.queue_views`).
+"""The goal queue: ``specialists queue add | list | show | update | approve | reject | dispatch |
+capacity | autopilot | events`` (docs/architecture.md "Goal queue"; JSON shapes in
+:mod:`control.queue_views`).
 
 Every command that changes the queue is protected: it names ``--actor``, is refused before anything
 is sent when the actor may not act, and carries the actor's proof of the action on its target (the
@@ -220,6 +221,59 @@ def reject_command(
     _move(QueueMessage.REJECT, key, actor, reason, as_json)
 
 
+@app.command("dispatch")
+def dispatch_command(
+    key: KeyArgument,
+    actor: ActorOption = None,
+    confirm_high_risk: Annotated[
+        bool, typer.Option("--confirm-high-risk", help="Dispatch a high-risk item (the queue never does).")
+    ] = False,
+    override_capacity: Annotated[
+        bool, typer.Option("--override-capacity", help="Dispatch although every slot is occupied.")
+    ] = False,
+    as_json: JsonFlag = False,
+) -> None:
+    """Start a specialist run for an approved item (its tier; the work item built from its title,
+    scope and evidence). A read_only run is created enqueued; a worktree or pr_ready run still waits
+    for its digest-bound approval and execute, shown as the item's attention. Protected."""
+    from contracts.errors import NotFound
+    from contracts.ids import new_run_id
+    from contracts.queue_messages import UNKNOWN_ITEM
+    from contracts.temporal_names import QueueMessage
+    from control.actions import proof_for
+    from control.queue import dispatch_request
+
+    check_key(key)
+    actor = require_actor(actor, "queue dispatch")
+    view = _view(key)
+    if not view.items:
+        hint = (
+            f": it was renamed to {view.renamed_to} at its approval" if view.renamed_to else " in the queue"
+        )
+        raise NotFound(UNKNOWN_ITEM, f"no item {key}{hint}")
+    signer = actor
+
+    def sign(target: str, action: str, digest: str) -> Any:
+        return proof_for(run_id=target, action=action, actor=signer, digest=digest)
+
+    request = dispatch_request(
+        view.items[0],
+        actor,
+        sign,
+        run_id=new_run_id(),
+        confirm_high_risk=confirm_high_risk,
+        override_capacity=override_capacity,
+    )
+    answer = _send_item(QueueMessage.DISPATCH, request)
+    from control.output import emit
+    from control.queue_views import item_json, render_item
+
+    item = answer.item
+    assert item is not None
+    data = item_json(item, run_id=request.run.run_id)
+    emit(data, as_json, lambda console: render_item(console, item))
+
+
 @app.command("capacity")
 def capacity_command(
     slots: Annotated[int, typer.Argument(metavar="N", help="Slots (1..50; default 3).")],
@@ -299,7 +353,7 @@ def show_command(key: KeyArgument, as_json: JsonFlag = False) -> None:
     from contracts.errors import NotFound
     from contracts.queue_messages import UNKNOWN_ITEM
     from control.output import emit
-    from control.queue_views import item_json, render_item
+    from control.queue_views import attention, item_json, render_item
 
     check_key(key)
     view = _view(key)
@@ -309,7 +363,8 @@ def show_command(key: KeyArgument, as_json: JsonFlag = False) -> None:
         )
         raise NotFound(UNKNOWN_ITEM, f"no item {key}{hint}")
     item = view.items[0]
-    emit(item_json(item), as_json, lambda console: render_item(console, item))
+    data = item_json(item, attention=attention(item, view.run_status))
+    emit(data, as_json, lambda console: render_item(console, item, attention=data["attention"]))
 
 
 @app.command("events")

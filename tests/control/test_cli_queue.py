@@ -1,5 +1,5 @@
 """``specialists queue`` against a real Temporal dev server and a worker process: add, update, approve,
-reject, list, show, capacity, autopilot and events with their ``--json`` shapes, refusals with their
+reject, dispatch, list, show, capacity, autopilot and events with their ``--json`` shapes, refusals with their
 structured data and exit codes, and bad flags refused before anything is sent.
 
 One worker process serves the module (its own task queue and state directory, with ``alice``
@@ -20,7 +20,8 @@ import pytest
 from contracts.queue_approval import GAP_ORDER
 from contracts.queue_items import QueueStatus
 from infra.devserver import DevServer
-from tests.control.cli_harness import ISO_UTC, Cli, CliResult, running_worker
+from tests.control.cli_harness import ISO_UTC, RUN_ID, Cli, CliResult, running_worker, wait_until
+from tests.workflows.queue_harness import SLOW_QUERY_ITEM
 
 ITEM_KEYS = {
     "key",
@@ -77,6 +78,7 @@ def cli(temporal_dev_server: DevServer, tmp_path_factory: pytest.TempPathFactory
         SPECIALISTS_TASK_QUEUE=f"cli-queue-{uuid.uuid4().hex}",
     )
     assert cli.call("actors", "register", "alice", "--name", "Alice").exit_code == 0
+    assert cli.call("models", "select", "--primary", "replay:demo", "--actor", "alice").exit_code == 0
     with running_worker(cli.env, root / "worker.log"):
         yield cli
 
@@ -110,7 +112,7 @@ def test_add_prints_the_item_and_its_spec_and_show_prints_the_same(cli: Cli, tmp
     assert set(item["events"][0]) == {"seq", "at", "kind", "actor", "data"}
     assert re.fullmatch(ISO_UTC, item["created_at"])
     shown = cli.call("queue", "show", item["key"], "--json").ok()
-    assert shown == added
+    assert shown == {**added, "attention": None}
     human = cli.call("queue", "show", item["key"])
     assert human.exit_code == 0 and "Orders are slow" in human.stdout and "repo_alias" in human.stdout
 
@@ -226,3 +228,43 @@ def test_bad_flags_and_input_are_refused_before_anything_is_sent(cli: Cli) -> No
         assert result.error(2, code), str(result)
     unknown = offline.call("queue", "approve", "ORD-1", "--actor", "mallory", "--json")
     assert unknown.error(3, "unknown_actor")
+
+
+def test_dispatch_starts_the_items_run_and_the_queue_follows_it_to_ai_review(cli: Cli) -> None:
+    key = add(cli, SLOW_QUERY_ITEM)["item"]["key"]
+    cli.call("queue", "approve", key, "--actor", "alice", "--json").ok()
+    dispatched = cli.call("queue", "dispatch", key, "--actor", "alice", "--json").ok()
+    assert set(dispatched) == {"item", "spec", "run_id"}
+    run_id = dispatched["run_id"]
+    assert re.fullmatch(RUN_ID, run_id)
+    assert dispatched["item"]["status"] == "active"
+    assert [run["run_id"] for run in dispatched["item"]["runs"]] == [run_id]
+    listing = cli.call("queue", "list", "--json").ok()
+    assert key in listing["fleet"]["occupied"] and key not in listing["ready"]
+
+    def reviewed() -> dict[str, Any] | None:
+        shown = cli.call("queue", "show", key, "--json").ok()
+        return shown if shown["item"]["status"] == "ai-review" else None
+
+    shown = wait_until(reviewed, timeout=45)
+    assert shown["attention"] is None
+    run = cli.call("show", run_id, "--json").ok()
+    assert run["status"] == "awaiting_decision" and run["tier"] == "read_only"
+    # Its run awaits its verdict: no second run is started meanwhile.
+    again = refusal(cli.call("queue", "dispatch", key, "--actor", "alice", "--json"), 4, "transition_refused")
+    assert again["status"] == "ai-review" and again["pending_run"] == run_id
+    assert [run["run_id"] for run in cli.call("queue", "show", key, "--json").ok()["item"]["runs"]] == [
+        run_id
+    ]
+
+
+def test_dispatch_refuses_a_high_risk_item_unless_confirmed(cli: Cli) -> None:
+    key = add(cli, complete("A risky change", risk="high"))["item"]["key"]
+    cli.call("queue", "approve", key, "--actor", "alice", "--json").ok()
+    refused = refusal(
+        cli.call("queue", "dispatch", key, "--actor", "alice", "--json"), 4, "high_risk_unconfirmed"
+    )
+    assert refused["key"] == key and refused["risk"] == "high"
+    assert cli.call("queue", "show", key, "--json").ok()["item"]["status"] == "approved"
+    confirmed = cli.call("queue", "dispatch", key, "--actor", "alice", "--confirm-high-risk", "--json").ok()
+    assert confirmed["item"]["status"] == "active"

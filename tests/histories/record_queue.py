@@ -9,8 +9,13 @@ CLI sends them: a thin proposal added, an approval refused by its validator (not
 proposal updated and approved (renamed into its repository's series), another added and rejected,
 an unsigned approval refused by the authorisation (recorded) and then approved, capacity and
 autopilot set — until it continues as new. ``first.json`` is that first execution (it ends in
-continue-as-new), ``continued.json`` the next one after a further add and approval.
-``tests/workflows/test_replay.py`` replays both; ``workflow-ids.json`` names the id they ran under.
+continue-as-new), ``continued.json`` the next one after a further add and approval (the runs of
+their seeded items were never started, so the queue reads no run progress there).
+``dispatched.json`` is another queue's: an item added, approved and dispatched as a read_only run
+(replay:demo), which the queue follows to ``awaiting_decision`` and moves to ``ai-review``; a second
+dispatch refused by its validator (its run awaits its verdict) is not in it.
+``tests/workflows/test_replay.py`` replays them; ``workflow-ids.json`` names the id each ran under.
+``v1/`` holds the first two as recorded before the queue dispatched runs (no patch marker).
 """
 
 from __future__ import annotations
@@ -26,17 +31,18 @@ from temporalio.client import Client
 from temporalio.contrib.pydantic import pydantic_data_converter
 
 from contracts.errors import Refused
-from contracts.queue_items import QueueRefused
+from contracts.queue_items import QueueRefused, QueueStatus
 from contracts.queue_messages import QueueState
 from contracts.search_attributes import SEARCH_ATTRIBUTES
 from contracts.temporal_names import QueueMessage
 from infra.devserver import DevServer, free_port
 from tests.workflows.harness import bench
-from tests.workflows.queue_harness import COMPLETE, QueueBench, items_in_every_status
+from tests.workflows.queue_harness import COMPLETE, SLOW_QUERY_ITEM, QueueBench, items_in_every_status
 
 HERE = Path(__file__).resolve().parent / "queue"
 WORKFLOW_IDS = HERE / "workflow-ids.json"
 TASK_QUEUE = "record-queue-histories"
+DISPATCH_TASK_QUEUE = "record-queue-dispatch-histories"
 CONTINUE_AS_NEW_AFTER_EVENTS = 150
 
 
@@ -56,7 +62,10 @@ async def record(server: DevServer, state: Path) -> None:
         q = QueueBench(b)
         await q.start(
             QueueState(
-                items=items, allocator=allocator, continue_as_new_after_events=CONTINUE_AS_NEW_AFTER_EVENTS
+                items=items,
+                allocator=allocator,
+                continue_as_new_after_events=CONTINUE_AS_NEW_AFTER_EVENTS,
+                poll_seconds=3600,
             )
         )
         first_run = (await client.get_workflow_handle(q.workflow_id).describe()).run_id
@@ -90,11 +99,30 @@ async def record(server: DevServer, state: Path) -> None:
         await _save(client, "first", q.workflow_id, first_run)
         await _save(client, "continued", q.workflow_id, second_run)
         await client.get_workflow_handle(q.workflow_id).terminate("recording finished")
+    async with bench(client, DISPATCH_TASK_QUEUE, state / "dispatch") as b, b.worker():
+        q = QueueBench(b)
+        await q.start(QueueState(poll_seconds=0.2))
+        added = await q.add(SLOW_QUERY_ITEM)
+        assert added.item is not None
+        key = added.item.key
+        await q.move(QueueMessage.APPROVE, key)
+        dispatched = await q.dispatch(key)
+        assert dispatched.item is not None
+        run_id = dispatched.item.runs[0].run_id
+        await q.until_status(key, QueueStatus.AI_REVIEW)
+        with contextlib.suppress(QueueRefused):
+            await q.dispatch(key)  # its run awaits its verdict: refused by the validator
+        handle = client.get_workflow_handle(q.workflow_id)
+        await _save(client, "dispatched", q.workflow_id, (await handle.describe()).run_id)
+        await handle.terminate("recording finished")
+        await client.get_workflow_handle(run_id).terminate("recording finished")
 
 
 def main() -> None:
     HERE.mkdir(exist_ok=True)
     WORKFLOW_IDS.unlink(missing_ok=True)
+    for old in HERE.glob("*.json"):
+        old.unlink()
     with tempfile.TemporaryDirectory() as tmp:
         state = Path(tmp)
         with DevServer(
@@ -105,7 +133,7 @@ def main() -> None:
             search_attributes=SEARCH_ATTRIBUTES,
         ) as server:
             asyncio.run(record(server, state))
-    print(json.dumps({"histories": sorted(p.name for p in HERE.glob("*.json"))}, indent=1))
+    print(json.dumps({"histories": sorted(path.name for path in HERE.glob("*.json"))}, indent=1))
 
 
 if __name__ == "__main__":

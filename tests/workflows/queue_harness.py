@@ -17,6 +17,7 @@ from temporalio.client import Client, WorkflowExecutionStatus
 from temporalio.service import RPCError
 
 from contracts.ids import new_run_id
+from contracts.proofs import ActionProof
 from contracts.queue_approval import approve
 from contracts.queue_items import ItemProposal, QueueBlocker, QueueItem, QueueStatus, new_item
 from contracts.queue_keys import KeyAllocator
@@ -36,8 +37,8 @@ from contracts.queue_messages import (
 from contracts.queue_priority import record_dispatch
 from contracts.queue_transitions import Mover, QueueMove, apply_move
 from contracts.temporal_names import QueueMessage, WorkflowType
-from control.queue import queue_update, queue_view
-from tests.workflows.harness import ACTOR, Bench, bench, proof
+from control.queue import dispatch_request, queue_update, queue_view
+from tests.workflows.harness import ACTOR, Bench, bench, proof, until
 
 COMPLETE: dict[str, Any] = {
     "title": "Orders API times out under load",
@@ -103,6 +104,41 @@ class QueueBench:
             request = request.model_copy(update={"proof": signature})
         return await self._send(message, request)
 
+    async def dispatch(
+        self,
+        key: str,
+        *,
+        actor: str = ACTOR,
+        confirm_high_risk: bool = False,
+        override_capacity: bool = False,
+    ) -> ItemAnswer:
+        """Dispatch ``key`` as ``specialists queue dispatch`` does (the run built from the item)."""
+        item = await self.item(key)
+        run_id = new_run_id()
+        self.bench.started.append(run_id)  # terminated when the bench closes, should it still run
+
+        def sign(target: str, action: str, digest: str) -> ActionProof:
+            return proof(target, action, actor=actor, digest=digest)
+
+        request = dispatch_request(
+            item,
+            actor,
+            sign,
+            run_id=run_id,
+            confirm_high_risk=confirm_high_risk,
+            override_capacity=override_capacity,
+        )
+        return await self._send(QueueMessage.DISPATCH, request)
+
+    async def until_status(self, key: str, status: QueueStatus, *, timeout: float = 30.0) -> QueueItem:
+        """Poll the item until it is in ``status``; fails on timeout."""
+
+        async def reached() -> bool:
+            return (await self.item(key)).status is status
+
+        assert await until(reached, timeout=timeout, every=0.2), await self.item(key)
+        return await self.item(key)
+
     async def capacity(self, slots: int, *, actor: str = ACTOR) -> SettingsAnswer:
         request = CapacityRequest(actor=actor, slots=slots)
         signature = proof(self.workflow_id, QueueAction.CAPACITY, actor=actor, digest=request.digest())
@@ -139,12 +175,17 @@ class QueueBench:
 
 
 @contextlib.asynccontextmanager
-async def queue_bench(client: Client, task_queue: str, tmp_path: Path) -> AsyncIterator[QueueBench]:
-    """A bench with a worker running and the queue terminated afterwards."""
+async def queue_bench(
+    client: Client, task_queue: str, tmp_path: Path, *, poll_seconds: float | None = None
+) -> AsyncIterator[QueueBench]:
+    """A bench with a worker running and the queue terminated afterwards (started at once, reading
+    its runs every ``poll_seconds``, when given)."""
     async with bench(client, task_queue, tmp_path) as b:
         q = QueueBench(b)
         try:
             async with b.worker():
+                if poll_seconds is not None:
+                    await q.start(QueueState(poll_seconds=poll_seconds))
                 yield q
         finally:
             handle = client.get_workflow_handle(q.workflow_id)
@@ -194,3 +235,23 @@ def items_in_every_status(at: dt.datetime) -> tuple[list[QueueItem], KeyAllocato
     made[QueueStatus.BLOCKED] = operator(parked, QueueMove.PARK, blocker=QueueBlocker.PARKED)
     assert set(made) == set(QueueStatus)
     return list(made.values()), allocator
+
+
+SLOW_QUERY_ITEM: dict[str, Any] = {
+    # Routed like examples/work-items/03-slow-query.json, whose title replay:demo has recorded
+    # (analysis by database-optimizer, review by backend-architect): its run reaches a decision.
+    "title": "Audit the slow query on the orders report and a possible missing index",
+    "repo_alias": "orders-service",
+    "scope": {
+        "problem": "The nightly orders report now takes 14 minutes instead of 40 seconds.",
+        "evidence": "The query plan shows a sequential scan over 90 million rows of the orders table.",
+        "change": "Check whether an index is missing or unused on the orders query.",
+        "judgment_calls": "Which index, and the cost of adding one on write throughput.",
+        "tests": "The report query plan uses an index scan.",
+        "constraints": "No schema change without a migration.",
+    },
+    "evidence": ["log:pg-slow-2026-11-27", "plan:orders-report-explain"],
+    "value": "H",
+    "urgency": "H",
+    "risk": "low",
+}

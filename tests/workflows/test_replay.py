@@ -16,7 +16,8 @@ recordings stay and replay too, each proving a change sits behind its patch mark
   status in the task that closes it (its own ``workflow-ids.json``).
 
 ``queue/`` holds the ``WorkQueue`` histories (``python -m tests.histories.record_queue``): an execution
-that ends in continue-as-new and the one after it (its own ``workflow-ids.json``).
+that ends in continue-as-new, the one after it, and a queue that dispatches a run and follows it (its
+own ``workflow-ids.json``); ``queue/v1/`` the first two as recorded before the queue dispatched runs.
 
 ``teams/`` holds ``ResearchTeam`` histories (``python -m tests.histories.record_teams``), one per team
 path, the first stage's two ``ModelJob`` histories of the completed team and the
@@ -44,6 +45,7 @@ from workflows.model_job import PATCH_ATTEMPTS_IN_WORKFLOW, PATCH_LOCAL_PREPARE
 from workflows.research_team import PATCH_COORDINATED
 from workflows.run_jobs import PATCH_AUDIT_MODEL_ATTEMPTS
 from workflows.specialist_run import PATCH_AUTHORIZE_CREATE, PATCH_ONE_UPSERT_PER_TASK
+from workflows.work_queue import PATCH_TRACK_RUNS
 
 HISTORIES = Path(__file__).resolve().parent.parent / "histories"
 WORKFLOW_IDS = "workflow-ids.json"  # not a history: which id each current recording ran under
@@ -55,7 +57,8 @@ V4 = sorted(path for path in (HISTORIES / "v4").glob("*.json") if path.name != W
 TEAMS = sorted(path for path in (HISTORIES / "teams").glob("*.json") if path.name != WORKFLOW_IDS)
 TEAMS_V1 = sorted(path for path in (HISTORIES / "teams" / "v1").glob("*.json") if path.name != WORKFLOW_IDS)
 QUEUE = sorted(path for path in (HISTORIES / "queue").glob("*.json") if path.name != WORKFLOW_IDS)
-ALL = [*CURRENT, *V1, *V2, *V3, *V4, *TEAMS, *TEAMS_V1, *QUEUE]
+QUEUE_V1 = sorted(path for path in (HISTORIES / "queue" / "v1").glob("*.json") if path.name != WORKFLOW_IDS)
+ALL = [*CURRENT, *V1, *V2, *V3, *V4, *TEAMS, *TEAMS_V1, *QUEUE, *QUEUE_V1]
 TEAM_PATHS = {"completed", "adjudicated", "blocked_retried_stopped", "cancelled", "invalidated"}
 
 V1_PATHS = {
@@ -364,8 +367,36 @@ def _accepted_updates(name: str) -> list[str]:
     ]
 
 
+def test_the_queue_histories_carry_the_run_tracking_patch_and_the_older_ones_predate_it() -> None:
+    assert {path.name for path in QUEUE} == {"first.json", "continued.json", "dispatched.json"}
+    assert {path.name for path in QUEUE_V1} == {"first.json", "continued.json"}
+    for path in QUEUE:
+        assert _patches(path) == [PATCH_TRACK_RUNS], path
+    for path in QUEUE_V1:
+        assert _patches(path) == [], path
+
+
+def test_the_dispatch_history_starts_the_run_as_a_child_and_reads_its_progress_until_ai_review() -> None:
+    events = _events("queue/dispatched.json")
+    kinds = [event["eventType"] for event in events]
+    assert _accepted_updates("queue/dispatched.json") == ["add", "approve", "dispatch"]
+    assert kinds.count("EVENT_TYPE_START_CHILD_WORKFLOW_EXECUTION_INITIATED") == 1
+    started = next(
+        e for e in events if e["eventType"] == "EVENT_TYPE_START_CHILD_WORKFLOW_EXECUTION_INITIATED"
+    )
+    attributes = started["startChildWorkflowExecutionInitiatedEventAttributes"]
+    assert attributes["workflowType"]["name"] == "SpecialistRun"  # type: ignore[index]
+    assert attributes["parentClosePolicy"] == "PARENT_CLOSE_POLICY_ABANDON"  # type: ignore[index]
+    reads = [
+        e
+        for e in events
+        if e["eventType"] == "EVENT_TYPE_ACTIVITY_TASK_SCHEDULED"
+        and e["activityTaskScheduledEventAttributes"]["activityType"]["name"] == "read_run_progress"  # type: ignore[index]
+    ]
+    assert reads and kinds.count("EVENT_TYPE_TIMER_FIRED") >= len(reads)
+
+
 def test_the_queue_histories_hold_only_accepted_moves_and_continue_as_new_with_every_item() -> None:
-    assert {path.name for path in QUEUE} == {"first.json", "continued.json"}
     first = _events("queue/first.json")
     # The approval of the thin proposal its validator refused is not in history: the first approve
     # accepted comes after the update that completed the proposal.

@@ -13,15 +13,26 @@ from temporalio.client import Client
 from temporalio.contrib.pydantic import pydantic_data_converter
 
 from contracts.constants import DEFAULT_NAMESPACE
+from contracts.enums import Tier
 from contracts.errors import InvalidInput, NotFound, Refused
+from contracts.ids import new_run_id
+from contracts.proofs import ActionProof
 from contracts.queue_approval import GAP_ORDER
 from contracts.queue_items import QueueRefused, QueueStatus
 from contracts.queue_messages import ItemAnswer, MoveRequest, QueueAction, QueueState
+from contracts.queue_priority import occupancy
+from contracts.runs import RunStatus
 from contracts.temporal_names import QueueMessage
-from control.queue import queue_update
+from control.queue import dispatch_request, queue_update
 from infra.devserver import DevServer, free_port
 from tests.workflows.harness import ACTOR, bench, proof, until, within
-from tests.workflows.queue_harness import COMPLETE, QueueBench, items_in_every_status, queue_bench
+from tests.workflows.queue_harness import (
+    COMPLETE,
+    SLOW_QUERY_ITEM,
+    QueueBench,
+    items_in_every_status,
+    queue_bench,
+)
 
 pytestmark = pytest.mark.asyncio
 
@@ -177,7 +188,11 @@ async def test_continue_as_new_carries_items_in_every_status_the_allocator_and_t
     at = dt.datetime(2026, 12, 1, 9, 0, tzinfo=dt.UTC)
     items, allocator = items_in_every_status(at)
     async with queue_bench(temporal_client, task_queue, tmp_path) as q:
-        await q.start(QueueState(items=items, allocator=allocator, continue_as_new_after_events=20))
+        # Their runs were never started: the queue must not read them while this test looks.
+        state = QueueState(
+            items=items, allocator=allocator, continue_as_new_after_events=20, poll_seconds=3600
+        )
+        await q.start(state)
         await q.capacity(4)
         added = 0
         while (await q.view()).runs == 1:
@@ -249,3 +264,89 @@ async def test_the_queue_survives_a_dev_server_restart_and_a_new_worker_with_not
     assert after.items[0] == before.items[0]
     assert after.allocator == before.allocator
     assert [event.kind for event in after.items[1].events] == ["added", "moved"]
+
+
+@within(90)
+async def test_a_dispatched_read_only_run_holds_a_slot_and_moves_its_item_to_ai_review_at_its_decision(
+    temporal_client: Client, task_queue: str, tmp_path: Path
+) -> None:
+    async with queue_bench(temporal_client, task_queue, tmp_path, poll_seconds=0.2) as q:
+        key = (await q.add(SLOW_QUERY_ITEM)).item.key  # type: ignore[union-attr]
+        await q.move(QueueMessage.APPROVE, key)
+        answer = await q.dispatch(key)
+        assert answer.item is not None and answer.item.status is QueueStatus.ACTIVE
+        [run] = answer.item.runs
+        assert (run.kind, run.cycle, run.outcome) == ("dispatch", 1, "pending")
+        assert [event.kind for event in answer.item.events][-2:] == ["moved", "dispatched"]
+        assert occupancy((await q.view()).items, 3).occupied == [key]
+        view = await q.bench.wait(run.run_id, RunStatus.AWAITING_DECISION, timeout=45)
+        assert view.tier is Tier.READ_ONLY and view.contract is not None
+        assert SLOW_QUERY_ITEM["title"] in view.contract.task
+        assert "Problem:\nThe nightly orders report" in view.contract.task
+        assert view.contract.evidence_refs == SLOW_QUERY_ITEM["evidence"]
+        reviewed = await q.until_status(key, QueueStatus.AI_REVIEW)
+        moved = reviewed.events[-1]
+        assert (moved.kind, moved.data["move"], moved.data["run_id"], moved.actor) == (
+            "moved",
+            "review",
+            run.run_id,
+            None,
+        )
+        assert occupancy((await q.view()).items, 3).occupied == []
+
+
+@within(90)
+async def test_dispatch_refuses_a_high_risk_item_without_confirmation_and_a_full_queue_without_override(
+    temporal_client: Client, task_queue: str, tmp_path: Path
+) -> None:
+    async with queue_bench(temporal_client, task_queue, tmp_path, poll_seconds=0.2) as q:
+        await q.capacity(1)
+        risky = (await q.add({**COMPLETE, "title": "Risky change", "risk": "high"})).item.key  # type: ignore[union-attr]
+        plain = (await q.add({**COMPLETE, "title": "Plain change"})).item.key  # type: ignore[union-attr]
+        for key in (risky, plain):
+            await q.move(QueueMessage.APPROVE, key)
+        accepted = await q.accepted_updates()
+        with pytest.raises(QueueRefused) as unconfirmed:
+            await q.dispatch(risky)
+        assert unconfirmed.value.code == "high_risk_unconfirmed"
+        with pytest.raises(QueueRefused) as not_approved:
+            await q.move(QueueMessage.APPROVE, risky)
+        assert not_approved.value.code == "transition_refused"
+        assert await q.accepted_updates() == accepted  # refused by the validator: not in history
+        confirmed = await q.dispatch(risky, confirm_high_risk=True)
+        assert confirmed.item is not None and confirmed.item.status is QueueStatus.ACTIVE
+        with pytest.raises(QueueRefused) as full:
+            await q.dispatch(plain)
+        assert full.value.code == "capacity_full"
+        assert full.value.extra["occupancy"] == {"occupied": [risky], "count": 1, "slots": 1, "free": 0}
+        overridden = await q.dispatch(plain, override_capacity=True)
+        assert overridden.item is not None and overridden.item.status is QueueStatus.ACTIVE
+        # Neither title is recorded for replay:demo: both runs fail, and so do their items.
+        for key in (risky, plain):
+            failed = await q.until_status(key, QueueStatus.FAILED)
+            assert failed.failure == "run_failed"
+            [run] = failed.runs
+            assert run.outcome == "failed" and run.failure
+            assert failed.events[-1].data["run_status"] == "failed"
+            assert failed.events[-1].data["reason"] == run.failure
+
+
+@within(60)
+async def test_a_dispatch_whose_run_is_not_the_one_the_item_asks_for_is_refused(
+    temporal_client: Client, task_queue: str, tmp_path: Path
+) -> None:
+    async with queue_bench(temporal_client, task_queue, tmp_path) as q:
+        key = (await q.add(COMPLETE)).item.key  # type: ignore[union-attr]
+        await q.move(QueueMessage.APPROVE, key)
+        item = await q.item(key)
+
+        def sign(target: str, action: str, digest: str) -> ActionProof:
+            return proof(target, action, digest=digest)
+
+        request = dispatch_request(item, ACTOR, sign, run_id=new_run_id())
+        other = request.run.work_item.model_copy(update={"description": "something else"})
+        forged = request.model_copy(update={"run": request.run.model_copy(update={"work_item": other})})
+        with pytest.raises(Refused) as refused:
+            await queue_update(q.client, q.bench.task_queue, QueueMessage.DISPATCH, forged, ItemAnswer)
+        assert refused.value.code == "dispatch_mismatch"
+        assert (await q.item(key)).status is QueueStatus.APPROVED

@@ -1,0 +1,130 @@
+"""Dispatching a goal-queue item as a specialist run, and what the queue makes of the run's progress
+(docs/architecture.md "Goal queue").
+
+* **The run's work item** (:func:`dispatch_work_item`) is built from the item alone: its title, its
+  scope as the description (each non-empty section under its heading), its repository and its
+  evidence refs. The item's bounds make it fit a work item; were it not to, the work item's own
+  validation refuses it — nothing is cut.
+* **The run's input** must be exactly the run the item asks for (:func:`dispatch_run_problem`): that
+  work item, the item's tier, no automatic tier and no route override, created by the operator
+  dispatching it, enqueued at once when it is a read_only run (an edit tier's run waits for its
+  digest-bound approval and execute, like any other), and a run id the item has not used.
+* **One run at a time** (:func:`check_no_pending_run`): an item whose run has not been judged yet
+  (in ``ai-review`` before its round is recorded) is not dispatched again — the table's re-dispatch
+  from ``ai-review`` follows a FAIL verdict, which names the run it judged.
+* **Progress** (:func:`apply_run_state`): the queue reads the status of the run of each active item;
+  ``awaiting_decision`` moves the item to ``ai-review``; a run that ended without reaching it
+  (failed, expired, cancelled, rejected, or gone) fails the item (``run_failed``) with the run's
+  error; any other status is the item's attention (``ready``, ``awaiting_approval``, ``approved``:
+  a person must act on the run).
+
+Pure: no I/O.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from typing import Final
+
+from contracts.enums import Tier
+from contracts.ids import RUN_ID_PATTERN
+from contracts.queue_items import (
+    MAX_EVENT_REASON_CHARS,
+    QueueItem,
+    QueueRefusalCode,
+    QueueRefused,
+    QueueStatus,
+    RunOutcome,
+    scope_description,
+)
+from contracts.queue_messages import RunState
+from contracts.queue_review import record_run_failure
+from contracts.queue_transitions import Mover, QueueMove, allowed_moves, apply_move
+from contracts.runs import RunInput, RunStatus
+from contracts.work_item import WorkItem
+
+ENDED_WITHOUT_DECISION: Final = frozenset(
+    {RunStatus.FAILED, RunStatus.EXPIRED, RunStatus.CANCELLED, RunStatus.REJECTED, RunStatus.ACCEPTED}
+)
+"""Run statuses that end an active item's run without the queue's review: the item fails. (An
+``accepted`` run was decided by a person outside the queue before its review; the queue does not count
+it as reviewed.)"""
+
+
+def dispatch_work_item(item: QueueItem) -> WorkItem:
+    """The work item of a run dispatched for ``item``. Raises ``pydantic.ValidationError`` should it
+    not fit (it cannot, within the item's bounds)."""
+    return WorkItem(
+        title=item.title,
+        description=scope_description(item.scope),
+        repo_alias=item.repo_alias,
+        evidence_refs=list(item.evidence),
+    )
+
+
+def dispatch_run_problem(item: QueueItem, run: RunInput, actor: str) -> str | None:
+    """Why ``run`` is not the run ``actor`` may dispatch for ``item``, or ``None`` when it is."""
+    if RUN_ID_PATTERN.fullmatch(run.run_id) is None:
+        return f"run id {run.run_id!r} is not SOR- and 16 characters of [0-9A-Z]"
+    if any(dispatched.run_id == run.run_id for dispatched in item.runs):
+        return f"run {run.run_id} was dispatched for {item.key} already"
+    if run.work_item != dispatch_work_item(item):
+        return f"the run's work item is not the one {item.key} asks for (its title, scope and evidence)"
+    if run.requested_tier is not item.tier or run.automatic or run.override is not None:
+        return f"the run must be of the item's tier {item.tier.value}, neither automatic nor overridden"
+    if run.created_by != actor:
+        return f"the run must be created by {actor}, who dispatches it"
+    if run.enqueue != (item.tier is Tier.READ_ONLY):
+        return "a read_only run is created enqueued; an edit tier's run waits for its approval"
+    if run.request_id is not None:
+        return "a dispatched run carries no request id"
+    return None
+
+
+def check_no_pending_run(item: QueueItem) -> None:
+    """Raise :class:`QueueRefused` ``transition_refused`` when a run of ``item``'s cycle is still
+    pending (dispatched and not yet reviewed or failed): another dispatch waits for its verdict."""
+    pending = [run.run_id for run in item.cycle_runs() if run.outcome is RunOutcome.PENDING]
+    if pending:
+        raise QueueRefused(
+            QueueRefusalCode.TRANSITION_REFUSED,
+            f"{item.key} is {item.status.value}: its run {pending[-1]} has not been judged yet, so it "
+            "cannot be dispatched again until its review round is recorded",
+            key=item.key,
+            status=item.status.value,
+            attempted=QueueMove.DISPATCH.value,
+            pending_run=pending[-1],
+            allowed=[
+                row.to_json() for row in allowed_moves(item.status) if row.move is not QueueMove.DISPATCH
+            ],
+        )
+
+
+def tracked_run(item: QueueItem) -> str | None:
+    """The run whose progress the queue reads for ``item``: the pending run of an active item."""
+    if item.status is not QueueStatus.ACTIVE:
+        return None
+    for run in reversed(item.cycle_runs()):
+        if run.outcome is RunOutcome.PENDING:
+            return run.run_id
+    return None
+
+
+def apply_run_state(item: QueueItem, state: RunState, at: dt.datetime) -> QueueItem | None:
+    """``item`` after its run reached ``state``, or ``None`` when that changes nothing (see the module
+    docstring)."""
+    if tracked_run(item) != state.run_id:
+        return None
+    if state.status is RunStatus.AWAITING_DECISION:
+        return apply_move(
+            item, QueueMove.REVIEW, Mover.SYSTEM, at=at, actor=None, data={"run_id": state.run_id}
+        )
+    if state.status is None or state.status in ENDED_WITHOUT_DECISION:
+        status = state.status.value if state.status is not None else "missing"
+        failure = state.error or f"the run ended {status}"
+        if len(failure) > MAX_EVENT_REASON_CHARS:  # named by reference, never cut
+            failure = f"the run ended {status}; its error is in `specialists show {state.run_id}`"
+        failed = record_run_failure(item, state.run_id, failure, at)
+        data = {"run_id": state.run_id, "run_status": status}
+        return apply_move(failed, QueueMove.FAIL, Mover.SYSTEM, at=at, actor=None, reason=failure, data=data)
+    return None

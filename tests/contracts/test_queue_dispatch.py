@@ -1,0 +1,167 @@
+"""The dispatch contract: the run's work item built from the item alone, the run input that must be
+exactly the one the item asks for, one pending run at a time, and what a run's status does to its
+item."""
+
+from __future__ import annotations
+
+import datetime as dt
+
+import pytest
+
+from contracts.enums import Tier
+from contracts.ids import new_run_id
+from contracts.queue_approval import approve
+from contracts.queue_dispatch import (
+    apply_run_state,
+    check_no_pending_run,
+    dispatch_run_problem,
+    dispatch_work_item,
+    tracked_run,
+)
+from contracts.queue_items import (
+    MAX_EVENT_REASON_CHARS,
+    ItemProposal,
+    QueueItem,
+    QueueRefused,
+    QueueStatus,
+    new_item,
+)
+from contracts.queue_keys import KeyAllocator
+from contracts.queue_messages import RunState
+from contracts.queue_priority import record_dispatch
+from contracts.queue_transitions import Mover
+from contracts.routing import RouteOverride
+from contracts.runs import RunInput, RunStatus
+
+AT = dt.datetime(2026, 12, 1, 9, 0, tzinfo=dt.UTC)
+ITEM = {
+    "title": "Orders API times out under load",
+    "repo_alias": "orders",
+    "scope": {
+        "problem": "p95 latency exceeds 2 s",
+        "evidence": "load test",
+        "change": "find the cause",
+        "judgment_calls": "which index",
+        "tests": "load test under 500 ms",
+        "constraints": "no schema change",
+    },
+    "evidence": ["issue:123", "log:slow-1"],
+    "value": "H",
+    "urgency": "M",
+    "risk": "low",
+}
+
+
+def approved(**changes: object) -> QueueItem:
+    proposal = ItemProposal.model_validate({**ITEM, **changes})
+    allocator, key = KeyAllocator().allocate(proposal.repo_alias)
+    item, _ = approve(new_item(proposal, key=key, at=AT, actor="alice"), allocator, actor="alice", at=AT)
+    return item
+
+
+def run_for(item: QueueItem, **changes: object) -> RunInput:
+    data: dict[str, object] = {
+        "run_id": new_run_id(),
+        "work_item": dispatch_work_item(item),
+        "requested_tier": item.tier,
+        "enqueue": item.tier is Tier.READ_ONLY,
+        "request_digest": "0" * 64,
+        "created_by": "alice",
+    }
+    return RunInput.model_validate({**data, **changes})
+
+
+def active(item: QueueItem) -> tuple[QueueItem, str]:
+    run_id = new_run_id()
+    return record_dispatch(item, run_id=run_id, mover=Mover.OPERATOR, actor="alice", at=AT), run_id
+
+
+def test_the_work_item_is_the_title_the_scope_under_its_headings_the_repository_and_the_evidence() -> None:
+    work_item = dispatch_work_item(approved())
+    assert work_item.title == ITEM["title"]
+    assert work_item.repo_alias == "orders"
+    assert work_item.evidence_refs == ["issue:123", "log:slow-1"]
+    assert work_item.description.startswith("Problem:\np95 latency exceeds 2 s\n\nEvidence:\nload test")
+    assert work_item.description.endswith("Constraints:\nno schema change")
+
+
+def test_the_run_the_item_asks_for_passes_and_every_departure_from_it_is_named() -> None:
+    item = approved()
+    assert dispatch_run_problem(item, run_for(item), "alice") is None
+    other_item = dispatch_work_item(item).model_copy(update={"title": "something else"})
+    cases = {
+        "work item": run_for(item, work_item=other_item),
+        "tier": run_for(item, requested_tier=Tier.WORKTREE),
+        "automatic": run_for(item, automatic=True),
+        "overridden": run_for(item, override=RouteOverride(profile="code-reviewer", reason="asked")),
+        "created by alice": run_for(item, created_by="bob"),
+        "enqueued": run_for(item, enqueue=False),
+        "request id": run_for(item, request_id="r-1"),
+        "SOR-": run_for(item, run_id="not-a-run"),
+    }
+    for words, run in cases.items():
+        problem = dispatch_run_problem(item, run, "alice")
+        assert problem is not None and words in problem, (words, problem)
+    dispatched, run_id = active(item)
+    problem = dispatch_run_problem(dispatched, run_for(item, run_id=run_id), "alice")
+    assert problem is not None and "already" in problem
+
+
+def test_an_edit_tier_run_is_not_created_enqueued() -> None:
+    item = approved(tier="worktree")
+    assert dispatch_run_problem(item, run_for(item), "alice") is None
+    assert dispatch_run_problem(item, run_for(item, enqueue=True), "alice") is not None
+
+
+def test_an_item_whose_run_awaits_its_verdict_is_not_dispatched_again() -> None:
+    check_no_pending_run(approved())
+    item, run_id = active(approved())
+    reviewed = apply_run_state(item, RunState(run_id=run_id, status=RunStatus.AWAITING_DECISION), AT)
+    assert reviewed is not None and reviewed.status is QueueStatus.AI_REVIEW
+    with pytest.raises(QueueRefused) as refused:
+        check_no_pending_run(reviewed)
+    assert refused.value.code == "transition_refused"
+    assert refused.value.extra["pending_run"] == reviewed.runs[0].run_id
+    assert "dispatch" not in [row["move"] for row in refused.value.extra["allowed"]]
+
+
+def test_awaiting_decision_moves_the_item_to_ai_review_by_the_queue() -> None:
+    item, run_id = active(approved())
+    assert tracked_run(item) == run_id
+    moved = apply_run_state(item, RunState(run_id=run_id, status=RunStatus.AWAITING_DECISION), AT)
+    assert moved is not None and moved.status is QueueStatus.AI_REVIEW
+    event = moved.events[-1]
+    assert (event.actor, event.data["move"], event.data["run_id"]) == (None, "review", run_id)
+    assert tracked_run(moved) is None  # only an active item's run is read
+
+
+@pytest.mark.parametrize(
+    "status", [RunStatus.FAILED, RunStatus.EXPIRED, RunStatus.CANCELLED, RunStatus.REJECTED, None]
+)
+def test_a_run_that_ended_without_reaching_a_decision_fails_its_item_with_its_error(
+    status: RunStatus | None,
+) -> None:
+    item, run_id = active(approved())
+    failed = apply_run_state(item, RunState(run_id=run_id, status=status, error="boom"), AT)
+    assert failed is not None and failed.status is QueueStatus.FAILED
+    assert failed.failure == "run_failed"
+    assert (failed.runs[0].outcome, failed.runs[0].failure) == ("failed", "boom")
+    assert failed.events[-1].data["run_status"] == (status.value if status else "missing")
+    assert failed.events[-1].data["reason"] == "boom"
+
+
+def test_an_error_too_long_for_an_event_is_referred_to_not_cut() -> None:
+    item, run_id = active(approved())
+    error = "x" * (MAX_EVENT_REASON_CHARS + 1)
+    failed = apply_run_state(item, RunState(run_id=run_id, status=RunStatus.FAILED, error=error), AT)
+    assert failed is not None
+    assert failed.runs[0].failure == f"the run ended failed; its error is in `specialists show {run_id}`"
+
+
+@pytest.mark.parametrize(
+    "status", [RunStatus.ROUTING, RunStatus.READY, RunStatus.RUNNING, RunStatus.AWAITING_APPROVAL]
+)
+def test_a_run_still_on_its_way_changes_nothing(status: RunStatus) -> None:
+    item, run_id = active(approved())
+    assert apply_run_state(item, RunState(run_id=run_id, status=status), AT) is None
+    assert apply_run_state(item, RunState(run_id=new_run_id(), status=RunStatus.FAILED), AT) is None
