@@ -384,7 +384,8 @@ def repository_config_from_mapping(
 
 class RepositoryRecord(BaseModel):
     """An allow-listed repository: alias → absolute path of a git repository, default branch, and its
-    configuration (the default for a repository added without one)."""
+    configuration (the default for a repository added without one). A deactivated repository
+    (``active`` false, with who and when) stays listed; no new run and no execution may use it."""
 
     model_config = ConfigDict(frozen=True)
 
@@ -394,10 +395,31 @@ class RepositoryRecord(BaseModel):
     added_by: str
     added_at: dt.datetime
     config: RepositoryConfig = RepositoryConfig()
+    active: bool = True
+    deactivated_by: str | None = None
+    deactivated_at: dt.datetime | None = None
+
+
+class ActorKeyRecord(BaseModel):
+    """One public key an actor holds or held: its fingerprint, when it was added and by whom (the
+    registering actor, or the actor itself for a rotation), and — for an earlier key — when the next
+    key replaced it (``retired_at``)."""
+
+    model_config = ConfigDict(frozen=True)
+
+    fingerprint: str
+    public_key: str
+    added_at: dt.datetime
+    added_by: str
+    retired_at: dt.datetime | None = None
 
 
 class ActorRecord(BaseModel):
-    """A registered human actor. ``registered_by`` is ``None`` for the first actor."""
+    """A registered human actor. ``registered_by`` is ``None`` for the first actor (the trust root).
+
+    ``key_fingerprint`` is the fingerprint of the key the actor acts with now (``None``: none yet);
+    ``keys`` every key it held, oldest first. A deactivated actor (``active`` false, with who and
+    when) stays listed; its proofs are refused and it signs nothing more."""
 
     model_config = ConfigDict(frozen=True)
 
@@ -405,3 +427,37 @@ class ActorRecord(BaseModel):
     name: str
     registered_by: str | None
     registered_at: dt.datetime
+    active: bool = True
+    deactivated_by: str | None = None
+    deactivated_at: dt.datetime | None = None
+    key_fingerprint: str | None = None
+    keys: tuple[ActorKeyRecord, ...] = ()
+
+
+class ConfigurationEvent(BaseModel):
+    """One configuration audit event (docs/architecture.md "Configuration"): a protected configuration
+    action (``actor_registered``, ``actor_deactivated``, ``actor_key_rotated``, ``model_deactivated``,
+    ``repository_deactivated``, ``configuration_attested``) or a record refused because it carries no
+    valid signature (``configuration_unverified``, naming the record)."""
+
+    model_config = ConfigDict(frozen=True)
+
+    id: int
+    at: dt.datetime
+    kind: str
+    actor: str | None = None
+    record_kind: str | None = None
+    record_id: str | None = None
+    message: str
+
+
+class UnverifiedRecord(BaseModel):
+    """A configuration record that carries no valid signature, as ``configuration attest`` shows it:
+    its kind, id, why it is not verified and a one-line summary of its content."""
+
+    model_config = ConfigDict(frozen=True)
+
+    kind: str
+    id: str
+    reason: str
+    summary: str

@@ -121,7 +121,8 @@ class ModelRegistration(BaseModel):
 
 class ModelRecord(BaseModel):
     """A registered model with who registered it and when (UTC). ``ceiling`` is the in-flight limit
-    across all workers."""
+    across all workers. A deactivated model (``active`` false, with who and when) stays listed; it
+    cannot be selected, and no new run may capture it."""
 
     model_config = ConfigDict(frozen=True)
 
@@ -134,3 +135,6 @@ class ModelRecord(BaseModel):
     ceiling: int
     added_by: str
     added_at: dt.datetime
+    active: bool = True
+    deactivated_by: str | None = None
+    deactivated_at: dt.datetime | None = None

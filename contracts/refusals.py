@@ -21,6 +21,16 @@ class RefusalCode(StrEnum):
     ACTOR_REQUIRED = "actor_required"
     UNKNOWN_ACTOR = "unknown_actor"
     ACTION_TOKEN_NOT_CONFIGURED = "action_token_not_configured"
+    """Kept for recorded histories: before per-person keys, a worker without the token refused so."""
+    ACTOR_DEACTIVATED = "actor_deactivated"
+    ACTOR_KEY_UNKNOWN = "actor_key_unknown"
+    """The proof is signed with a key the store knows for nobody."""
+    ACTOR_KEY_RETIRED = "actor_key_retired"
+    """The proof is signed with one of the actor's earlier keys (rotated out)."""
+    CONFIGURATION_UNVERIFIED = "configuration_unverified"
+    """A configuration record the action depends on (here: the actor) carries no valid signature."""
+    TRUST_ROOT_NOT_CONFIGURED = "trust_root_not_configured"
+    """The worker can verify no configuration: neither a pinned trust root nor the action token."""
     PROOF_MISSING = "proof_missing"
     PROOF_INVALID = "proof_invalid"
     PROOF_EXPIRED = "proof_expired"
@@ -58,6 +68,11 @@ AUTHORISATION_REFUSALS: Final = frozenset(
         RefusalCode.ACTOR_REQUIRED,
         RefusalCode.UNKNOWN_ACTOR,
         RefusalCode.ACTION_TOKEN_NOT_CONFIGURED,
+        RefusalCode.ACTOR_DEACTIVATED,
+        RefusalCode.ACTOR_KEY_UNKNOWN,
+        RefusalCode.ACTOR_KEY_RETIRED,
+        RefusalCode.CONFIGURATION_UNVERIFIED,
+        RefusalCode.TRUST_ROOT_NOT_CONFIGURED,
         RefusalCode.PROOF_MISSING,
         RefusalCode.PROOF_INVALID,
         RefusalCode.PROOF_EXPIRED,

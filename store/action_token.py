@@ -1,9 +1,11 @@
-"""Reading the deployment's action token (docs/architecture.md "Configuration").
+"""Reading the deployment's action token and trust root (docs/architecture.md "Configuration").
 
 ``SPECIALISTS_ACTION_TOKEN`` holds the token, or ``SPECIALISTS_ACTION_TOKEN_FILE`` names a file that
 holds it; the file must not be readable or writable by group or others (mode 0600 or stricter). The
-token itself is never logged, stored or sent: the CLI sends proofs (``contracts.proofs``) and the store
-keeps only a fingerprint.
+token bootstraps the deployment's first actor and, where no trust root is pinned, anchors the chain of
+configuration trust; it is never logged, stored or sent (the store keeps only a fingerprint).
+``SPECIALISTS_TRUST_ROOT`` pins the trust root instead: the fingerprint of the first actor's first
+key, which is public.
 """
 
 from __future__ import annotations
@@ -15,7 +17,9 @@ from pathlib import Path
 from typing import Final
 
 from contracts.errors import InvalidInput, Refused
+from contracts.identity import FINGERPRINT_PATTERN, TrustAnchor
 
+TRUST_ROOT_ENV: Final = "SPECIALISTS_TRUST_ROOT"
 TOKEN_ENV: Final = "SPECIALISTS_ACTION_TOKEN"
 TOKEN_FILE_ENV: Final = "SPECIALISTS_ACTION_TOKEN_FILE"
 MIN_TOKEN_CHARS: Final = 16
@@ -84,3 +88,23 @@ def _checked(token: str, source: str) -> bytes:
             "action_token_invalid", f"the token from {source} is shorter than {MIN_TOKEN_CHARS} characters"
         )
     return token.encode("utf-8")
+
+
+def load_trust_root(environ: Mapping[str, str] | None = None) -> str | None:
+    """``SPECIALISTS_TRUST_ROOT`` (64 lower-case hex digits), or ``None`` when unset. Raises
+    :class:`InvalidInput` ``invalid_setting`` for any other value."""
+    env = os.environ if environ is None else environ
+    value = env.get(TRUST_ROOT_ENV, "").strip()
+    if not value:
+        return None
+    if not FINGERPRINT_PATTERN.fullmatch(value):
+        raise InvalidInput(
+            "invalid_setting",
+            f"{TRUST_ROOT_ENV} must be the trust root's key fingerprint: 64 lower-case hex digits",
+        )
+    return value
+
+
+def load_trust_anchor(environ: Mapping[str, str] | None = None) -> TrustAnchor:
+    """The pinned trust root and the action token this process has (either may be ``None``)."""
+    return TrustAnchor(root_fingerprint=load_trust_root(environ), token=load_action_token(environ))

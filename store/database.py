@@ -14,8 +14,9 @@ from sqlalchemy import Engine, inspect, select, text
 from sqlalchemy.engine import URL, make_url
 from sqlalchemy.exc import ArgumentError
 
-from contracts.constants import DEFAULT_STATE_DIR
+from contracts.constants import default_state_dir
 from contracts.errors import InvalidInput, NotFound, Refused, ServiceUnavailable
+from contracts.identity import TrustAnchor
 from store.engine import create_store_engine, database_errors, is_memory_sqlite, render_url
 from store.schema import SCHEMA_REVISION
 from store.store import Store
@@ -43,16 +44,18 @@ def default_database_url(state_dir: Path) -> str:
 
 def database_url_from_env() -> str:
     """``SPECIALISTS_DATABASE_URL`` if set, else the default SQLite file in
-    ``SPECIALISTS_STATE_DIR`` (default ``./.specialists``)."""
+    ``SPECIALISTS_STATE_DIR`` (default ``$XDG_STATE_HOME/specialists``, else
+    ``~/.local/state/specialists``: :func:`contracts.constants.default_state_dir`)."""
     url = os.environ.get(DATABASE_URL_ENV, "").strip()
     if url:
         return url
-    state_dir = os.environ.get(STATE_DIR_ENV, "").strip() or DEFAULT_STATE_DIR
+    state_dir = os.environ.get(STATE_DIR_ENV, "").strip() or default_state_dir(os.environ)
     return default_database_url(Path(state_dir))
 
 
-def open_store(url: str, *, create: bool = True) -> Store:
-    """Open the store at ``url``.
+def open_store(url: str, *, create: bool = True, anchor: TrustAnchor | None = None) -> Store:
+    """Open the store at ``url``; ``anchor`` is what its configuration reads are verified against
+    (:class:`store.store.Store`; none: no signed record can be read).
 
     With ``create`` true, a SQLite file and its directory are created when missing and the schema is
     upgraded to the newest revision. With ``create`` false no database, directory or table is
@@ -80,7 +83,7 @@ def open_store(url: str, *, create: bool = True) -> Store:
     except BaseException:
         engine.dispose()
         raise
-    return Store(engine, url=parsed)
+    return Store(engine, url=parsed, anchor=anchor)
 
 
 def parse_database_url(url: str) -> URL:

@@ -19,6 +19,7 @@ from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
 from contracts.errors import InvalidInput, NotFound, Refused
+from contracts.identity import RecordKind, Signer
 from contracts.models import (
     REGISTRABLE_PROVIDERS,
     REPLAY_PROVIDER,
@@ -27,8 +28,8 @@ from contracts.models import (
     ModelSelection,
     is_replay_model,
 )
-from store.actors import require_actor
 from store.schema import ModelRow
+from store.trust import Trust, sign_row
 
 API_KEY_ENV_PATTERN: Final = re.compile(r"[A-Z][A-Z0-9_]{0,55}_API_KEY")
 # A registration names a variable the worker sends to the model's endpoint, so it may only name a
@@ -95,12 +96,13 @@ def _base_url_problem(url: str) -> str | None:
 
 
 def register_model(
-    session: Session, registration: ModelRegistration, actor: str, at: dt.datetime
+    session: Session, trust: Trust, registration: ModelRegistration, signer: Signer, at: dt.datetime
 ) -> ModelRecord:
-    """Register ``registration`` as ``actor``. Raises the :func:`check_registration` errors (invalid
-    input), ``unknown_actor`` (not found) or ``duplicate_model`` (refused); nothing is written then."""
+    """Register ``registration``, signed by ``signer``. Raises the :func:`check_registration` errors
+    (invalid input), the :meth:`Trust.require_signer` refusals or ``duplicate_model`` (refused);
+    nothing is written then."""
     check_registration(registration)
-    require_actor(session, actor)
+    trust.require_signer(signer)
     if session.get(ModelRow, registration.id) is not None:
         raise _duplicate(registration.id)
     row = ModelRow(
@@ -111,9 +113,13 @@ def register_model(
         api_key_env=registration.api_key_env,
         timeout_s=registration.timeout_s,
         ceiling=registration.ceiling,
-        added_by=actor,
+        added_by=signer.actor_id,
         added_at=at,
+        active=True,
+        deactivated_by=None,
+        deactivated_at=None,
     )
+    sign_row(RecordKind.MODEL, row, signer, at)
     session.add(row)
     try:
         session.flush()
@@ -122,35 +128,80 @@ def register_model(
     return model_record(row)
 
 
-def list_models(session: Session) -> list[ModelRecord]:
-    """All registered models, by id."""
-    return [model_record(row) for row in session.scalars(select(ModelRow).order_by(ModelRow.id))]
-
-
-def get_model(session: Session, model_id: str) -> ModelRecord:
-    """The registered model ``model_id``. Raises ``unknown_model`` (not found); replay ids are built
-    in, not registered, and raise it too."""
+def deactivate_model(
+    session: Session, trust: Trust, model_id: str, signer: Signer, at: dt.datetime
+) -> ModelRecord:
+    """Deactivate the registered model ``model_id`` as ``signer``: it stays listed, cannot be selected
+    and no new run may capture it. Raises ``unknown_model`` (not found), ``model_deactivated``
+    (already), ``configuration_unverified`` or the :meth:`Trust.require_signer` refusals."""
+    trust.require_signer(signer)
     row = session.get(ModelRow, model_id)
     if row is None:
-        raise NotFound("unknown_model", f"model {model_id!r} is not registered: add it with `models add`")
+        raise _unknown(model_id)
+    trust.require(RecordKind.MODEL, [row])
+    if not row.active:
+        raise Refused(
+            "model_deactivated", f"model {model_id!r} was already deactivated by {row.deactivated_by}"
+        )
+    row.active = False
+    row.deactivated_by = signer.actor_id
+    row.deactivated_at = at
+    sign_row(RecordKind.MODEL, row, signer, at)
+    session.flush()
     return model_record(row)
 
 
-def model_available(session: Session, model_id: str) -> bool:
-    """Whether runs may use ``model_id``: a replay id, or a registered model."""
-    return is_replay_model(model_id) or session.get(ModelRow, model_id) is not None
+def list_models(session: Session, trust: Trust) -> list[ModelRecord]:
+    """All registered models (active or not), by id; ``configuration_unverified`` names any that is
+    not verified."""
+    rows = list(session.scalars(select(ModelRow).order_by(ModelRow.id)))
+    trust.require(RecordKind.MODEL, rows)
+    return [model_record(row) for row in rows]
 
 
-def require_selectable(session: Session, selection: ModelSelection) -> None:
-    """Raise ``unknown_model`` (not found) naming the first model of ``selection`` (primary, then
-    fallbacks in order, then support) that is neither a replay id nor registered."""
-    for model_id in [selection.primary, *selection.fallbacks, selection.support]:
-        if model_id is not None and not model_available(session, model_id):
+def get_model(session: Session, trust: Trust, model_id: str) -> ModelRecord:
+    """The registered model ``model_id`` (active or not). Raises ``unknown_model`` (not found; replay
+    ids are built in, not registered, and raise it too) or ``configuration_unverified``."""
+    row = session.get(ModelRow, model_id)
+    if row is None:
+        raise _unknown(model_id)
+    trust.require(RecordKind.MODEL, [row])
+    return model_record(row)
+
+
+def model_available(session: Session, trust: Trust, model_id: str) -> bool:
+    """Whether a new run may use ``model_id``: a replay id, or a registered, verified, active model."""
+    if is_replay_model(model_id):
+        return True
+    row = session.get(ModelRow, model_id)
+    return row is not None and trust.problem(RecordKind.MODEL, row) is None and bool(row.active)
+
+
+def require_usable(session: Session, trust: Trust, model_ids: list[str | None]) -> None:
+    """Raise for the first of ``model_ids`` a new run may not use: ``unknown_model`` (not found:
+    neither a replay id nor registered), ``configuration_unverified`` or ``model_deactivated``."""
+    for model_id in model_ids:
+        if model_id is None or is_replay_model(model_id):
+            continue
+        row = session.get(ModelRow, model_id)
+        if row is None:
             raise NotFound(
                 "unknown_model",
                 f"model {model_id!r} is not registered: add it with "
                 f"`specialists models add {model_id} --actor ID` first (replay:* models are built in)",
             )
+        trust.require(RecordKind.MODEL, [row])
+        if not row.active:
+            raise Refused(
+                "model_deactivated",
+                f"model {model_id!r} was deactivated by {row.deactivated_by} at "
+                f"{row.deactivated_at.isoformat() if row.deactivated_at else '?'}: select another model",
+            )
+
+
+def require_selectable(session: Session, trust: Trust, selection: ModelSelection) -> None:
+    """:func:`require_usable` for every model of ``selection`` (primary, fallbacks in order, support)."""
+    require_usable(session, trust, [selection.primary, *selection.fallbacks, selection.support])
 
 
 def model_record(row: ModelRow) -> ModelRecord:
@@ -165,7 +216,14 @@ def model_record(row: ModelRow) -> ModelRecord:
         ceiling=row.ceiling,
         added_by=row.added_by,
         added_at=row.added_at,
+        active=bool(row.active),
+        deactivated_by=row.deactivated_by,
+        deactivated_at=row.deactivated_at,
     )
+
+
+def _unknown(model_id: str) -> NotFound:
+    return NotFound("unknown_model", f"model {model_id!r} is not registered: add it with `models add`")
 
 
 def _duplicate(model_id: str) -> Refused:

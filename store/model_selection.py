@@ -11,41 +11,50 @@ from sqlalchemy.orm import Session
 
 from contracts.enums import FallbackMode
 from contracts.errors import OperatorError
+from contracts.identity import RecordKind, Signer
 from contracts.models import ModelSelection, ModelSelectionRecord
-from store.actors import require_actor
 from store.schema import ModelSelectionRow
+from store.trust import Trust, sign_row
 
 _SELECTIONS: Table = ModelSelectionRow.__table__  # type: ignore[assignment]
 # Built once and read as a plain row: every run's contract capture reads the selection in force.
 _CURRENT = select(_SELECTIONS).order_by(_SELECTIONS.c.id.desc()).limit(1)
 
 
-def current_selection(session: Session) -> ModelSelectionRecord | None:
-    """The selection in force, or ``None`` when no model was ever selected."""
+def current_selection(session: Session, trust: Trust) -> ModelSelectionRecord | None:
+    """The selection in force, or ``None`` when no model was ever selected. Raises
+    ``configuration_unverified`` when the newest selection is not verified."""
     row = session.execute(_CURRENT).first()
-    return None if row is None else selection_record(row)
+    if row is None:
+        return None
+    trust.require(RecordKind.MODEL_SELECTION, [row])
+    return selection_record(row)
 
 
-def selection_history(session: Session, limit: int) -> list[ModelSelectionRecord]:
-    """Up to ``limit`` selections, newest first."""
-    rows = session.scalars(select(ModelSelectionRow).order_by(ModelSelectionRow.id.desc()).limit(limit))
+def selection_history(session: Session, trust: Trust, limit: int) -> list[ModelSelectionRecord]:
+    """Up to ``limit`` selections, newest first (all verified, else ``configuration_unverified``)."""
+    rows = list(session.scalars(select(ModelSelectionRow).order_by(ModelSelectionRow.id.desc()).limit(limit)))
+    trust.require(RecordKind.MODEL_SELECTION, rows)
     return [selection_record(row) for row in rows]
 
 
 def record_selection(
-    session: Session, selection: ModelSelection, actor: str, at: dt.datetime
+    session: Session, trust: Trust, selection: ModelSelection, signer: Signer, at: dt.datetime
 ) -> ModelSelectionRecord:
-    """Record ``selection`` made by ``actor`` at ``at``. Raises ``unknown_actor`` (not found)."""
-    require_actor(session, actor)
+    """Record ``selection`` made and signed by ``signer`` at ``at``. Raises the
+    :meth:`Trust.require_signer` refusals."""
+    trust.require_signer(signer)
     row = ModelSelectionRow(
         primary=selection.primary,
         fallbacks=list(selection.fallbacks),
         fallback_mode=selection.fallback_mode.value,
         support=selection.support,
-        selected_by=actor,
+        selected_by=signer.actor_id,
         selected_at=at,
     )
     session.add(row)
+    session.flush()
+    sign_row(RecordKind.MODEL_SELECTION, row, signer, at)
     session.flush()
     return selection_record(row)
 

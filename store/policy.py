@@ -1,4 +1,5 @@
-"""The automation policy: a history of writes; the newest write is the policy in force."""
+"""The automation policy: a history of signed writes; the newest write is the policy in force (and it
+must be verified: a forged newest row is refused, never skipped for an older one)."""
 
 from __future__ import annotations
 
@@ -12,37 +13,50 @@ from sqlalchemy.orm import Session
 from contracts.config import PolicyRecord
 from contracts.enums import AutomationMode, Tier
 from contracts.errors import OperatorError
+from contracts.identity import RecordKind, Signer
 from contracts.policy import AutomationPolicy
-from store.actors import require_actor
 from store.schema import AutomationPolicyRow
+from store.trust import Trust, sign_row
 
 _POLICIES: Table = AutomationPolicyRow.__table__  # type: ignore[assignment]
 # Built once and read as a plain row: every run's contract capture reads the policy in force.
 _CURRENT = select(_POLICIES).order_by(_POLICIES.c.id.desc()).limit(1)
 
 
-def current_policy(session: Session) -> PolicyRecord:
-    """The policy in force; the built-in default ``AutomationPolicy()`` when none was ever set."""
+def current_policy(session: Session, trust: Trust) -> PolicyRecord:
+    """The policy in force; the built-in default ``AutomationPolicy()`` when none was ever set.
+    Raises ``configuration_unverified`` when the newest write is not verified."""
     row = session.execute(_CURRENT).first()
-    return PolicyRecord(policy=AutomationPolicy()) if row is None else policy_record(row)
+    if row is None:
+        return PolicyRecord(policy=AutomationPolicy())
+    trust.require(RecordKind.POLICY, [row])
+    return policy_record(row)
 
 
-def policy_history(session: Session, limit: int) -> list[PolicyRecord]:
-    """Up to ``limit`` policy writes, newest first."""
-    rows = session.scalars(select(AutomationPolicyRow).order_by(AutomationPolicyRow.id.desc()).limit(limit))
+def policy_history(session: Session, trust: Trust, limit: int) -> list[PolicyRecord]:
+    """Up to ``limit`` policy writes, newest first (all verified, else ``configuration_unverified``)."""
+    rows = list(
+        session.scalars(select(AutomationPolicyRow).order_by(AutomationPolicyRow.id.desc()).limit(limit))
+    )
+    trust.require(RecordKind.POLICY, rows)
     return [policy_record(row) for row in rows]
 
 
-def record_policy(session: Session, policy: AutomationPolicy, actor: str, at: dt.datetime) -> PolicyRecord:
-    """Record ``policy`` as set by ``actor`` at ``at``. Raises ``unknown_actor`` (not found)."""
-    require_actor(session, actor)
+def record_policy(
+    session: Session, trust: Trust, policy: AutomationPolicy, signer: Signer, at: dt.datetime
+) -> PolicyRecord:
+    """Record ``policy`` as set and signed by ``signer`` at ``at``. Raises the
+    :meth:`Trust.require_signer` refusals."""
+    trust.require_signer(signer)
     row = AutomationPolicyRow(
         mode=policy.mode.value,
         maximum_automatic_tier=policy.maximum_automatic_tier.value,
-        set_by=actor,
+        set_by=signer.actor_id,
         set_at=at,
     )
     session.add(row)
+    session.flush()
+    sign_row(RecordKind.POLICY, row, signer, at)
     session.flush()
     return policy_record(row)
 

@@ -1,5 +1,7 @@
 """Allow-listed repositories: alias → absolute path of a git working tree, its default branch and its
-configuration (:class:`contracts.config.RepositoryConfig`, stored as JSON with every key present)."""
+configuration (:class:`contracts.config.RepositoryConfig`, stored as JSON with every key present), each
+row signed by the actor who last changed it. A deactivated repository stays listed; no new run and no
+execution may use it."""
 
 from __future__ import annotations
 
@@ -14,8 +16,9 @@ from sqlalchemy.orm import Session
 
 from contracts.config import RepositoryConfig, RepositoryRecord, describe_repository_config_error
 from contracts.errors import InvalidInput, NotFound, OperatorError, Refused
-from store.actors import require_actor
+from contracts.identity import RecordKind, Signer
 from store.schema import RepositoryRow
+from store.trust import Trust, sign_row
 
 ALIAS_PATTERN: Final = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,63}")
 
@@ -34,27 +37,33 @@ def check_alias(alias: str) -> str:
 
 def add_repository(
     session: Session,
+    trust: Trust,
     alias: str,
     path: str,
     default_branch: str,
-    actor: str,
+    signer: Signer,
     at: dt.datetime,
     config: RepositoryConfig | None = None,
 ) -> RepositoryRecord:
     """Record an already checked repository with ``config`` (the default configuration when
-    ``None``). Raises ``unknown_actor`` (not found) or ``duplicate_alias`` (refused)."""
+    ``None``), signed by ``signer``. Raises the :meth:`Trust.require_signer` refusals or
+    ``duplicate_alias`` (refused)."""
     check_alias(alias)
-    require_actor(session, actor)
+    trust.require_signer(signer)
     if session.get(RepositoryRow, alias) is not None:
         raise _duplicate(alias)
     row = RepositoryRow(
         alias=alias,
         path=path,
         default_branch=default_branch,
-        added_by=actor,
+        added_by=signer.actor_id,
         added_at=at,
         config=_stored_config(RepositoryConfig() if config is None else config),
+        active=True,
+        deactivated_by=None,
+        deactivated_at=None,
     )
+    sign_row(RecordKind.REPOSITORY, row, signer, at)
     session.add(row)
     try:
         session.flush()
@@ -63,16 +72,45 @@ def add_repository(
     return repository_record(row)
 
 
-def update_repository_config(
-    session: Session, alias: str, config: RepositoryConfig, actor: str
-) -> RepositoryRecord:
-    """Replace the configuration of the repository ``alias`` with ``config``; its path, branch and who
-    added it when stay as they are. Raises ``unknown_actor`` or ``unknown_repository`` (not found)."""
-    require_actor(session, actor)
+def _verified_row(session: Session, trust: Trust, alias: str) -> RepositoryRow:
     row = session.get(RepositoryRow, alias)
     if row is None:
         raise _unknown(alias)
+    trust.require(RecordKind.REPOSITORY, [row])
+    return row
+
+
+def update_repository_config(
+    session: Session, trust: Trust, alias: str, config: RepositoryConfig, signer: Signer, at: dt.datetime
+) -> RepositoryRecord:
+    """Replace the configuration of the repository ``alias`` with ``config``, signed by ``signer``;
+    its path, branch and who added it when stay as they are. Raises the :meth:`Trust.require_signer`
+    refusals, ``unknown_repository`` (not found), ``configuration_unverified`` or
+    ``repository_deactivated``."""
+    trust.require_signer(signer)
+    row = _verified_row(session, trust, alias)
+    if not row.active:
+        raise _deactivated(row)
     row.config = _stored_config(config)
+    sign_row(RecordKind.REPOSITORY, row, signer, at)
+    session.flush()
+    return repository_record(row)
+
+
+def deactivate_repository(
+    session: Session, trust: Trust, alias: str, signer: Signer, at: dt.datetime
+) -> RepositoryRecord:
+    """Deactivate the repository ``alias`` as ``signer``: it stays listed; no new run and no
+    execution may use it. Raises ``unknown_repository`` (not found), ``repository_deactivated``
+    (already), ``configuration_unverified`` or the :meth:`Trust.require_signer` refusals."""
+    trust.require_signer(signer)
+    row = _verified_row(session, trust, alias)
+    if not row.active:
+        raise _deactivated(row)
+    row.active = False
+    row.deactivated_by = signer.actor_id
+    row.deactivated_at = at
+    sign_row(RecordKind.REPOSITORY, row, signer, at)
     session.flush()
     return repository_record(row)
 
@@ -81,26 +119,39 @@ _REPOSITORIES: Table = RepositoryRow.__table__  # type: ignore[assignment]
 _BY_ALIAS = select(_REPOSITORIES).where(_REPOSITORIES.c.alias == bindparam("alias"))
 
 
-def get_repository(session: Session, alias: str) -> RepositoryRecord:
-    """The repository registered as ``alias``. Raises ``unknown_repository`` (not found)."""
-    record = find_repository(session, alias)
+def get_repository(session: Session, trust: Trust, alias: str) -> RepositoryRecord:
+    """The repository registered as ``alias`` (active or not). Raises ``unknown_repository`` (not
+    found) or ``configuration_unverified``."""
+    record = find_repository(session, trust, alias)
     if record is None:
         raise _unknown(alias)
     return record
 
 
-def find_repository(session: Session, alias: str) -> RepositoryRecord | None:
+def find_repository(session: Session, trust: Trust, alias: str) -> RepositoryRecord | None:
     """The repository registered as ``alias``, or ``None`` (a plain row, read by a statement built
-    once: every run naming a repository looks it up when its contract is captured)."""
+    once: every run naming a repository looks it up when its contract is captured). Raises
+    ``configuration_unverified`` when its row is not verified."""
     row = session.execute(_BY_ALIAS, {"alias": alias}).first()
-    return None if row is None else repository_record(row)
+    if row is None:
+        return None
+    trust.require(RecordKind.REPOSITORY, [row])
+    return repository_record(row)
 
 
-def list_repositories(session: Session) -> list[RepositoryRecord]:
-    """All registered repositories, by alias."""
-    return [
-        repository_record(row) for row in session.scalars(select(RepositoryRow).order_by(RepositoryRow.alias))
-    ]
+def list_repositories(session: Session, trust: Trust) -> list[RepositoryRecord]:
+    """All registered repositories (active or not), by alias; ``configuration_unverified`` names any
+    that is not verified."""
+    rows = list(session.scalars(select(RepositoryRow).order_by(RepositoryRow.alias)))
+    trust.require(RecordKind.REPOSITORY, rows)
+    return [repository_record(row) for row in rows]
+
+
+def require_active(record: RepositoryRecord) -> RepositoryRecord:
+    """``record`` when it is active; else ``repository_deactivated`` (refused)."""
+    if not record.active:
+        raise _deactivated(record)
+    return record
 
 
 def repository_record(row: RepositoryRow | Row[Any]) -> RepositoryRecord:
@@ -112,6 +163,18 @@ def repository_record(row: RepositoryRow | Row[Any]) -> RepositoryRecord:
         added_by=row.added_by,
         added_at=row.added_at,
         config=_read_config(row),
+        active=bool(row.active),
+        deactivated_by=row.deactivated_by,
+        deactivated_at=row.deactivated_at,
+    )
+
+
+def _deactivated(record: Any) -> Refused:
+    at = record.deactivated_at.isoformat() if record.deactivated_at else "?"
+    return Refused(
+        "repository_deactivated",
+        f"repository {record.alias!r} was deactivated by {record.deactivated_by} at {at}: no new run or "
+        "execution may use it",
     )
 
 

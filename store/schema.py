@@ -22,12 +22,13 @@ from sqlalchemy import (
     String,
     Text,
     UniqueConstraint,
+    true,
 )
 from sqlalchemy.engine import Dialect
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
 from sqlalchemy.types import TypeDecorator
 
-SCHEMA_REVISION: Final = "0008"
+SCHEMA_REVISION: Final = "0009"
 """The Alembic head this code expects; a store at another revision is not read without upgrading."""
 
 ACTOR_ID_LENGTH: Final = 64
@@ -82,7 +83,31 @@ class Base(DeclarativeBase):
     metadata = MetaData(naming_convention=NAMING_CONVENTION)
 
 
-class ActorRow(Base):
+FINGERPRINT_LENGTH: Final = 64
+PUBLIC_KEY_LENGTH: Final = 64
+SIGNATURE_LENGTH: Final = 128
+
+
+class SignedRecord:
+    """The signature every configuration record carries (docs/architecture.md "Configuration"): who
+    signed its canonical content (``contracts.identity.canonical_record``) with which key, when.
+    Empty on rows written before signatures existed, which are refused until attested."""
+
+    signed_by: Mapped[str | None] = mapped_column(String(ACTOR_ID_LENGTH))
+    signed_key: Mapped[str | None] = mapped_column(String(FINGERPRINT_LENGTH))
+    signed_at: Mapped[dt.datetime | None] = mapped_column(UtcDateTime())
+    signature: Mapped[str | None] = mapped_column(String(SIGNATURE_LENGTH))
+
+
+class Deactivatable:
+    """A record that is deactivated rather than deleted: ``active`` false, with who and when."""
+
+    active: Mapped[bool] = mapped_column(Boolean, default=True, server_default=true())
+    deactivated_by: Mapped[str | None] = mapped_column(String(ACTOR_ID_LENGTH))
+    deactivated_at: Mapped[dt.datetime | None] = mapped_column(UtcDateTime())
+
+
+class ActorRow(SignedRecord, Deactivatable, Base):
     """A registered human actor. ``registered_by`` is empty only for the first actor."""
 
     __tablename__ = "actors"
@@ -93,7 +118,24 @@ class ActorRow(Base):
     registered_at: Mapped[dt.datetime] = mapped_column(UtcDateTime())
 
 
-class AutomationPolicyRow(Base):
+class ActorKeyRow(SignedRecord, Base):
+    """One public key of an actor (Ed25519, raw bytes in base64), never edited or removed.
+
+    Signed by whoever authorised it: the registering actor, the actor itself with its previous key (a
+    rotation), or — for the trust root — itself, with ``anchor`` the HMAC of the action token over
+    the record. The actor's key in force is its newest verified key; the others are retired."""
+
+    __tablename__ = "actor_keys"
+    __table_args__ = (Index("ix_actor_keys_actor_id", "actor_id"),)
+
+    fingerprint: Mapped[str] = mapped_column(String(FINGERPRINT_LENGTH), primary_key=True)
+    actor_id: Mapped[str] = mapped_column(String(ACTOR_ID_LENGTH), ForeignKey("actors.id"))
+    public_key: Mapped[str] = mapped_column(String(PUBLIC_KEY_LENGTH))
+    added_at: Mapped[dt.datetime] = mapped_column(UtcDateTime())
+    anchor: Mapped[str | None] = mapped_column(String(FINGERPRINT_LENGTH))
+
+
+class AutomationPolicyRow(SignedRecord, Base):
     """One write of the automation policy; the policy in force is the row with the highest id."""
 
     __tablename__ = "automation_policy"
@@ -106,7 +148,7 @@ class AutomationPolicyRow(Base):
     set_at: Mapped[dt.datetime] = mapped_column(UtcDateTime())
 
 
-class ModelSelectionRow(Base):
+class ModelSelectionRow(SignedRecord, Base):
     """One model selection; the selection in force is the row with the highest id."""
 
     __tablename__ = "model_selections"
@@ -121,7 +163,7 @@ class ModelSelectionRow(Base):
     selected_at: Mapped[dt.datetime] = mapped_column(UtcDateTime())
 
 
-class RepositoryRow(Base):
+class RepositoryRow(SignedRecord, Deactivatable, Base):
     """An allow-listed repository: alias → absolute path of a git working tree, and its configuration
     (``contracts.config.RepositoryConfig`` as JSON, every key present)."""
 
@@ -196,7 +238,7 @@ PROVIDER_LENGTH: Final = 64
 ENV_NAME_LENGTH: Final = 64
 
 
-class ModelRow(Base):
+class ModelRow(SignedRecord, Deactivatable, Base):
     """A registered model (``provider:name``): where the worker reaches it, the name of the environment
     variable holding its key (never the key), its call timeout and its in-flight ceiling."""
 
@@ -338,3 +380,25 @@ class ResearchJobOutputRow(Base):
     pack: Mapped[dict[str, Any] | None] = mapped_column(JSON(none_as_null=True))
     pack_sha256: Mapped[str | None] = mapped_column(String(DIGEST_LENGTH))
     created_at: Mapped[dt.datetime] = mapped_column(UtcDateTime())
+
+
+EVENT_CODE_LENGTH: Final = 64
+RECORD_ID_LENGTH: Final = 200
+
+
+class ConfigurationEventRow(Base):
+    """One configuration audit event (docs/architecture.md "Configuration"): a protected configuration
+    action taken (``actor_registered``, ``actor_deactivated``, ``actor_key_rotated``,
+    ``model_deactivated``, ``repository_deactivated``, ``configuration_attested``) or a record refused
+    because it carries no valid signature (``configuration_unverified``). Appended, never edited."""
+
+    __tablename__ = "configuration_events"
+    __table_args__ = ({"sqlite_autoincrement": True},)
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
+    at: Mapped[dt.datetime] = mapped_column(UtcDateTime())
+    kind: Mapped[str] = mapped_column(String(EVENT_CODE_LENGTH))
+    actor: Mapped[str | None] = mapped_column(String(ACTOR_ID_LENGTH))
+    record_kind: Mapped[str | None] = mapped_column(String(ENUM_LENGTH))
+    record_id: Mapped[str | None] = mapped_column(String(RECORD_ID_LENGTH))
+    message: Mapped[str] = mapped_column(Text)

@@ -6,6 +6,7 @@ changes nothing and two writers never interleave a check and a write.
 
 from __future__ import annotations
 
+import contextlib
 import datetime as dt
 import hmac
 from collections.abc import Callable, Iterator
@@ -18,16 +19,28 @@ from sqlalchemy import Engine
 from sqlalchemy.engine import URL
 from sqlalchemy.orm import Session
 
-from contracts.config import ActorRecord, PolicyRecord, RepositoryConfig, RepositoryRecord
+from contracts.config import (
+    ActorRecord,
+    ConfigurationEvent,
+    PolicyRecord,
+    RepositoryConfig,
+    RepositoryRecord,
+    UnverifiedRecord,
+)
 from contracts.enums import Tier
 from contracts.errors import InvalidInput, NotFound, OperatorError, Refused
+from contracts.identity import ActorKey, RecordKind, Signer, TrustAnchor
 from contracts.models import ModelRecord, ModelRegistration, ModelSelection, ModelSelectionRecord
 from contracts.policy import AutomationPolicy
+from contracts.proofs import token_fingerprint
+from contracts.refusals import RefusalCode
 from contracts.research import CaseInput, EvidenceInput, EvidenceRecord, JobOutputRecord, ResearchCase
 from contracts.runs import AuditEvent, RunSummary
 from contracts.worktree import WorktreeClaim
 from store import (
     actors,
+    attestation,
+    configuration_events,
     model_registry,
     model_selection,
     repositories,
@@ -39,6 +52,7 @@ from store import (
 from store import policy as automation_policy
 from store.engine import database_errors, render_url, writing
 from store.schema import DeploymentSettingRow
+from store.trust import ConfigurationUnverified, Trust
 
 DEFAULT_HISTORY_LIMIT: Final = 20
 TOKEN_FINGERPRINT_KEY: Final = "action_token_fingerprint"
@@ -54,16 +68,26 @@ class Store:
 
     Obtain one with :func:`store.database.open_store`; close it (or use it as a context manager)
     to release its connections. ``url`` is the database URL as the operator gave it (for messages;
-    default the engine's); ``clock`` supplies write times (UTC).
+    default the engine's); ``clock`` supplies write times (UTC). ``anchor`` is what anchors the
+    chain of configuration trust (docs/architecture.md "Configuration"): every configuration read
+    verifies the records it returns against it and refuses one that is not verified
+    (``configuration_unverified``, recorded in the configuration audit log); without an anchor no
+    signed record can be read (``trust_root_not_configured``).
     """
 
     def __init__(
-        self, engine: Engine, *, url: URL | None = None, clock: Callable[[], dt.datetime] = utc_now
+        self,
+        engine: Engine,
+        *,
+        url: URL | None = None,
+        clock: Callable[[], dt.datetime] = utc_now,
+        anchor: TrustAnchor | None = None,
     ) -> None:
         self._engine = engine
         self._url = engine.url if url is None else url
         self._write_engine = writing(engine)
         self._clock = clock
+        self._anchor = anchor or TrustAnchor()
 
     @property
     def engine(self) -> Engine:
@@ -74,6 +98,11 @@ class Store:
     def url(self) -> str:
         """The database URL, password hidden."""
         return render_url(self._url)
+
+    @property
+    def anchor(self) -> TrustAnchor:
+        """What this store verifies configuration records against."""
+        return self._anchor
 
     def close(self) -> None:
         """Release every pooled connection."""
@@ -93,25 +122,27 @@ class Store:
     # Automation policy
 
     def get_policy(self) -> PolicyRecord:
-        """The policy in force; the built-in default (``set_by``/``set_at`` ``None``) if never set."""
-        with self._reading() as session:
-            return automation_policy.current_policy(session)
+        """The policy in force; the built-in default (``set_by``/``set_at`` ``None``) if never set.
+        Raises ``configuration_unverified`` when the newest write is not verified."""
+        with self._configuration() as (session, trust):
+            return automation_policy.current_policy(session, trust)
 
     def policy_history(self, limit: int = DEFAULT_HISTORY_LIMIT) -> list[PolicyRecord]:
         """Up to ``limit`` policy writes, newest first."""
         _check_limit(limit)
-        with self._reading() as session:
-            return automation_policy.policy_history(session, limit)
+        with self._configuration() as (session, trust):
+            return automation_policy.policy_history(session, trust, limit)
 
-    def set_policy(self, policy: AutomationPolicy, actor: str) -> PolicyRecord:
-        """Set the automation policy as ``actor`` and return the policy now in force.
+    def set_policy(self, policy: AutomationPolicy, signer: Signer) -> PolicyRecord:
+        """Set the automation policy as ``signer`` and return the policy now in force.
 
-        The write is read back in a new session and must equal what was written. Raises
-        ``unknown_actor`` (not found), or :class:`OperatorError` ``policy_write_unverified`` when the
-        policy read back differs (another write landed in between, or the write was lost).
+        The write is read back in a new session and must equal what was written. Raises the
+        :meth:`store.trust.Trust.require_signer` refusals, or :class:`OperatorError`
+        ``policy_write_unverified`` when the policy read back differs (another write landed in
+        between, or the write was lost).
         """
-        with self._writing() as session:
-            written = automation_policy.record_policy(session, policy, actor, self._now())
+        with self._configuration(write=True) as (session, trust):
+            written = automation_policy.record_policy(session, trust, policy, signer, self._now())
         in_force = self.get_policy()
         if in_force != written:
             raise OperatorError(
@@ -125,59 +156,84 @@ class Store:
 
     def get_model_selection(self) -> ModelSelectionRecord | None:
         """The model selection in force, or ``None`` when no model was ever selected."""
-        with self._reading() as session:
-            return model_selection.current_selection(session)
+        with self._configuration() as (session, trust):
+            return model_selection.current_selection(session, trust)
 
-    def select_models(self, selection: ModelSelection, actor: str) -> ModelSelectionRecord:
-        """Record ``selection`` as made by ``actor``. Raises ``unknown_actor`` (not found).
+    def select_models(self, selection: ModelSelection, signer: Signer) -> ModelSelectionRecord:
+        """Record ``selection`` as made by ``signer``.
 
         This low-level write does not look models up in the registry (tests and the demo select
         test providers with it). Operator surfaces use :meth:`select_registered_models`.
         """
-        with self._writing() as session:
-            return model_selection.record_selection(session, selection, actor, self._now())
+        with self._configuration(write=True) as (session, trust):
+            return model_selection.record_selection(session, trust, selection, signer, self._now())
 
-    def select_registered_models(self, selection: ModelSelection, actor: str) -> ModelSelectionRecord:
-        """Record ``selection`` as made by ``actor`` if every model in it is available: a built-in
-        ``replay:*`` id or a registered model. Raises ``unknown_model`` (not found, naming the id) or
-        ``unknown_actor`` (not found); nothing is written then."""
-        with self._writing() as session:
-            model_registry.require_selectable(session, selection)
-            return model_selection.record_selection(session, selection, actor, self._now())
+    def select_registered_models(self, selection: ModelSelection, signer: Signer) -> ModelSelectionRecord:
+        """Record ``selection`` as made by ``signer`` if every model in it is usable: a built-in
+        ``replay:*`` id or a registered, verified, active model. Raises ``unknown_model`` (not found,
+        naming the id), ``model_deactivated``, ``configuration_unverified`` or the signer refusals;
+        nothing is written then."""
+        with self._configuration(write=True) as (session, trust):
+            model_registry.require_selectable(session, trust, selection)
+            return model_selection.record_selection(session, trust, selection, signer, self._now())
 
     def model_selection_history(self, limit: int = DEFAULT_HISTORY_LIMIT) -> list[ModelSelectionRecord]:
         """Up to ``limit`` model selections, newest first."""
         _check_limit(limit)
-        with self._reading() as session:
-            return model_selection.selection_history(session, limit)
+        with self._configuration() as (session, trust):
+            return model_selection.selection_history(session, trust, limit)
+
+    def require_usable_models(self, model_ids: list[str | None]) -> None:
+        """Refuse a new run's use of any of ``model_ids`` (``None`` entries ignored) that is not a
+        replay id or a registered, verified, active model: ``unknown_model``, ``model_deactivated``,
+        ``configuration_unverified``."""
+        with self._configuration() as (session, trust):
+            model_registry.require_usable(session, trust, model_ids)
 
     # Model registry
 
-    def register_model(self, registration: ModelRegistration, actor: str) -> ModelRecord:
-        """Register a model as ``actor``; see :func:`store.model_registry.register_model` for the rules.
+    def register_model(self, registration: ModelRegistration, signer: Signer) -> ModelRecord:
+        """Register a model as ``signer``; see :func:`store.model_registry.register_model` for the rules.
 
         Raises ``replay_is_built_in``, ``unknown_provider``, ``invalid_base_url``,
-        ``invalid_api_key_env`` (invalid input), ``unknown_actor`` (not found) or ``duplicate_model``
+        ``invalid_api_key_env`` (invalid input), the signer refusals or ``duplicate_model``
         (refused); nothing is written then.
         """
         model_registry.check_registration(registration)
-        with self._writing() as session:
-            return model_registry.register_model(session, registration, actor, self._now())
+        with self._configuration(write=True) as (session, trust):
+            return model_registry.register_model(session, trust, registration, signer, self._now())
+
+    def deactivate_model(self, model_id: str, signer: Signer) -> ModelRecord:
+        """Deactivate the registered model ``model_id`` as ``signer`` (audited); see
+        :func:`store.model_registry.deactivate_model`."""
+        with self._configuration(write=True) as (session, trust):
+            record = model_registry.deactivate_model(session, trust, model_id, signer, self._now())
+            self._event(
+                session,
+                "model_deactivated",
+                signer,
+                RecordKind.MODEL,
+                model_id,
+                f"model {model_id!r} deactivated",
+            )
+            return record
 
     def list_models(self) -> list[ModelRecord]:
         """All registered models, by id (built-in replay models are not listed)."""
-        with self._reading() as session:
-            return model_registry.list_models(session)
+        with self._configuration() as (session, trust):
+            return model_registry.list_models(session, trust)
 
     def get_model(self, model_id: str) -> ModelRecord:
-        """The registered model ``model_id``. Raises ``unknown_model`` (not found)."""
-        with self._reading() as session:
-            return model_registry.get_model(session, model_id)
+        """The registered model ``model_id``. Raises ``unknown_model`` (not found) or
+        ``configuration_unverified``."""
+        with self._configuration() as (session, trust):
+            return model_registry.get_model(session, trust, model_id)
 
     def model_available(self, model_id: str) -> bool:
-        """Whether runs may use ``model_id``: always for ``replay:*``, else when it is registered."""
-        with self._reading() as session:
-            return model_registry.model_available(session, model_id)
+        """Whether a new run may use ``model_id``: always for ``replay:*``, else when it is
+        registered, verified and active."""
+        with self._configuration() as (session, trust):
+            return model_registry.model_available(session, trust, model_id)
 
     # Repositories
 
@@ -186,18 +242,18 @@ class Store:
         alias: str,
         root: Path,
         default_branch: str,
-        actor: str,
+        signer: Signer,
         config: RepositoryConfig | None = None,
     ) -> RepositoryRecord:
         """Allow-list the git working tree at ``root`` as ``alias``, with ``default_branch`` and
-        ``config`` (the default configuration when ``None``).
+        ``config`` (the default configuration when ``None``), signed by ``signer``.
 
         The store does no git (docs/architecture.md "Storage"): ``root`` and ``default_branch`` are
         what the caller checked, as :func:`runtime.git_repository.checked_working_tree` returns them
         (the resolved top level of a working tree and an existing local branch; its errors are
         ``not_a_git_repository`` and ``unknown_branch``). Raises ``invalid_alias`` (invalid input),
         ``not_a_git_repository`` for a ``root`` that is not absolute, ``unknown_branch`` for an empty
-        branch, ``unknown_actor`` (not found) or ``duplicate_alias`` (refused); nothing is written then.
+        branch, the signer refusals or ``duplicate_alias`` (refused); nothing is written then.
         """
         repositories.check_alias(alias)
         if not root.is_absolute():
@@ -206,36 +262,56 @@ class Store:
             )
         if not default_branch:
             raise InvalidInput("unknown_branch", "no default branch was given: check the working tree first")
-        with self._writing() as session:
+        with self._configuration(write=True) as (session, trust):
             return repositories.add_repository(
-                session, alias, str(root), default_branch, actor, self._now(), config=config
+                session, trust, alias, str(root), default_branch, signer, self._now(), config=config
             )
 
-    def update_repository_config(self, alias: str, config: RepositoryConfig, actor: str) -> RepositoryRecord:
-        """Replace the configuration of the repository ``alias`` with ``config``, as ``actor``.
+    def update_repository_config(
+        self, alias: str, config: RepositoryConfig, signer: Signer
+    ) -> RepositoryRecord:
+        """Replace the configuration of the repository ``alias`` with ``config``, as ``signer``.
 
         Nothing else about the repository changes, and contracts already captured keep the
-        configuration they froze: only runs captured afterwards see the new one. Raises
-        ``unknown_actor`` or ``unknown_repository`` (not found); nothing is written then.
+        configuration they froze: only runs captured afterwards see the new one. Raises the signer
+        refusals, ``unknown_repository`` (not found), ``configuration_unverified`` or
+        ``repository_deactivated``; nothing is written then.
         """
-        with self._writing() as session:
-            return repositories.update_repository_config(session, alias, config, actor)
+        with self._configuration(write=True) as (session, trust):
+            return repositories.update_repository_config(session, trust, alias, config, signer, self._now())
+
+    def deactivate_repository(self, alias: str, signer: Signer) -> RepositoryRecord:
+        """Deactivate the repository ``alias`` as ``signer`` (audited); see
+        :func:`store.repositories.deactivate_repository`."""
+        with self._configuration(write=True) as (session, trust):
+            record = repositories.deactivate_repository(session, trust, alias, signer, self._now())
+            self._event(
+                session,
+                "repository_deactivated",
+                signer,
+                RecordKind.REPOSITORY,
+                alias,
+                f"repository {alias!r} deactivated",
+            )
+            return record
 
     def get_repository(self, alias: str) -> RepositoryRecord:
-        """The repository registered as ``alias``. Raises ``unknown_repository`` (not found)."""
-        with self._reading() as session:
-            return repositories.get_repository(session, alias)
+        """The repository registered as ``alias`` (active or not). Raises ``unknown_repository`` (not
+        found) or ``configuration_unverified``."""
+        with self._configuration() as (session, trust):
+            return repositories.get_repository(session, trust, alias)
 
     def capture_reads(
         self, alias: str | None
     ) -> tuple[PolicyRecord, ModelSelectionRecord | None, RepositoryRecord | None]:
         """What contract capture reads, in one transaction: the policy in force, the model selection
         in force (``None`` when none was ever made) and the repository registered as ``alias``
-        (``None`` for no alias or one not registered)."""
-        with self._reading() as session:
-            policy = automation_policy.current_policy(session)
-            selection = model_selection.current_selection(session)
-            repository = None if alias is None else repositories.find_repository(session, alias)
+        (``None`` for no alias or one not registered). Every record is verified
+        (``configuration_unverified`` otherwise)."""
+        with self._configuration() as (session, trust):
+            policy = automation_policy.current_policy(session, trust)
+            selection = model_selection.current_selection(session, trust)
+            repository = None if alias is None else repositories.find_repository(session, trust, alias)
             return policy, selection, repository
 
     def repository_exists(self, alias: str) -> bool:
@@ -248,29 +324,209 @@ class Store:
 
     def list_repositories(self) -> list[RepositoryRecord]:
         """All registered repositories, by alias."""
-        with self._reading() as session:
-            return repositories.list_repositories(session)
+        with self._configuration() as (session, trust):
+            return repositories.list_repositories(session, trust)
 
     # Actors
 
-    def register_actor(self, actor_id: str, name: str, by: str | None) -> ActorRecord:
-        """Register a human actor; see :func:`store.actors.register_actor` for the rules."""
+    def bootstrap_actor(self, actor_id: str, name: str, key: ActorKey, token: bytes) -> ActorRecord:
+        """Register the first actor, the trust root, holding ``key``; ``token`` (the deployment's
+        action token) anchors its first key and is adopted (or must match the one adopted). Raises
+        ``actor_required`` (an actor exists already), ``action_token_mismatch`` or
+        ``configuration_unverified`` (this store's anchor does not accept the new root, e.g.
+        ``SPECIALISTS_TRUST_ROOT`` names another key); nothing is written then."""
         actors.check_actor_id(actor_id)
         actors.check_actor_name(name)
-        with self._writing() as session:
-            return actors.register_actor(session, actor_id, name, by, self._now())
+        with self._configuration(write=True) as (session, _):
+            self._adopt(session, token_fingerprint(token))
+            actors.bootstrap_actor(session, actor_id, name, key, token, self._now())
+            trust = self._trust(session)
+            state = trust.actor(actor_id)
+            assert state is not None
+            if state.current_key is None:
+                problem = trust.key_problem(key.fingerprint) or "not verified"
+                raise Refused(
+                    RefusalCode.CONFIGURATION_UNVERIFIED,
+                    f"the new trust root's key is not accepted here: {problem}; unset SPECIALISTS_TRUST_ROOT "
+                    "to register the first actor, then set it to the fingerprint printed",
+                )
+            self._event(
+                session, "actor_registered", Signer(actor_id, key), RecordKind.ACTOR, actor_id, "trust root"
+            )
+            return actors.actor_record(trust, state.row)
+
+    def register_actor(self, actor_id: str, name: str, public_key: str, signer: Signer) -> ActorRecord:
+        """Register a human actor holding ``public_key``, signed by ``signer``; see
+        :func:`store.actors.register_actor` for the rules."""
+        actors.check_actor_id(actor_id)
+        actors.check_actor_name(name)
+        with self._configuration(write=True) as (session, trust):
+            actors.register_actor(session, trust, actor_id, name, public_key, signer, self._now())
+            self._event(
+                session,
+                "actor_registered",
+                signer,
+                RecordKind.ACTOR,
+                actor_id,
+                f"registered by {signer.actor_id}",
+            )
+            return self._actor_record(session, actor_id)
+
+    def deactivate_actor(self, actor_id: str, signer: Signer) -> ActorRecord:
+        """Deactivate ``actor_id`` as ``signer`` (audited); see :func:`store.actors.deactivate_actor`."""
+        with self._configuration(write=True) as (session, trust):
+            actors.deactivate_actor(session, trust, actor_id, signer, self._now())
+            self._event(
+                session,
+                "actor_deactivated",
+                signer,
+                RecordKind.ACTOR,
+                actor_id,
+                f"deactivated by {signer.actor_id}",
+            )
+            return self._actor_record(session, actor_id)
+
+    def rotate_actor_key(self, signer: Signer, new_key: ActorKey) -> ActorRecord:
+        """Replace the signer's key with ``new_key`` (signed with the old one, which is retired from
+        now on; audited). Raises the signer refusals or ``duplicate_key``."""
+        with self._configuration(write=True) as (session, trust):
+            actors.rotate_key(session, trust, signer, new_key.public_key, self._now())
+            self._event(
+                session,
+                "actor_key_rotated",
+                signer,
+                RecordKind.ACTOR_KEY,
+                new_key.fingerprint,
+                f"{signer.actor_id} replaced key {signer.fingerprint} with {new_key.fingerprint}",
+            )
+            return self._actor_record(session, signer.actor_id)
 
     def list_actors(self) -> list[ActorRecord]:
-        """All registered actors, in order of registration."""
-        with self._reading() as session:
-            return actors.list_actors(session)
+        """All registered actors, in order of registration, with their keys."""
+        with self._configuration() as (_, trust):
+            return actors.list_actors(trust)
+
+    def get_actor(self, actor_id: str) -> ActorRecord:
+        """The verified actor ``actor_id``. Raises ``unknown_actor`` (not found) or
+        ``configuration_unverified``."""
+        with self._configuration() as (session, _):
+            return self._actor_record(session, actor_id)
 
     def actor_exists(self, actor_id: str) -> bool:
-        """Whether ``actor_id`` is registered."""
-        with self._reading() as session:
-            return actors.actor_exists(session, actor_id)
+        """Whether ``actor_id`` is registered and its record verified (``configuration_unverified``
+        when its row exists but is not verified)."""
+        with self._configuration() as (_, trust):
+            return trust.actor(actor_id) is not None
 
-    # Transactions
+    def require_signer(self, signer: Signer) -> ActorRecord:
+        """The signer's record when it may act now: registered, verified, active, with its key in
+        force. Raises ``unknown_actor`` (not found), ``configuration_unverified``,
+        ``actor_deactivated``, ``actor_key_retired``, ``actor_key_mismatch`` or
+        ``actor_key_missing`` (refused)."""
+        with self._configuration() as (_, trust):
+            state = trust.require_signer(signer)
+            return actors.actor_record(trust, state.row)
+
+    def require_active_actor(self, actor_id: str) -> ActorRecord:
+        """The verified record of ``actor_id`` when it is active. Raises :class:`NotFound`
+        ``unknown_actor`` or :class:`Refused` ``configuration_unverified``, ``actor_deactivated``."""
+        record = self.get_actor(actor_id)
+        if not record.active:
+            raise Refused(
+                RefusalCode.ACTOR_DEACTIVATED,
+                f"actor {actor_id!r} was deactivated by {record.deactivated_by}: its actions are refused",
+            )
+        return record
+
+    def action_key(self, actor_id: str, fingerprint: str) -> str:
+        """The public key that must have signed a proof of ``actor_id`` made with the key
+        ``fingerprint``: the actor's key in force, when it is that key.
+
+        Raises :class:`NotFound` ``unknown_actor``, or :class:`Refused` ``configuration_unverified``
+        (the actor's row, or the key, is not verified), ``actor_deactivated``, ``actor_key_retired``
+        (an earlier key of the actor), ``proof_invalid`` (another actor's key), ``actor_key_unknown``
+        (a key nobody holds) or ``actor_key_missing``.
+        """
+        with self._configuration() as (_, trust):
+            state = trust.actor(actor_id)
+            if state is None:
+                raise NotFound(RefusalCode.UNKNOWN_ACTOR, f"actor {actor_id!r} is not registered")
+            if not state.active:
+                raise Refused(
+                    RefusalCode.ACTOR_DEACTIVATED,
+                    f"actor {actor_id!r} was deactivated by {state.row.deactivated_by}: "
+                    "its actions are refused",
+                )
+            key = trust.key_row(fingerprint)
+            if key is not None and key.actor_id == actor_id:
+                trust.require(RecordKind.ACTOR_KEY, [key])
+            mismatch = trust.key_mismatch(state, fingerprint)
+            if mismatch is None:
+                assert state.current_key is not None
+                return str(state.current_key.public_key)
+            code, message = mismatch
+            if code == "actor_key_mismatch":
+                if key is None:
+                    code, message = (
+                        RefusalCode.ACTOR_KEY_UNKNOWN,
+                        f"the proof is signed with a key no actor holds ({fingerprint[:16]}…)",
+                    )
+                else:
+                    code = RefusalCode.PROOF_INVALID
+                    message = f"the proof for {actor_id!r} is signed with a key of {key.actor_id!r}"
+            raise Refused(code, message)
+
+    # Configuration attestation and audit
+
+    def unverified_records(self) -> list[UnverifiedRecord]:
+        """Every configuration record that is not verified, with why and what it says."""
+        with self._reading() as session:
+            return attestation.unverified_records(session, self._trust(session))
+
+    def keyless_actors(self) -> list[str]:
+        """Actors holding no verified key (an attestation issues each one)."""
+        with self._reading() as session:
+            return attestation.keyless_actors(session, self._trust(session))
+
+    def needs_bootstrap(self) -> bool:
+        """Whether no actor holds a verified key yet (the first attestation needs the action token)."""
+        with self._reading() as session:
+            return attestation.needs_bootstrap(session, self._trust(session))
+
+    def attest(self, signer: Signer, *, token: bytes | None, issue: dict[str, str]) -> list[UnverifiedRecord]:
+        """Sign every unverified configuration record as ``signer`` (audited); see
+        :func:`store.attestation.attest`."""
+        with self._configuration(write=True) as (session, _):
+            if token is not None:
+                self._adopt(session, token_fingerprint(token))
+            signed = attestation.attest(
+                session, lambda: self._trust(session), signer, self._now(), token=token, issue=issue
+            )
+            for record in signed:
+                self._event(
+                    session,
+                    "configuration_attested",
+                    signer,
+                    RecordKind(record.kind),
+                    record.id,
+                    record.reason,
+                )
+            for actor_id in sorted(issue):
+                self._event(
+                    session,
+                    "actor_key_issued",
+                    signer,
+                    RecordKind.ACTOR,
+                    actor_id,
+                    f"key issued by {signer.actor_id}",
+                )
+            return signed
+
+    def configuration_events(self, limit: int = 100) -> list[ConfigurationEvent]:
+        """Up to ``limit`` configuration audit events, newest first."""
+        _check_limit(limit)
+        with self._reading() as session:
+            return configuration_events.list_events(session, limit)
 
     # Action token
 
@@ -281,19 +537,22 @@ class Store:
         (``action_token_mismatch``) when a different token was adopted before.
         """
         with self._writing() as session:
-            row = session.get(DeploymentSettingRow, TOKEN_FINGERPRINT_KEY)
-            if row is None:
-                session.add(
-                    DeploymentSettingRow(key=TOKEN_FINGERPRINT_KEY, value=fingerprint, set_at=self._now())
-                )
-                return True
-            if not hmac.compare_digest(row.value, fingerprint):
-                raise Refused(
-                    "action_token_mismatch",
-                    "the action token is not the one this deployment adopted: use the deployment's "
-                    "token (SPECIALISTS_ACTION_TOKEN or SPECIALISTS_ACTION_TOKEN_FILE)",
-                )
-            return False
+            return self._adopt(session, fingerprint)
+
+    def _adopt(self, session: Session, fingerprint: str) -> bool:
+        row = session.get(DeploymentSettingRow, TOKEN_FINGERPRINT_KEY)
+        if row is None:
+            session.add(
+                DeploymentSettingRow(key=TOKEN_FINGERPRINT_KEY, value=fingerprint, set_at=self._now())
+            )
+            return True
+        if not hmac.compare_digest(row.value, fingerprint):
+            raise Refused(
+                "action_token_mismatch",
+                "the action token is not the one this deployment adopted: use the deployment's "
+                "token (SPECIALISTS_ACTION_TOKEN or SPECIALISTS_ACTION_TOKEN_FILE)",
+            )
+        return False
 
     def spend_proof_nonce(
         self,
@@ -305,7 +564,7 @@ class Store:
         spent_by: str,
         at: dt.datetime | None = None,
     ) -> bool:
-        """Spend the nonce of a verified proof of the action token; ``False`` when it was spent already.
+        """Spend the nonce of a verified proof; ``False`` when it was spent already.
 
         ``spent_by`` is the Temporal workflow run id of the execution the proof authorises. Returns
         ``True`` when the nonce is new, or was spent by the same ``spent_by`` (a retried activity
@@ -471,6 +730,60 @@ class Store:
         """The projected audit events of a run, in order."""
         with self._reading() as session:
             return runs.run_events(session, run_id)
+
+    def _trust(self, session: Session) -> Trust:
+        return Trust(session, self._anchor)
+
+    def _actor_record(self, session: Session, actor_id: str) -> ActorRecord:
+        trust = self._trust(session)
+        state = trust.actor(actor_id)
+        if state is None:
+            raise NotFound(RefusalCode.UNKNOWN_ACTOR, f"actor {actor_id!r} is not registered")
+        return actors.actor_record(trust, state.row)
+
+    def _event(
+        self,
+        session: Session,
+        kind: str,
+        signer: Signer,
+        record_kind: RecordKind,
+        record_id: str,
+        message: str,
+    ) -> None:
+        configuration_events.record_event(
+            session,
+            kind,
+            message,
+            self._now(),
+            actor=signer.actor_id,
+            record_kind=record_kind.value,
+            record_id=record_id,
+        )
+
+    @contextmanager
+    def _configuration(self, *, write: bool = False) -> Iterator[tuple[Session, Trust]]:
+        """A transaction with the verified view of actors and keys; a ``configuration_unverified``
+        refusal raised inside is recorded in the configuration audit log (its own transaction)
+        before it propagates."""
+        try:
+            with self._writing() if write else self._reading() as session:
+                yield session, self._trust(session)
+        except ConfigurationUnverified as refusal:
+            self._record_refusal(refusal)
+            raise
+
+    def _record_refusal(self, refusal: ConfigurationUnverified) -> None:
+        # The refusal is the answer; failing to audit it must not hide it.
+        with contextlib.suppress(Exception), self._writing() as session:
+            for problem in refusal.problems:
+                configuration_events.record_event(
+                    session,
+                    RefusalCode.CONFIGURATION_UNVERIFIED,
+                    problem.describe(),
+                    self._now(),
+                    record_kind=problem.kind.value,
+                    record_id=problem.record_id,
+                )
 
     @contextmanager
     def _reading(self) -> Iterator[Session]:

@@ -1,4 +1,5 @@
-"""Fixtures for store tests: an opened store, a registered actor, and a real git working tree."""
+"""Fixtures for store tests: an opened store, a registered actor (the trust root, with its test key),
+and a real git working tree."""
 
 from __future__ import annotations
 
@@ -7,7 +8,9 @@ from pathlib import Path
 
 import pytest
 
+from contracts.identity import Signer
 from store import Store, open_store
+from tests.identity import STORE_ANCHOR, bootstrap
 from tests.store.git_repository import make_working_tree
 
 ACTOR = "alice"
@@ -15,8 +18,9 @@ ACTOR = "alice"
 
 @pytest.fixture
 def store(database_url: str) -> Iterator[Store]:
-    """A freshly created store (SQLite and PostgreSQL variants)."""
-    opened = open_store(database_url)
+    """A freshly created store (SQLite and PostgreSQL variants) that verifies its configuration against
+    the test deployment's action token."""
+    opened = open_store(database_url, anchor=STORE_ANCHOR)
     try:
         yield opened
     finally:
@@ -24,10 +28,15 @@ def store(database_url: str) -> Iterator[Store]:
 
 
 @pytest.fixture
-def actor(store: Store) -> str:
+def signer(store: Store) -> Signer:
+    """The first registered actor (the trust root) acting with its key."""
+    return bootstrap(store, ACTOR, "Alice Operator")
+
+
+@pytest.fixture
+def actor(signer: Signer) -> str:
     """The id of the first registered actor."""
-    store.register_actor(ACTOR, "Alice Operator", None)
-    return ACTOR
+    return signer.actor_id
 
 
 @pytest.fixture

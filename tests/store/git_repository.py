@@ -8,6 +8,7 @@ import subprocess
 from pathlib import Path
 
 from contracts.config import RepositoryConfig, RepositoryRecord
+from contracts.identity import Signer
 from runtime.git_repository import base_commit_of, checked_working_tree
 from store import Store
 
@@ -46,13 +47,17 @@ def register_repository(
     alias: str,
     path: Path,
     branch: str | None,
-    actor: str,
+    signer: Signer | str,
     config: RepositoryConfig | None = None,
 ) -> RepositoryRecord:
     """Allow-list ``path`` as ``alias`` the way the operator surface does: the working tree and branch
     are checked with :func:`runtime.git_repository.checked_working_tree`, the store keeps the result."""
     root, checked = checked_working_tree(path, branch)
-    return store.add_repository(alias, root, checked, actor, config)
+    if isinstance(signer, str):  # an actor id: the actor's test key signs
+        from tests.identity import signer as actor_signer
+
+        signer = actor_signer(signer)
+    return store.add_repository(alias, root, checked, signer, config)
 
 
 def resolve_base_commit(store: Store, alias: str) -> tuple[RepositoryRecord, str]:

@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 
 from contracts.errors import NotFound, Refused
+from contracts.identity import Signer
 from contracts.proofs import token_fingerprint
 from store import Store
 from tests.store.git_repository import register_repository, resolve_base_commit
@@ -34,9 +35,9 @@ def _head(path: Path, ref: str = "main") -> str:
 
 
 def test_base_commit_is_the_commit_the_default_branch_points_at(
-    store: Store, actor: str, git_repository: Path
+    store: Store, signer: Signer, git_repository: Path
 ) -> None:
-    register_repository(store, "app", git_repository, "main", actor)
+    register_repository(store, "app", git_repository, "main", signer)
     record, commit = resolve_base_commit(store, "app")
     assert record.alias == "app"
     assert commit == _head(git_repository)
@@ -49,17 +50,19 @@ def test_base_commit_of_an_unknown_alias_is_not_found(store: Store) -> None:
 
 
 def test_base_commit_of_a_repository_that_disappeared_is_refused(
-    store: Store, actor: str, git_repository: Path
+    store: Store, signer: Signer, git_repository: Path
 ) -> None:
-    register_repository(store, "app", git_repository, "main", actor)
+    register_repository(store, "app", git_repository, "main", signer)
     shutil.rmtree(git_repository / ".git")
     with pytest.raises(Refused) as refused:
         resolve_base_commit(store, "app")
     assert refused.value.code == "repository_unavailable"
 
 
-def test_base_commit_of_a_deleted_branch_is_refused(store: Store, actor: str, git_repository: Path) -> None:
-    register_repository(store, "app", git_repository, "feature", actor)
+def test_base_commit_of_a_deleted_branch_is_refused(
+    store: Store, signer: Signer, git_repository: Path
+) -> None:
+    register_repository(store, "app", git_repository, "feature", signer)
     subprocess.run(
         ["git", "-C", str(git_repository), "branch", "-D", "feature"], check=True, capture_output=True
     )

@@ -18,6 +18,7 @@ from store import Store, default_database_url, open_store
 from store.migrate import MIGRATIONS_DIR, head_revision
 from store.schema import SCHEMA_REVISION, AutomationPolicyRow, Base
 from store.store import utc_now
+from tests.identity import STORE_ANCHOR, bootstrap
 
 REPOSITORY_ROOT = Path(__file__).resolve().parents[2]
 TABLES = {
@@ -34,6 +35,8 @@ TABLES = {
     "research_cases",
     "research_evidence",
     "research_job_outputs",
+    "actor_keys",
+    "configuration_events",
     "alembic_version",
 }
 
@@ -46,7 +49,21 @@ def test_migration_creates_every_table(store: Store) -> None:
 def test_repositories_keep_their_configuration_in_a_required_json_column(store: Store) -> None:
     with store.engine.connect() as connection:
         columns = {column["name"]: column for column in inspect(connection).get_columns("repositories")}
-    assert set(columns) == {"alias", "path", "default_branch", "added_by", "added_at", "config"}
+    assert set(columns) == {
+        "alias",
+        "path",
+        "default_branch",
+        "added_by",
+        "added_at",
+        "config",
+        "active",
+        "deactivated_by",
+        "deactivated_at",
+        "signed_by",
+        "signed_key",
+        "signed_at",
+        "signature",
+    }
     assert columns["config"]["nullable"] is False
 
 
@@ -61,9 +78,9 @@ def test_schema_revision_is_the_newest_migration() -> None:
 
 
 def test_reopening_a_current_store_keeps_its_content(database_url: str) -> None:
-    with open_store(database_url) as first:
-        first.register_actor("alice", "Alice", None)
-    with open_store(database_url) as second:
+    with open_store(database_url, anchor=STORE_ANCHOR) as first:
+        bootstrap(first)
+    with open_store(database_url, anchor=STORE_ANCHOR) as second:
         assert [record.id for record in second.list_actors()] == ["alice"]
 
 

@@ -9,8 +9,10 @@ from pydantic import ValidationError
 
 from contracts.enums import FallbackMode
 from contracts.errors import InvalidInput, NotFound, Refused
+from contracts.identity import Signer
 from contracts.models import ModelRegistration, ModelSelection
 from store import Store
+from tests.identity import signer as actor_signer
 
 GPT = ModelRegistration(
     id="openai:gpt-4.1",
@@ -25,34 +27,34 @@ def test_no_models_are_registered_at_first(store: Store) -> None:
     assert store.list_models() == []
 
 
-def test_registered_model_round_trips_every_field(store: Store, actor: str) -> None:
-    record = store.register_model(GPT, actor)
+def test_registered_model_round_trips_every_field(store: Store, signer: Signer) -> None:
+    record = store.register_model(GPT, signer)
     assert (record.id, record.provider, record.name) == ("openai:gpt-4.1", "openai", "gpt-4.1")
     assert record.base_url == "https://api.example.com/v1"
     assert record.api_key_env == "OPENAI_API_KEY"
     assert (record.timeout_s, record.ceiling) == (120, 2)
-    assert record.added_by == actor
+    assert record.added_by == signer.actor_id
     assert record.added_at.utcoffset() == dt.timedelta(0)
     assert store.get_model("openai:gpt-4.1") == record
     assert store.list_models() == [record]
 
 
-def test_defaults_and_names_with_colons(store: Store, actor: str) -> None:
-    record = store.register_model(ModelRegistration(id="anthropic:claude:sonnet"), actor)
+def test_defaults_and_names_with_colons(store: Store, signer: Signer) -> None:
+    record = store.register_model(ModelRegistration(id="anthropic:claude:sonnet"), signer)
     assert (record.provider, record.name) == ("anthropic", "claude:sonnet")
     assert (record.base_url, record.api_key_env, record.timeout_s, record.ceiling) == (None, None, 60, 5)
 
 
-def test_models_are_listed_by_id(store: Store, actor: str) -> None:
+def test_models_are_listed_by_id(store: Store, signer: Signer) -> None:
     for model_id in ("openai:b", "anthropic:z", "openai:a"):
-        store.register_model(ModelRegistration(id=model_id), actor)
+        store.register_model(ModelRegistration(id=model_id), signer)
     assert [record.id for record in store.list_models()] == ["anthropic:z", "openai:a", "openai:b"]
 
 
-def test_duplicate_is_refused_and_keeps_the_first(store: Store, actor: str) -> None:
-    first = store.register_model(GPT, actor)
+def test_duplicate_is_refused_and_keeps_the_first(store: Store, signer: Signer) -> None:
+    first = store.register_model(GPT, signer)
     with pytest.raises(Refused) as refused:
-        store.register_model(ModelRegistration(id=GPT.id, ceiling=9), actor)
+        store.register_model(ModelRegistration(id=GPT.id, ceiling=9), signer)
     assert refused.value.code == "duplicate_model"
     assert store.list_models() == [first]
 
@@ -84,20 +86,20 @@ def test_duplicate_is_refused_and_keeps_the_first(store: Store, actor: str) -> N
     ],
 )
 def test_invalid_registration_writes_nothing(
-    store: Store, actor: str, registration: ModelRegistration, code: str
+    store: Store, signer: Signer, registration: ModelRegistration, code: str
 ) -> None:
     with pytest.raises(InvalidInput) as invalid:
-        store.register_model(registration, actor)
+        store.register_model(registration, signer)
     assert invalid.value.code == code
     assert "secret" not in invalid.value.message
     assert store.list_models() == []
 
 
-def test_base_urls_that_are_accepted(store: Store, actor: str) -> None:
+def test_base_urls_that_are_accepted(store: Store, signer: Signer) -> None:
     for number, url in enumerate(
         ["http://127.0.0.1:8080/v1", "https://api.anthropic.com", "http://[::1]:1/"]
     ):
-        store.register_model(ModelRegistration(id=f"openai:m{number}", base_url=url), actor)
+        store.register_model(ModelRegistration(id=f"openai:m{number}", base_url=url), signer)
     assert len(store.list_models()) == 3
 
 
@@ -107,14 +109,14 @@ def test_limits_are_bounded(field: dict[str, int]) -> None:
         ModelRegistration(id="openai:x", **field)  # type: ignore[arg-type]
 
 
-def test_unknown_actor_writes_nothing(store: Store, actor: str) -> None:
+def test_unknown_actor_writes_nothing(store: Store, signer: Signer) -> None:
     with pytest.raises(NotFound) as not_found:
-        store.register_model(GPT, "mallory")
+        store.register_model(GPT, actor_signer("mallory"))
     assert not_found.value.code == "unknown_actor"
     assert store.list_models() == []
 
 
-def test_unknown_model_is_not_found(store: Store, actor: str) -> None:
+def test_unknown_model_is_not_found(store: Store, signer: Signer) -> None:
     with pytest.raises(NotFound) as not_found:
         store.get_model("openai:missing")
     assert not_found.value.code == "unknown_model"
@@ -122,8 +124,8 @@ def test_unknown_model_is_not_found(store: Store, actor: str) -> None:
         store.get_model("replay:demo")  # built in, not registered
 
 
-def test_model_availability(store: Store, actor: str) -> None:
-    store.register_model(GPT, actor)
+def test_model_availability(store: Store, signer: Signer) -> None:
+    store.register_model(GPT, signer)
     assert store.model_available("replay:demo")
     assert store.model_available("replay:anything:at:all")
     assert store.model_available("openai:gpt-4.1")
@@ -132,16 +134,16 @@ def test_model_availability(store: Store, actor: str) -> None:
     assert not store.model_available("slow:demo")
 
 
-def test_checked_selection_accepts_replay_and_registered_models(store: Store, actor: str) -> None:
-    store.register_model(GPT, actor)
-    store.register_model(ModelRegistration(id="anthropic:claude"), actor)
+def test_checked_selection_accepts_replay_and_registered_models(store: Store, signer: Signer) -> None:
+    store.register_model(GPT, signer)
+    store.register_model(ModelRegistration(id="anthropic:claude"), signer)
     selection = ModelSelection(
         primary="openai:gpt-4.1",
         fallbacks=["anthropic:claude", "replay:demo"],
         fallback_mode=FallbackMode.ORDERED,
         support="replay:cheap",
     )
-    record = store.select_registered_models(selection, actor)
+    record = store.select_registered_models(selection, signer)
     assert record.selection == selection
     assert store.get_model_selection() == record
 
@@ -160,23 +162,54 @@ def test_checked_selection_accepts_replay_and_registered_models(store: Store, ac
     ],
 )
 def test_checked_selection_refuses_unknown_models(
-    store: Store, actor: str, selection: ModelSelection, missing: str
+    store: Store, signer: Signer, selection: ModelSelection, missing: str
 ) -> None:
-    store.register_model(GPT, actor)
+    store.register_model(GPT, signer)
     with pytest.raises(NotFound) as not_found:
-        store.select_registered_models(selection, actor)
+        store.select_registered_models(selection, signer)
     assert not_found.value.code == "unknown_model"
     assert repr(missing) in not_found.value.message
     assert store.get_model_selection() is None
 
 
-def test_checked_selection_needs_a_registered_actor(store: Store, actor: str) -> None:
+def test_checked_selection_needs_a_registered_actor(store: Store, signer: Signer) -> None:
     with pytest.raises(NotFound) as not_found:
-        store.select_registered_models(ModelSelection(primary="replay:demo"), "mallory")
+        store.select_registered_models(ModelSelection(primary="replay:demo"), actor_signer("mallory"))
     assert not_found.value.code == "unknown_actor"
     assert store.get_model_selection() is None
 
 
-def test_low_level_selection_still_takes_any_well_formed_id(store: Store, actor: str) -> None:
-    record = store.select_models(ModelSelection(primary="slow:demo"), actor)
+def test_low_level_selection_still_takes_any_well_formed_id(store: Store, signer: Signer) -> None:
+    record = store.select_models(ModelSelection(primary="slow:demo"), signer)
     assert store.get_model_selection() == record
+
+
+def test_a_deactivated_model_stays_listed_and_cannot_be_selected_or_used_by_a_new_run(
+    store: Store, signer: Signer
+) -> None:
+    store.register_model(GPT, signer)
+    selection = store.select_registered_models(ModelSelection(primary=GPT.id), signer)
+    record = store.deactivate_model(GPT.id, signer)
+    assert (record.active, record.deactivated_by) == (False, signer.actor_id)
+    assert record.deactivated_at is not None
+    assert store.list_models() == [record]
+    assert not store.model_available(GPT.id)
+    with pytest.raises(Refused) as selected:
+        chain = ModelSelection(primary="replay:demo", fallbacks=[GPT.id], fallback_mode=FallbackMode.ORDERED)
+        store.select_registered_models(chain, signer)
+    assert selected.value.code == "model_deactivated"
+    with pytest.raises(Refused) as captured:
+        store.require_usable_models([GPT.id])
+    assert captured.value.code == "model_deactivated"
+    store.require_usable_models(["replay:demo", None])
+    # The selection made before stays what it was (a run captured from it is refused by the check above).
+    assert store.get_model_selection() == selection
+    with pytest.raises(Refused) as again:
+        store.deactivate_model(GPT.id, signer)
+    assert again.value.code == "model_deactivated"
+    with pytest.raises(NotFound):
+        store.deactivate_model("openai:never", signer)
+    events = store.configuration_events()
+    assert [(e.kind, e.actor, e.record_id) for e in events if e.kind == "model_deactivated"] == [
+        ("model_deactivated", signer.actor_id, GPT.id)
+    ]

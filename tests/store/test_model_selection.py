@@ -8,8 +8,10 @@ import pytest
 
 from contracts.enums import FallbackMode
 from contracts.errors import InvalidInput, NotFound
+from contracts.identity import Signer
 from contracts.models import ModelSelection
 from store import Store
+from tests.identity import signer as actor_signer
 
 ORDERED = ModelSelection(
     primary="anthropic:claude-sonnet",
@@ -24,27 +26,27 @@ def test_no_selection_until_models_are_selected(store: Store) -> None:
     assert store.model_selection_history() == []
 
 
-def test_selection_round_trips_every_field(store: Store, actor: str) -> None:
-    record = store.select_models(ORDERED, actor)
+def test_selection_round_trips_every_field(store: Store, signer: Signer) -> None:
+    record = store.select_models(ORDERED, signer)
     assert record.selection == ORDERED
     assert record.selection.fallbacks == ["openai:gpt-4.1", "ollama:llama3:8b"]
-    assert record.selected_by == actor
+    assert record.selected_by == signer.actor_id
     assert record.selected_at.utcoffset() == dt.timedelta(0)
     assert store.get_model_selection() == record
 
 
-def test_selection_history_is_newest_first(store: Store, actor: str) -> None:
+def test_selection_history_is_newest_first(store: Store, signer: Signer) -> None:
     records = [
-        store.select_models(ModelSelection(primary=f"provider:model-{number}"), actor) for number in range(3)
+        store.select_models(ModelSelection(primary=f"provider:model-{number}"), signer) for number in range(3)
     ]
     assert store.get_model_selection() == records[-1]
     assert store.model_selection_history() == records[::-1]
     assert store.model_selection_history(limit=2) == records[:0:-1]
 
 
-def test_selection_by_unknown_actor_is_refused_and_nothing_written(store: Store, actor: str) -> None:
+def test_selection_by_unknown_actor_is_refused_and_nothing_written(store: Store, signer: Signer) -> None:
     with pytest.raises(NotFound) as raised:
-        store.select_models(ORDERED, "mallory")
+        store.select_models(ORDERED, actor_signer("mallory"))
     assert raised.value.code == "unknown_actor"
     assert store.get_model_selection() is None
 

@@ -11,6 +11,7 @@ from sqlalchemy.pool import NullPool
 from contracts.errors import InvalidInput, Refused, ServiceUnavailable
 from store import StoreMissing, database_url_from_env, default_database_url, open_store
 from store.database import parse_database_url
+from tests.identity import STORE_ANCHOR, bootstrap
 
 UNREACHABLE_POSTGRESQL = "postgresql+psycopg://postgres:s3cret-pw@127.0.0.1:1/specialists"
 
@@ -38,13 +39,14 @@ def test_database_url_from_env_uses_the_state_directory(
     assert database_url_from_env() == f"sqlite:///{tmp_path}/state/specialists.db"
 
 
-def test_database_url_from_env_defaults_to_dot_specialists(
+def test_database_url_from_env_defaults_to_the_xdg_state_home(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.delenv("SPECIALISTS_DATABASE_URL", raising=False)
     monkeypatch.delenv("SPECIALISTS_STATE_DIR", raising=False)
+    monkeypatch.setenv("XDG_STATE_HOME", str(tmp_path / "xdg"))
     monkeypatch.chdir(tmp_path)
-    assert database_url_from_env() == f"sqlite:///{tmp_path}/.specialists/specialists.db"
+    assert database_url_from_env() == f"sqlite:///{tmp_path}/xdg/specialists/specialists.db"
 
 
 def test_creating_a_store_creates_the_state_directory(tmp_path: Path) -> None:
@@ -90,9 +92,9 @@ def test_empty_database_without_create_is_a_missing_store(database_url: str) -> 
 
 
 def test_existing_store_opens_without_create(database_url: str) -> None:
-    with open_store(database_url) as created:
-        created.register_actor("alice", "Alice", None)
-    with open_store(database_url, create=False) as opened:
+    with open_store(database_url, anchor=STORE_ANCHOR) as created:
+        bootstrap(created)
+    with open_store(database_url, create=False, anchor=STORE_ANCHOR) as opened:
         assert opened.url == created.url
         assert opened.actor_exists("alice")
         assert opened.get_policy().set_by is None
@@ -163,8 +165,8 @@ def test_file_that_is_not_a_database_is_service_unavailable(tmp_path: Path, crea
 
 
 def test_in_memory_store_works_for_one_process() -> None:
-    with open_store("sqlite://") as store:
-        store.register_actor("alice", "Alice", None)
+    with open_store("sqlite://", anchor=STORE_ANCHOR) as store:
+        bootstrap(store)
         assert store.actor_exists("alice")
     with pytest.raises(StoreMissing):
         open_store("sqlite://", create=False)

@@ -15,11 +15,15 @@ from sqlalchemy.orm import Session
 
 from contracts.config import RepositoryConfig, RepositoryExecutor
 from contracts.errors import NotFound, OperatorError
+from contracts.identity import RecordKind, Signer
 from store import Store, open_store
 from store.database import parse_database_url
 from store.engine import create_store_engine, writing
 from store.migrate import alembic_config
 from store.schema import SCHEMA_REVISION, RepositoryRow
+from store.trust import sign_row
+from tests.identity import STORE_ANCHOR, attest_legacy, insert_legacy_actor, register
+from tests.identity import signer as actor_signer
 from tests.store.git_repository import register_repository, resolve_base_commit
 
 COMMAND = RepositoryConfig(
@@ -31,7 +35,7 @@ COMMAND = RepositoryConfig(
     command_timeout_seconds=900,
 )
 VERIFY_ONLY = RepositoryConfig(verify=(("pytest", "-q"),), command_timeout_seconds=120)
-DEFAULT_STORED: dict[str, Any] = {
+MIGRATION_0007_STORED: dict[str, Any] = {
     "executor": "patch",
     "command": None,
     "verify": [],
@@ -39,6 +43,9 @@ DEFAULT_STORED: dict[str, Any] = {
     "network": False,
     "command_timeout_seconds": 600,
 }
+"""The default configuration as migration 0007 stored it on existing rows."""
+DEFAULT_STORED: dict[str, Any] = {**MIGRATION_0007_STORED, "model_credentials": [], "allow_unconfined": False}
+"""The default configuration as the store writes it now (every key present)."""
 
 
 def _stored(store: Store, alias: str) -> object:
@@ -47,18 +54,18 @@ def _stored(store: Store, alias: str) -> object:
 
 
 def test_a_repository_added_without_a_configuration_has_the_default(
-    store: Store, actor: str, git_repository: Path
+    store: Store, signer: Signer, git_repository: Path
 ) -> None:
-    record = register_repository(store, "service", git_repository, None, actor)
+    record = register_repository(store, "service", git_repository, None, signer)
     assert record.config == RepositoryConfig()
     assert store.get_repository("service").config == RepositoryConfig()
     assert _stored(store, "service") == DEFAULT_STORED
 
 
 def test_a_configuration_round_trips_through_the_store(
-    store: Store, actor: str, git_repository: Path
+    store: Store, signer: Signer, git_repository: Path
 ) -> None:
-    record = register_repository(store, "service", git_repository, None, actor, COMMAND)
+    record = register_repository(store, "service", git_repository, None, signer, COMMAND)
     assert record.config == COMMAND
     assert store.get_repository("service") == record
     assert store.list_repositories() == [record]
@@ -67,13 +74,13 @@ def test_a_configuration_round_trips_through_the_store(
 
 
 def test_an_update_replaces_the_configuration_and_nothing_else(
-    store: Store, actor: str, git_repository: Path
+    store: Store, signer: Signer, git_repository: Path
 ) -> None:
-    store.register_actor("bob", "Bob", actor)
-    added = register_repository(store, "service", git_repository, "feature", actor, COMMAND)
-    register_repository(store, "other", git_repository, None, actor, COMMAND)
+    register(store, "bob", signer)
+    added = register_repository(store, "service", git_repository, "feature", signer, COMMAND)
+    register_repository(store, "other", git_repository, None, signer, COMMAND)
 
-    updated = store.update_repository_config("service", VERIFY_ONLY, "bob")
+    updated = store.update_repository_config("service", VERIFY_ONLY, actor_signer("bob"))
 
     assert updated == added.model_copy(update={"config": VERIFY_ONLY})
     assert store.get_repository("service") == updated
@@ -84,30 +91,41 @@ def test_an_update_replaces_the_configuration_and_nothing_else(
         "command_timeout_seconds": 120,
     }
     assert store.get_repository("other").config == COMMAND
-    assert store.update_repository_config("service", RepositoryConfig(), actor).config == RepositoryConfig()
+    assert store.update_repository_config("service", RepositoryConfig(), signer).config == RepositoryConfig()
 
 
-def test_updating_an_unknown_repository_is_refused(store: Store, actor: str) -> None:
+def test_updating_an_unknown_repository_is_refused(store: Store, signer: Signer) -> None:
     with pytest.raises(NotFound) as refused:
-        store.update_repository_config("ghost", COMMAND, actor)
+        store.update_repository_config("ghost", COMMAND, signer)
     assert refused.value.code == "unknown_repository"
     assert refused.value.exit_code == 3
 
 
-def test_an_update_by_an_unknown_actor_writes_nothing(store: Store, actor: str, git_repository: Path) -> None:
-    register_repository(store, "service", git_repository, None, actor, VERIFY_ONLY)
+def test_an_update_by_an_unknown_actor_writes_nothing(
+    store: Store, signer: Signer, git_repository: Path
+) -> None:
+    register_repository(store, "service", git_repository, None, signer, VERIFY_ONLY)
     with pytest.raises(NotFound) as refused:
-        store.update_repository_config("service", COMMAND, "zed")
+        store.update_repository_config("service", COMMAND, actor_signer("zed"))
     assert refused.value.code == "unknown_actor"
     assert store.get_repository("service").config == VERIFY_ONLY
 
 
 def test_a_stored_configuration_that_no_longer_validates_is_reported(
-    store: Store, actor: str, git_repository: Path
+    store: Store, signer: Signer, git_repository: Path
 ) -> None:
-    register_repository(store, "service", git_repository, None, actor)
+    register_repository(store, "service", git_repository, None, signer)
     with writing(store.engine).begin() as connection:
         connection.execute(update(RepositoryRow).values(config={**DEFAULT_STORED, "network": True}))
+    with pytest.raises(OperatorError) as edited:
+        store.get_repository("service")
+    assert edited.value.code == "configuration_unverified"  # changed outside specialists
+    # Signed as it stands (as an earlier version whose rules allowed it would have): the signature is
+    # good, and the configuration itself is reported as invalid, never read as another one.
+    with Session(store.engine) as session, session.begin():
+        row = session.get(RepositoryRow, "service")
+        assert row is not None
+        sign_row(RecordKind.REPOSITORY, row, signer, row.signed_at or row.added_at)
     with pytest.raises(OperatorError) as broken:
         store.get_repository("service")
     assert broken.value.code == "stored_repository_config_invalid"
@@ -136,13 +154,7 @@ def test_migration_0007_gives_existing_repositories_the_default_configuration(
         # As 0006 stored times: naive UTC on SQLite, timezone-aware on PostgreSQL.
         at = added_at.replace(tzinfo=None) if parsed.get_backend_name() == "sqlite" else added_at
         with writing(engine).begin() as connection:
-            connection.execute(
-                text(
-                    "INSERT INTO actors (id, name, registered_by, registered_at) "
-                    "VALUES ('alice', 'Alice', NULL, :at)"
-                ),
-                {"at": at},
-            )
+            insert_legacy_actor(connection)
             for alias in ("service", "docs"):
                 connection.execute(
                     text(
@@ -154,18 +166,19 @@ def test_migration_0007_gives_existing_repositories_the_default_configuration(
     finally:
         engine.dispose()
 
-    with open_store(database_url) as upgraded:
+    with open_store(database_url, anchor=STORE_ANCHOR) as upgraded:
         with upgraded.engine.connect() as connection:
             assert connection.scalar(text("SELECT version_num FROM alembic_version")) == SCHEMA_REVISION
             column = {c["name"]: c for c in inspect(connection).get_columns("repositories")}["config"]
             assert column["nullable"] is False
+        alice = attest_legacy(upgraded)
         assert SCHEMA_REVISION >= "0007"
         records = upgraded.list_repositories()
         assert [record.alias for record in records] == ["docs", "service"]
         assert all(record.config == RepositoryConfig() for record in records)
         assert all(record.added_by == "alice" and record.added_at == added_at for record in records)
-        assert _stored(upgraded, "service") == DEFAULT_STORED
-        upgraded.update_repository_config("service", COMMAND, "alice")
+        assert _stored(upgraded, "service") == MIGRATION_0007_STORED
+        upgraded.update_repository_config("service", COMMAND, alice)
 
         with writing(upgraded.engine).begin() as connection:
             config.attributes["connection"] = connection
@@ -175,5 +188,6 @@ def test_migration_0007_gives_existing_repositories_the_default_configuration(
             assert "config" not in columns
             assert connection.scalar(text("SELECT count(*) FROM repositories")) == 2
 
-    with open_store(database_url) as upgraded_again:
+    with open_store(database_url, anchor=STORE_ANCHOR) as upgraded_again:
+        attest_legacy(upgraded_again)
         assert upgraded_again.get_repository("service").config == RepositoryConfig()

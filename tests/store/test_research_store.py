@@ -40,6 +40,7 @@ from store.database import parse_database_url
 from store.engine import create_store_engine, writing
 from store.migrate import alembic_config
 from store.schema import SCHEMA_REVISION, ResearchCaseRow, ResearchEvidenceRow, ResearchJobOutputRow
+from tests.identity import insert_legacy_actor
 
 NOW = dt.datetime(2027, 1, 3, 10, 0, tzinfo=dt.UTC)
 SUBJECT = CaseSubject(kind="vulnerability", identifier="CVE-2026-0001", title="Heap overflow in the parser")
@@ -439,8 +440,8 @@ def test_migration_0008_upgrades_a_store_at_0007_and_downgrades_cleanly(database
             command.upgrade(config, "0007")
         with engine.connect() as connection:
             assert not tables & set(inspect(connection).get_table_names())
-        with Store(engine) as at_0007:
-            at_0007.register_actor("alice", "Alice", None)
+        with writing(engine).begin() as connection:
+            insert_legacy_actor(connection)
     finally:
         engine.dispose()
 
@@ -456,4 +457,4 @@ def test_migration_0008_upgrades_a_store_at_0007_and_downgrades_cleanly(database
             command.downgrade(config, "0007")
         with upgraded.engine.connect() as connection:
             assert not tables & set(inspect(connection).get_table_names())
-        assert upgraded.actor_exists("alice")
+            assert connection.scalar(text("SELECT count(*) FROM actors")) == 1

@@ -24,6 +24,7 @@ from store.engine import create_store_engine, writing
 from store.migrate import alembic_config
 from store.schema import SCHEMA_REVISION, SpentProofRow
 from store.spent_proofs import SPENT_PROOF_RETENTION
+from tests.identity import insert_legacy_actor
 
 RUN_ID = "SMC-0123456789ABCDEF"
 FIRST_RUN = "0199a0c2-0000-7000-8000-000000000001"
@@ -189,15 +190,15 @@ def test_migration_0005_upgrades_a_store_at_0004(database_url: str) -> None:
             assert not inspect(connection).has_table("spent_proofs")
     finally:
         engine.dispose()
-    with Store(create_store_engine(parsed, create=True)) as at_0004:
-        at_0004.register_actor("alice", "Alice", None)
+    with writing(create_store_engine(parsed, create=True)).begin() as connection:
+        insert_legacy_actor(connection)
 
     with open_store(database_url) as upgraded:
         with upgraded.engine.connect() as connection:
             assert inspect(connection).has_table("spent_proofs")
             revision = connection.scalar(text("SELECT version_num FROM alembic_version"))
         assert revision == SCHEMA_REVISION
-        assert upgraded.actor_exists("alice")
+        assert upgraded.keyless_actors() == ["alice"]
         nonce = _nonce()
         assert _spend(upgraded, nonce, FIRST_RUN)
         assert not _spend(upgraded, nonce, SECOND_RUN)

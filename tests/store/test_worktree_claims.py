@@ -27,6 +27,7 @@ from store.database import parse_database_url
 from store.engine import create_store_engine, writing
 from store.migrate import alembic_config
 from store.schema import SCHEMA_REVISION, WorktreeClaimRow
+from tests.identity import insert_legacy_actor
 
 REPOSITORY_ROOT = Path(__file__).resolve().parents[2]
 RUN_ID = "SMC-0123456789ABCDEF"
@@ -229,8 +230,8 @@ def test_migration_0006_upgrades_a_store_at_0005_and_downgrades_cleanly(database
             command.upgrade(config, "0005")
         with engine.connect() as connection:
             assert not inspect(connection).has_table("worktree_claims")
-        with Store(engine) as at_0005:
-            at_0005.register_actor("alice", "Alice", None)
+        with writing(engine).begin() as connection:
+            insert_legacy_actor(connection)
     finally:
         engine.dispose()
 
@@ -239,7 +240,7 @@ def test_migration_0006_upgrades_a_store_at_0005_and_downgrades_cleanly(database
             assert inspect(connection).has_table("worktree_claims")
             assert connection.scalar(text("SELECT version_num FROM alembic_version")) == SCHEMA_REVISION
         assert SCHEMA_REVISION >= "0006"  # 0006 and every later revision applied
-        assert upgraded.actor_exists("alice")
+        assert upgraded.keyless_actors() == ["alice"]
         upgraded.claim_worktree_attempt(RUN_ID, 1, "worker-a", 1)
         with pytest.raises(Refused):
             upgraded.claim_worktree_attempt(RUN_ID, 1, "worker-b", 1)
@@ -250,7 +251,7 @@ def test_migration_0006_upgrades_a_store_at_0005_and_downgrades_cleanly(database
         with upgraded.engine.connect() as connection:
             assert not inspect(connection).has_table("worktree_claims")
             assert connection.scalar(text("SELECT version_num FROM alembic_version")) == "0005"
-        assert upgraded.actor_exists("alice")
+            assert connection.scalar(text("SELECT count(*) FROM actors")) == 1
 
     with open_store(database_url) as upgraded_again:
         assert upgraded_again.worktree_claims(RUN_ID) == []
