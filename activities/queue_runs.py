@@ -2,7 +2,8 @@
 (docs/architecture.md "Goal queue").
 
 The queue learns how its runs are doing by asking them: each run's ``status`` query (and, for a run
-that failed, its ``view`` for the error), through the worker's own Temporal client. A run the server
+that failed, its ``view`` for the error; for one awaiting its decision, for its independent review),
+through the worker's own Temporal client. A run the server
 does not know is reported with no status. Read-only and idempotent; Temporal retries a failure.
 """
 
@@ -25,8 +26,9 @@ class QueueRunActivities:
 
     @activity.defn(name=ActivityName.READ_RUN_PROGRESS)
     async def read_run_progress(self, request: RunIds) -> RunStates:
-        """Each run's status (``None`` for a run the server does not know) and, for a failed or
-        expired run, its error message. Raises what Temporal raises otherwise (retried)."""
+        """Each run's status (``None`` for a run the server does not know), a failed or expired run's
+        error message, and the review of a run awaiting its decision. Raises what Temporal raises
+        otherwise (retried)."""
         client = activity.client()
         states = []
         for run_id in request.run_ids:
@@ -41,11 +43,13 @@ class QueueRunActivities:
                     continue
                 raise
             message = None
-            if progress.status in (RunStatus.FAILED, RunStatus.EXPIRED):
+            review = None
+            if progress.status in (RunStatus.FAILED, RunStatus.EXPIRED, RunStatus.AWAITING_DECISION):
                 view: RunView = await handle.query(
                     RunMessage.VIEW, result_type=RunView, rpc_timeout=QUERY_TIMEOUT
                 )
                 if view.error is not None:
                     message = f"{view.error.type}: {view.error.message}"
-            states.append(RunState(run_id=run_id, status=progress.status, error=message))
+                review = view.review if progress.status is RunStatus.AWAITING_DECISION else None
+            states.append(RunState(run_id=run_id, status=progress.status, error=message, review=review))
         return RunStates(states=states)

@@ -2,9 +2,9 @@
 (docs/architecture.md "Goal queue").
 
 * **The run's work item** (:func:`dispatch_work_item`) is built from the item alone: its title, its
-  scope as the description (each non-empty section under its heading), its repository and its
-  evidence refs. The item's bounds make it fit a work item; were it not to, the work item's own
-  validation refuses it — nothing is cut.
+  scope as the description (each non-empty section under its heading) followed by the findings of
+  the review cycle's FAIL rounds (:func:`findings_text`), its repository and its evidence refs. When
+  scope and findings no longer fit a description it is refused (``work_item_too_large``), never cut.
 * **The run's input** must be exactly the run the item asks for (:func:`dispatch_run_problem`): that
   work item, the item's tier, no automatic tier and no route override, created by the operator
   dispatching it, enqueued at once when it is a read_only run (an edit tier's run waits for its
@@ -13,10 +13,11 @@
   (in ``ai-review`` before its round is recorded) is not dispatched again — the table's re-dispatch
   from ``ai-review`` follows a FAIL verdict, which names the run it judged.
 * **Progress** (:func:`apply_run_state`): the queue reads the status of the run of each active item;
-  ``awaiting_decision`` moves the item to ``ai-review``; a run that ended without reaching it
-  (failed, expired, cancelled, rejected, or gone) fails the item (``run_failed``) with the run's
-  error; any other status is the item's attention (``ready``, ``awaiting_approval``, ``approved``:
-  a person must act on the run).
+  ``awaiting_decision`` moves the item to ``ai-review`` and the run's independent review is judged
+  at once (:func:`judge_review`: PASS to ``human-review``; FAIL recorded with its findings); a run
+  that ended without reaching it (failed, expired, cancelled, rejected, or gone) fails the item
+  (``run_failed``) with the run's error; any other status is the item's attention (``ready``,
+  ``awaiting_approval``, ``approved``: a person must act on the run).
 
 Pure: no I/O.
 """
@@ -26,19 +27,28 @@ from __future__ import annotations
 import datetime as dt
 from typing import Final
 
+from contracts.constants import MAX_DESCRIPTION_CHARS
 from contracts.enums import Tier
 from contracts.ids import RUN_ID_PATTERN
+from contracts.output import ReviewVerdict, SpecialistOutput
 from contracts.queue_items import (
     MAX_EVENT_REASON_CHARS,
     QueueItem,
     QueueRefusalCode,
     QueueRefused,
     QueueStatus,
+    RoundVerdict,
     RunOutcome,
     scope_description,
 )
 from contracts.queue_messages import RunState
-from contracts.queue_review import record_run_failure
+from contracts.queue_review import (
+    apply_review_decision,
+    assess_review,
+    decide_after_review,
+    record_round,
+    record_run_failure,
+)
 from contracts.queue_transitions import Mover, QueueMove, allowed_moves, apply_move
 from contracts.runs import RunInput, RunStatus
 from contracts.work_item import WorkItem
@@ -51,15 +61,60 @@ ENDED_WITHOUT_DECISION: Final = frozenset(
 it as reviewed.)"""
 
 
+FINDINGS_HEADING: Final = "Findings of earlier review rounds (resolve each):"
+
+
+def findings_text(item: QueueItem) -> str:
+    """The findings the current cycle's FAIL rounds left, one line per round (``""`` when none): what
+    a re-dispatched run's task carries, so the next run knows what to fix."""
+    lines = []
+    for round_ in item.cycle_rounds():
+        if round_.verdict is not RoundVerdict.FAIL:
+            continue
+        parts = []
+        if round_.reviewer_verdict is not ReviewVerdict.AGREE:
+            said = round_.reviewer_verdict.value if round_.reviewer_verdict is not None else "no verdict"
+            parts.append(f"the reviewer did not agree ({said})")
+        parts += [f"{finding.severity.value}: {finding.title}" for finding in round_.material]
+        lines.append(f"- round {round_.number} (score {round_.score}): " + "; ".join(parts))
+    return f"{FINDINGS_HEADING}\n" + "\n".join(lines) if lines else ""
+
+
 def dispatch_work_item(item: QueueItem) -> WorkItem:
-    """The work item of a run dispatched for ``item``. Raises ``pydantic.ValidationError`` should it
-    not fit (it cannot, within the item's bounds)."""
+    """The work item of a run dispatched for ``item``: its scope, then the findings of the cycle's FAIL
+    rounds. Raises :class:`QueueRefused` ``work_item_too_large`` when they no longer fit a work item's
+    description together — refused, never cut."""
+    parts = [part for part in (scope_description(item.scope), findings_text(item)) if part]
+    description = "\n\n".join(parts)
+    if len(description) > MAX_DESCRIPTION_CHARS:
+        raise QueueRefused(
+            QueueRefusalCode.WORK_ITEM_TOO_LARGE,
+            f"the work item of {item.key} would need a description of {len(description)} characters "
+            f"(its scope and the findings of its review rounds); at most {MAX_DESCRIPTION_CHARS} fit: "
+            "shorten the scope in a new proposal, or park the item",
+            key=item.key,
+            characters=len(description),
+            limit=MAX_DESCRIPTION_CHARS,
+        )
     return WorkItem(
         title=item.title,
-        description=scope_description(item.scope),
+        description=description,
         repo_alias=item.repo_alias,
         evidence_refs=list(item.evidence),
     )
+
+
+def judge_review(
+    item: QueueItem, run_id: str, review: SpecialistOutput, at: dt.datetime, escalation_model: str | None
+) -> QueueItem:
+    """``item`` (in ``ai-review``) after the queue judged run ``run_id``'s independent review: the round
+    recorded (:func:`contracts.queue_review.record_round`) and the decision after it applied — PASS to
+    ``human-review``, the hand-off to ``blocked`` (``decision``), the cap to ``failed``; a FAIL to be
+    re-dispatched leaves the item in ``ai-review`` with its findings for the next run."""
+    assessment = assess_review(review)
+    judged = record_round(item, run_id, assessment, at)
+    decision = decide_after_review(judged, escalation_model=escalation_model)
+    return apply_review_decision(judged, decision, at=at)
 
 
 def dispatch_run_problem(item: QueueItem, run: RunInput, actor: str) -> str | None:
@@ -110,15 +165,21 @@ def tracked_run(item: QueueItem) -> str | None:
     return None
 
 
-def apply_run_state(item: QueueItem, state: RunState, at: dt.datetime) -> QueueItem | None:
+def apply_run_state(
+    item: QueueItem, state: RunState, at: dt.datetime, escalation_model: str | None = None
+) -> QueueItem | None:
     """``item`` after its run reached ``state``, or ``None`` when that changes nothing (see the module
-    docstring)."""
+    docstring). A run awaiting its decision moves the item to ``ai-review`` and, with its review, is
+    judged at once (:func:`judge_review`)."""
     if tracked_run(item) != state.run_id:
         return None
     if state.status is RunStatus.AWAITING_DECISION:
-        return apply_move(
+        reviewing = apply_move(
             item, QueueMove.REVIEW, Mover.SYSTEM, at=at, actor=None, data={"run_id": state.run_id}
         )
+        if state.review is None:
+            return reviewing
+        return judge_review(reviewing, state.run_id, state.review, at, escalation_model)
     if state.status is None or state.status in ENDED_WITHOUT_DECISION:
         status = state.status.value if state.status is not None else "missing"
         failure = state.error or f"the run ended {status}"

@@ -104,6 +104,7 @@ class QueueRefusalCode(StrEnum):
     NOT_A_PROPOSAL = "not_a_proposal"
     SERIES_CONFLICT = "series_conflict"
     SERIES_EXHAUSTED = "series_exhausted"
+    WORK_ITEM_TOO_LARGE = "work_item_too_large"
 
 
 class QueueRefused(Refused):

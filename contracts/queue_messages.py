@@ -17,6 +17,7 @@ from typing import Annotated, Any, Final
 from pydantic import BaseModel, ConfigDict, Field, StringConstraints
 
 from contracts.hashing import canonical_sha256
+from contracts.output import SpecialistOutput
 from contracts.proofs import ActionProof
 from contracts.queue_approval import SpecCompleteness
 from contracts.queue_items import (
@@ -62,6 +63,7 @@ class QueueAction(StrEnum):
     CAPACITY = "queue_capacity"
     AUTOPILOT = "queue_autopilot"
     DISPATCH = "queue_dispatch"
+    DONE = "queue_done"
 
 
 Reason = Annotated[str, StringConstraints(max_length=MAX_EVENT_REASON_CHARS)]
@@ -224,6 +226,23 @@ class DispatchRequest(BaseModel):
         )
 
 
+class DoneRequest(BaseModel):
+    """Update ``done``: a person accepts the reviewed result of item ``key`` (protected; the proof's
+    target is the key). The CLI has accepted the run itself first (the run's own protected
+    ``decide``): the queue never merges, pushes or publishes anything."""
+
+    model_config = ConfigDict(frozen=True)
+
+    actor: str | None
+    key: str
+    note: Reason = ""
+    proof: ActionProof | None = None
+
+    def digest(self) -> str:
+        """What the proof is bound to: the sha256 of the key and the note."""
+        return _digest({"key": self.key, "note": self.note})
+
+
 class RunIds(BaseModel):
     """Input of activity ``read_run_progress``: the runs to read."""
 
@@ -233,14 +252,15 @@ class RunIds(BaseModel):
 
 
 class RunState(BaseModel):
-    """One run's status as its workflow answers it (``None``: no such run), and its error message when
-    it failed."""
+    """One run's status as its workflow answers it (``None``: no such run), its error message when it
+    failed, and its independent review when it awaits a decision."""
 
     model_config = ConfigDict(frozen=True)
 
     run_id: str
     status: RunStatus | None
     error: str | None = None
+    review: SpecialistOutput | None = None
 
 
 class RunStates(BaseModel):

@@ -86,14 +86,15 @@ class CoordinatorMessage(StrEnum):
 
 
 class QueueMessage(StrEnum):
-    """``WorkQueue``: updates ``add``, ``update``, ``approve``, ``reject``, ``dispatch``, ``capacity``,
-    ``autopilot``; query ``view``."""
+    """``WorkQueue``: updates ``add``, ``update``, ``approve``, ``reject``, ``dispatch``, ``done``,
+    ``capacity``, ``autopilot``; query ``view``."""
 
     ADD = "add"
     UPDATE = "update"
     APPROVE = "approve"
     REJECT = "reject"
     DISPATCH = "dispatch"
+    DONE = "done"
     CAPACITY = "capacity"
     AUTOPILOT = "autopilot"
     VIEW = "view"

@@ -22,12 +22,13 @@ from contracts.enums import Tier
 from contracts.errors import InvalidInput, NotFound, OperatorError, Refused, ServiceUnavailable
 from contracts.proofs import ActionProof
 from contracts.queue_dispatch import dispatch_work_item
-from contracts.queue_items import QueueItem, QueueRefusalCode, QueueRefused, QueueSettings
+from contracts.queue_items import QueueItem, QueueRefusalCode, QueueRefused, QueueSettings, RoundVerdict
 from contracts.queue_keys import KeyAllocator
 from contracts.queue_messages import (
     INVALID_ITEM_UPDATE,
     UNKNOWN_ITEM,
     DispatchRequest,
+    DoneRequest,
     ItemAnswer,
     QueueAction,
     QueueQuery,
@@ -166,3 +167,58 @@ def dispatch_request(
         override_capacity=override_capacity,
     )
     return request.model_copy(update={"proof": sign(item.key, QueueAction.DISPATCH, request.digest())})
+
+
+def judged_run(item: QueueItem) -> str | None:
+    """The run of the item's latest review round in its current cycle (``None`` without one)."""
+    rounds = item.cycle_rounds()
+    return rounds[-1].run_id if rounds else None
+
+
+async def reject_failed_run(
+    client: Client, item: QueueItem, actor: str, sign: Callable[[str, str, str], ActionProof]
+) -> str | None:
+    """Before a re-dispatch after a FAIL round: reject that round's run with the findings as the note
+    (the run's own protected ``decide``, signed by ``actor``), when it still awaits its decision. The
+    run id rejected, or ``None`` when there was none to reject."""
+    from contracts.runs import DecisionOutcome, RunStatus
+    from control.runs import decide_run, get_view
+
+    rounds = item.cycle_rounds()
+    if not rounds or rounds[-1].verdict is not RoundVerdict.FAIL:
+        return None
+    run_id = rounds[-1].run_id
+    if (await get_view(client, run_id)).status is not RunStatus.AWAITING_DECISION:
+        return None
+    note = f"{item.key}: review round {rounds[-1].number} FAIL; re-dispatched with its findings"
+    await decide_run(client, run_id, actor, DecisionOutcome.REJECTED, note, sign(run_id, "decide", ""))
+    return run_id
+
+
+async def accept_and_complete(
+    client: Client,
+    task_queue: str,
+    item: QueueItem,
+    actor: str,
+    note: str,
+    sign: Callable[[str, str, str], ActionProof],
+) -> tuple[ItemAnswer, str]:
+    """``queue done``: the item must be in ``human-review`` (else refused as the queue refuses it);
+    its reviewed run is accepted (the run's own protected ``decide``, unless a person accepted it
+    already), then the queue's ``done``. Nothing is merged, pushed or published. Returns the answer and
+    the run id accepted."""
+    from contracts.queue_transitions import Mover, QueueMove, check_move
+    from contracts.runs import DecisionOutcome, RunStatus
+    from control.runs import decide_run, get_view
+
+    check_move(item.status, QueueMove.DONE, Mover.OPERATOR, key=item.key)
+    run_id = judged_run(item)
+    assert run_id is not None  # an item in human-review has a PASS round
+    if (await get_view(client, run_id)).status is RunStatus.AWAITING_DECISION:
+        accepted = f"{item.key}: accepted as done (the note is in the item's events)"
+        await decide_run(
+            client, run_id, actor, DecisionOutcome.ACCEPTED, accepted, sign(run_id, "decide", "")
+        )
+    request = DoneRequest(actor=actor, key=item.key, note=note)
+    signed = request.model_copy(update={"proof": sign(item.key, QueueAction.DONE, request.digest())})
+    return await queue_update(client, task_queue, QueueMessage.DONE, signed, ItemAnswer), run_id

@@ -58,6 +58,7 @@ with workflow.unsafe.imports_passed_through():
         AutopilotRequest,
         CapacityRequest,
         DispatchRequest,
+        DoneRequest,
         ItemAnswer,
         MoveRequest,
         QueueAction,
@@ -176,7 +177,7 @@ class WorkQueueWorkflow:
             if state.status is not None:
                 self._run_status[state.run_id] = state.status
             for key, item in list(self._items.items()):
-                moved = apply_run_state(item, state, at)
+                moved = apply_run_state(item, state, at, self._settings.escalation_model)
                 if moved is not None:
                     self._items[key] = moved
 
@@ -336,6 +337,21 @@ class WorkQueueWorkflow:
         approved, allocator = approve(item, self._allocator, actor=request.actor, at=workflow.now())
         return item.key, approved, allocator
 
+    def _plan_done(self, request: DoneRequest) -> tuple[str, QueueItem, None]:
+        item = self._item(request.key)
+        rounds = item.cycle_rounds()
+        data = {"run_id": rounds[-1].run_id} if rounds else {}
+        done = apply_move(
+            item,
+            QueueMove.DONE,
+            Mover.OPERATOR,
+            at=workflow.now(),
+            actor=request.actor,
+            reason=request.note,
+            data=data,
+        )
+        return item.key, done, None
+
     def _plan_reject(self, request: MoveRequest) -> tuple[str, QueueItem, None]:
         item = self._item(request.key)
         rejected = apply_move(
@@ -476,6 +492,23 @@ class WorkQueueWorkflow:
     def _validate_reject(self, request: MoveRequest) -> None:
         self._require_actor(request.actor, QueueAction.REJECT)
         self._check(lambda: self._plan_reject(request))
+
+    @workflow.update(name=QueueMessage.DONE)
+    async def done(self, request: DoneRequest) -> ItemAnswer:
+        """A person accepts the reviewed result: the item is done (only a person moves it there)."""
+        return await self._item_action(
+            QueueAction.DONE,
+            request.key,
+            request.actor,
+            request.proof,
+            request.digest(),
+            lambda: self._plan_done(request),
+        )
+
+    @done.validator
+    def _validate_done(self, request: DoneRequest) -> None:
+        self._require_actor(request.actor, QueueAction.DONE)
+        self._check(lambda: self._plan_done(request))
 
     @workflow.update(name=QueueMessage.CAPACITY)
     async def capacity(self, request: CapacityRequest) -> SettingsAnswer:

@@ -1,5 +1,5 @@
 """The goal queue: ``specialists queue add | list | show | update | approve | reject | dispatch |
-capacity | autopilot | events`` (docs/architecture.md "Goal queue"; JSON shapes in
+done | capacity | autopilot | events`` (docs/architecture.md "Goal queue"; JSON shapes in
 :mod:`control.queue_views`).
 
 Every command that changes the queue is protected: it names ``--actor``, is refused before anything
@@ -234,8 +234,9 @@ def dispatch_command(
     as_json: JsonFlag = False,
 ) -> None:
     """Start a specialist run for an approved item (its tier; the work item built from its title,
-    scope and evidence). A read_only run is created enqueued; a worktree or pr_ready run still waits
-    for its digest-bound approval and execute, shown as the item's attention. Protected."""
+    scope and evidence, and the findings of its FAIL review rounds, whose run is rejected first). A
+    read_only run is created enqueued; a worktree or pr_ready run still waits for its digest-bound
+    approval and execute, shown as the item's attention. Protected."""
     from contracts.errors import NotFound
     from contracts.ids import new_run_id
     from contracts.queue_messages import UNKNOWN_ITEM
@@ -256,15 +257,27 @@ def dispatch_command(
     def sign(target: str, action: str, digest: str) -> Any:
         return proof_for(run_id=target, action=action, actor=signer, digest=digest)
 
+    item = view.items[0]
     request = dispatch_request(
-        view.items[0],
+        item,
         actor,
         sign,
         run_id=new_run_id(),
         confirm_high_risk=confirm_high_risk,
         override_capacity=override_capacity,
     )
-    answer = _send_item(QueueMessage.DISPATCH, request)
+    queue = task_queue()
+
+    async def go() -> ItemAnswer:
+        from contracts.queue_messages import ItemAnswer
+        from control.queue import queue_update, reject_failed_run
+
+        temporal = await client()
+        # After a FAIL round its run is rejected first, with the findings the new run carries.
+        await reject_failed_run(temporal, item, signer, sign)
+        return await queue_update(temporal, queue, QueueMessage.DISPATCH, request, ItemAnswer)
+
+    answer = run_async(go())
     from control.output import emit
     from control.queue_views import item_json, render_item
 
@@ -272,6 +285,49 @@ def dispatch_command(
     assert item is not None
     data = item_json(item, run_id=request.run.run_id)
     emit(data, as_json, lambda console: render_item(console, item))
+
+
+@app.command("done")
+def done_command(
+    key: KeyArgument,
+    actor: ActorOption = None,
+    note: Annotated[str, typer.Option("--note", help="Why (kept in the item's events).")] = "",
+    as_json: JsonFlag = False,
+) -> None:
+    """Accept the reviewed result of an item in human-review: its run is accepted and the item is
+    done. Nothing is merged, pushed or published: the reviewed result is handed over as it is (see
+    `specialists show RUN`). Protected."""
+    from contracts.errors import NotFound
+    from contracts.queue_items import MAX_EVENT_REASON_CHARS
+    from contracts.queue_messages import UNKNOWN_ITEM
+    from control.actions import proof_for
+    from control.output import emit
+    from control.queue import accept_and_complete
+    from control.queue_views import item_json, render_item
+
+    check_key(key)
+    if len(note) > MAX_EVENT_REASON_CHARS:
+        raise InvalidInput(
+            "note_too_long", f"--note has {len(note)} characters; at most {MAX_EVENT_REASON_CHARS}"
+        )
+    actor = require_actor(actor, "queue done")
+    view = _view(key)
+    if not view.items:
+        raise NotFound(UNKNOWN_ITEM, f"no item {key} in the queue")
+    signer = actor
+
+    def sign(target: str, action: str, digest: str) -> Any:
+        return proof_for(run_id=target, action=action, actor=signer, digest=digest)
+
+    queue = task_queue()
+
+    async def go() -> Any:
+        return await accept_and_complete(await client(), queue, view.items[0], signer, note, sign)
+
+    answer, run_id = run_async(go())
+    item = answer.item
+    assert item is not None
+    emit(item_json(item, run_id=run_id), as_json, lambda console: render_item(console, item))
 
 
 @app.command("capacity")

@@ -5,17 +5,21 @@ item."""
 from __future__ import annotations
 
 import datetime as dt
+import json
+from pathlib import Path
 
 import pytest
 
 from contracts.enums import Tier
 from contracts.ids import new_run_id
+from contracts.output import SpecialistOutput
 from contracts.queue_approval import approve
 from contracts.queue_dispatch import (
     apply_run_state,
     check_no_pending_run,
     dispatch_run_problem,
     dispatch_work_item,
+    findings_text,
     tracked_run,
 )
 from contracts.queue_items import (
@@ -34,6 +38,12 @@ from contracts.routing import RouteOverride
 from contracts.runs import RunInput, RunStatus
 
 AT = dt.datetime(2026, 12, 1, 9, 0, tzinfo=dt.UTC)
+RECORDINGS = Path(__file__).resolve().parents[2] / "examples" / "recordings" / "demo.json"
+REVIEW = next(
+    entry["response"]
+    for entry in json.loads(RECORDINGS.read_text(encoding="utf-8"))["recordings"]
+    if entry["kind"] == "review"
+)
 ITEM = {
     "title": "Orders API times out under load",
     "repo_alias": "orders",
@@ -165,3 +175,57 @@ def test_a_run_still_on_its_way_changes_nothing(status: RunStatus) -> None:
     item, run_id = active(approved())
     assert apply_run_state(item, RunState(run_id=run_id, status=status), AT) is None
     assert apply_run_state(item, RunState(run_id=new_run_id(), status=RunStatus.FAILED), AT) is None
+
+
+def _review(verdict: str, *severities: str) -> SpecialistOutput:
+    data = json.loads(json.dumps(REVIEW))
+    data["verdict"] = verdict
+    data["findings"] = [{**data["findings"][0], "severity": s, "title": f"{s} finding"} for s in severities]
+    return SpecialistOutput.model_validate(data)
+
+
+def test_a_passing_review_is_judged_at_once_and_sends_the_item_to_human_review() -> None:
+    item, run_id = active(approved())
+    state = RunState(run_id=run_id, status=RunStatus.AWAITING_DECISION, review=_review("agree", "medium"))
+    judged = apply_run_state(item, state, AT)
+    assert judged is not None and judged.status is QueueStatus.HUMAN_REVIEW
+    [round_] = judged.rounds
+    assert (round_.verdict, round_.score, round_.number) == ("PASS", 0, 1)
+    assert judged.runs[0].outcome == "reviewed"
+    assert findings_text(judged) == ""
+
+
+def test_a_failing_review_stays_in_ai_review_and_its_findings_go_into_the_next_work_item() -> None:
+    item, run_id = active(approved())
+    state = RunState(run_id=run_id, status=RunStatus.AWAITING_DECISION, review=_review("disagree", "high"))
+    judged = apply_run_state(item, state, AT)
+    assert judged is not None and judged.status is QueueStatus.AI_REVIEW
+    assert judged.rounds[0].score == 2
+    check_no_pending_run(judged)  # judged: it may be dispatched again
+    text = findings_text(judged)
+    assert text == (
+        "Findings of earlier review rounds (resolve each):\n"
+        "- round 1 (score 2): the reviewer did not agree (disagree); high: high finding"
+    )
+    assert dispatch_work_item(judged).description.endswith(text)
+
+
+def test_findings_that_no_longer_fit_the_work_item_are_refused_not_cut() -> None:
+    section = "x" * 1_000
+    scope = {name: section for name in ITEM["scope"]}  # type: ignore[attr-defined]
+    item, run_id = active(approved(scope=scope))
+    review = _review("disagree", *(["critical"] * 8))
+    findings = [
+        finding.model_copy(update={"title": f"{'y' * 250} {n}"}) for n, finding in enumerate(review.findings)
+    ]
+    state = RunState(
+        run_id=run_id,
+        status=RunStatus.AWAITING_DECISION,
+        review=review.model_copy(update={"findings": findings}),
+    )
+    judged = apply_run_state(item, state, AT)
+    assert judged is not None
+    with pytest.raises(QueueRefused) as refused:
+        dispatch_work_item(judged)
+    assert refused.value.code == "work_item_too_large"
+    assert refused.value.extra["limit"] == 8_000

@@ -230,9 +230,11 @@ def test_bad_flags_and_input_are_refused_before_anything_is_sent(cli: Cli) -> No
     assert unknown.error(3, "unknown_actor")
 
 
-def test_dispatch_starts_the_items_run_and_the_queue_follows_it_to_ai_review(cli: Cli) -> None:
+def test_dispatch_starts_the_run_the_review_passes_it_and_done_accepts_it(cli: Cli) -> None:
     key = add(cli, SLOW_QUERY_ITEM)["item"]["key"]
     cli.call("queue", "approve", key, "--actor", "alice", "--json").ok()
+    early = refusal(cli.call("queue", "done", key, "--actor", "alice", "--json"), 4, "transition_refused")
+    assert early["status"] == "approved"
     dispatched = cli.call("queue", "dispatch", key, "--actor", "alice", "--json").ok()
     assert set(dispatched) == {"item", "spec", "run_id"}
     run_id = dispatched["run_id"]
@@ -242,20 +244,23 @@ def test_dispatch_starts_the_items_run_and_the_queue_follows_it_to_ai_review(cli
     listing = cli.call("queue", "list", "--json").ok()
     assert key in listing["fleet"]["occupied"] and key not in listing["ready"]
 
-    def reviewed() -> dict[str, Any] | None:
+    def in_human_review() -> dict[str, Any] | None:
         shown = cli.call("queue", "show", key, "--json").ok()
-        return shown if shown["item"]["status"] == "ai-review" else None
+        return shown if shown["item"]["status"] == "human-review" else None
 
-    shown = wait_until(reviewed, timeout=45)
+    shown = wait_until(in_human_review, timeout=45)
     assert shown["attention"] is None
+    [round_] = shown["item"]["rounds"]
+    assert (round_["run_id"], round_["verdict"], round_["score"]) == (run_id, "PASS", 0)
+    assert cli.call("show", run_id, "--json").ok()["status"] == "awaiting_decision"
+    done = cli.call("queue", "done", key, "--actor", "alice", "--note", "looks right", "--json").ok()
+    assert set(done) == {"item", "spec", "run_id"} and done["run_id"] == run_id
+    assert done["item"]["status"] == "done"
+    assert done["item"]["events"][-1]["data"]["reason"] == "looks right"
     run = cli.call("show", run_id, "--json").ok()
-    assert run["status"] == "awaiting_decision" and run["tier"] == "read_only"
-    # Its run awaits its verdict: no second run is started meanwhile.
+    assert run["status"] == "accepted" and run["decision"]["actor"] == "alice"
     again = refusal(cli.call("queue", "dispatch", key, "--actor", "alice", "--json"), 4, "transition_refused")
-    assert again["status"] == "ai-review" and again["pending_run"] == run_id
-    assert [run["run_id"] for run in cli.call("queue", "show", key, "--json").ok()["item"]["runs"]] == [
-        run_id
-    ]
+    assert again["status"] == "done"
 
 
 def test_dispatch_refuses_a_high_risk_item_unless_confirmed(cli: Cli) -> None:

@@ -11,9 +11,9 @@ an unsigned approval refused by the authorisation (recorded) and then approved, 
 autopilot set — until it continues as new. ``first.json`` is that first execution (it ends in
 continue-as-new), ``continued.json`` the next one after a further add and approval (the runs of
 their seeded items were never started, so the queue reads no run progress there).
-``dispatched.json`` is another queue's: an item added, approved and dispatched as a read_only run
-(replay:demo), which the queue follows to ``awaiting_decision`` and moves to ``ai-review``; a second
-dispatch refused by its validator (its run awaits its verdict) is not in it.
+``dispatched.json`` is another queue's: an item added, approved (a ``done`` then refused by its
+validator is not in it), dispatched as a read_only run (replay:demo), which the queue follows to
+``awaiting_decision``, judges (PASS) and moves to ``human-review``, and made done by a person.
 ``tests/workflows/test_replay.py`` replays them; ``workflow-ids.json`` names the id each ran under.
 ``v1/`` holds the first two as recorded before the queue dispatched runs (no patch marker).
 """
@@ -29,6 +29,7 @@ from pathlib import Path
 
 from temporalio.client import Client
 from temporalio.contrib.pydantic import pydantic_data_converter
+from temporalio.service import RPCError
 
 from contracts.errors import Refused
 from contracts.queue_items import QueueRefused, QueueStatus
@@ -106,16 +107,18 @@ async def record(server: DevServer, state: Path) -> None:
         assert added.item is not None
         key = added.item.key
         await q.move(QueueMessage.APPROVE, key)
+        with contextlib.suppress(QueueRefused):
+            await q.done(key)  # not in human-review: refused by the validator
         dispatched = await q.dispatch(key)
         assert dispatched.item is not None
         run_id = dispatched.item.runs[0].run_id
-        await q.until_status(key, QueueStatus.AI_REVIEW)
-        with contextlib.suppress(QueueRefused):
-            await q.dispatch(key)  # its run awaits its verdict: refused by the validator
+        await q.until_status(key, QueueStatus.HUMAN_REVIEW)
+        await q.done(key, note="recorded")
         handle = client.get_workflow_handle(q.workflow_id)
         await _save(client, "dispatched", q.workflow_id, (await handle.describe()).run_id)
         await handle.terminate("recording finished")
-        await client.get_workflow_handle(run_id).terminate("recording finished")
+        with contextlib.suppress(RPCError):  # accepted by the done: it has closed already
+            await client.get_workflow_handle(run_id).terminate("recording finished")
 
 
 def main() -> None:

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import contextlib
 import datetime as dt
+import json
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -16,6 +17,7 @@ from temporalio.api.enums.v1 import EventType
 from temporalio.client import Client, WorkflowExecutionStatus
 from temporalio.service import RPCError
 
+from activities.providers.base import CompletionRequest
 from contracts.ids import new_run_id
 from contracts.proofs import ActionProof
 from contracts.queue_approval import approve
@@ -37,8 +39,14 @@ from contracts.queue_messages import (
 from contracts.queue_priority import record_dispatch
 from contracts.queue_transitions import Mover, QueueMove, apply_move
 from contracts.temporal_names import QueueMessage, WorkflowType
-from control.queue import dispatch_request, queue_update, queue_view
-from tests.workflows.harness import ACTOR, Bench, bench, proof, until
+from control.queue import (
+    accept_and_complete,
+    dispatch_request,
+    queue_update,
+    queue_view,
+    reject_failed_run,
+)
+from tests.workflows.harness import ACTOR, Bench, bench, proof, replay_demo, until
 
 COMPLETE: dict[str, Any] = {
     "title": "Orders API times out under load",
@@ -128,7 +136,18 @@ class QueueBench:
             confirm_high_risk=confirm_high_risk,
             override_capacity=override_capacity,
         )
+        await reject_failed_run(self.client, item, actor, sign)
         return await self._send(QueueMessage.DISPATCH, request)
+
+    async def done(self, key: str, *, actor: str = ACTOR, note: str = "") -> ItemAnswer:
+        """``specialists queue done``: accept the reviewed run, then the queue's done."""
+
+        def sign(target: str, action: str, digest: str) -> ActionProof:
+            return proof(target, action, actor=actor, digest=digest)
+
+        item = await self.item(key)
+        answer, _ = await accept_and_complete(self.client, self.bench.task_queue, item, actor, note, sign)
+        return answer
 
     async def until_status(self, key: str, status: QueueStatus, *, timeout: float = 30.0) -> QueueItem:
         """Poll the item until it is in ``status``; fails on timeout."""
@@ -176,11 +195,17 @@ class QueueBench:
 
 @contextlib.asynccontextmanager
 async def queue_bench(
-    client: Client, task_queue: str, tmp_path: Path, *, poll_seconds: float | None = None
+    client: Client,
+    task_queue: str,
+    tmp_path: Path,
+    *,
+    poll_seconds: float | None = None,
+    providers: dict[str, Any] | None = None,
+    model: str = "replay:demo",
 ) -> AsyncIterator[QueueBench]:
     """A bench with a worker running and the queue terminated afterwards (started at once, reading
-    its runs every ``poll_seconds``, when given)."""
-    async with bench(client, task_queue, tmp_path) as b:
+    its runs every ``poll_seconds``, when given); ``providers`` and ``model`` as the bench takes them."""
+    async with bench(client, task_queue, tmp_path, providers=providers, model=model) as b:
         q = QueueBench(b)
         try:
             async with b.worker():
@@ -255,3 +280,21 @@ SLOW_QUERY_ITEM: dict[str, Any] = {
     "urgency": "H",
     "risk": "low",
 }
+
+
+class DisagreeingReviewer:
+    """Answers every job from the ``replay:demo`` recordings, except that every review disagrees and
+    adds a high finding: each round FAILs with a score of 2. Records the requests it answered."""
+
+    def __init__(self) -> None:
+        self.requests: list[CompletionRequest] = []
+
+    def complete(self, request: CompletionRequest) -> str:
+        self.requests.append(request)
+        answer = json.loads(replay_demo(request))
+        if request.identity.kind == "review":
+            answer["verdict"] = "disagree"
+            finding = dict(answer["findings"][0])
+            finding.update({"severity": "high", "title": "The index would double write latency"})
+            answer["findings"] = [*answer["findings"], finding]
+        return json.dumps(answer)

@@ -376,10 +376,10 @@ def test_the_queue_histories_carry_the_run_tracking_patch_and_the_older_ones_pre
         assert _patches(path) == [], path
 
 
-def test_the_dispatch_history_starts_the_run_as_a_child_and_reads_its_progress_until_ai_review() -> None:
+def test_the_dispatch_history_starts_the_run_as_a_child_and_reads_its_progress_until_it_is_judged() -> None:
     events = _events("queue/dispatched.json")
     kinds = [event["eventType"] for event in events]
-    assert _accepted_updates("queue/dispatched.json") == ["add", "approve", "dispatch"]
+    assert _accepted_updates("queue/dispatched.json") == ["add", "approve", "dispatch", "done"]
     assert kinds.count("EVENT_TYPE_START_CHILD_WORKFLOW_EXECUTION_INITIATED") == 1
     started = next(
         e for e in events if e["eventType"] == "EVENT_TYPE_START_CHILD_WORKFLOW_EXECUTION_INITIATED"

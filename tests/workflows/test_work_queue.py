@@ -24,11 +24,13 @@ from contracts.queue_priority import occupancy
 from contracts.runs import RunStatus
 from contracts.temporal_names import QueueMessage
 from control.queue import dispatch_request, queue_update
+from control.runs import get_view
 from infra.devserver import DevServer, free_port
 from tests.workflows.harness import ACTOR, bench, proof, until, within
 from tests.workflows.queue_harness import (
     COMPLETE,
     SLOW_QUERY_ITEM,
+    DisagreeingReviewer,
     QueueBench,
     items_in_every_status,
     queue_bench,
@@ -267,7 +269,7 @@ async def test_the_queue_survives_a_dev_server_restart_and_a_new_worker_with_not
 
 
 @within(90)
-async def test_a_dispatched_read_only_run_holds_a_slot_and_moves_its_item_to_ai_review_at_its_decision(
+async def test_a_dispatched_run_that_passes_its_review_goes_to_a_person_who_alone_makes_it_done(
     temporal_client: Client, task_queue: str, tmp_path: Path
 ) -> None:
     async with queue_bench(temporal_client, task_queue, tmp_path, poll_seconds=0.2) as q:
@@ -284,15 +286,83 @@ async def test_a_dispatched_read_only_run_holds_a_slot_and_moves_its_item_to_ai_
         assert SLOW_QUERY_ITEM["title"] in view.contract.task
         assert "Problem:\nThe nightly orders report" in view.contract.task
         assert view.contract.evidence_refs == SLOW_QUERY_ITEM["evidence"]
-        reviewed = await q.until_status(key, QueueStatus.AI_REVIEW)
-        moved = reviewed.events[-1]
-        assert (moved.kind, moved.data["move"], moved.data["run_id"], moved.actor) == (
-            "moved",
-            "review",
-            run.run_id,
-            None,
-        )
+        # The recorded review agrees and finds nothing above medium: PASS, and a person decides.
+        reviewed = await q.until_status(key, QueueStatus.HUMAN_REVIEW)
+        moves = [event.data["move"] for event in reviewed.events if event.kind == "moved"]
+        assert moves == ["approve", "dispatch", "review", "pass"]
+        [round_] = reviewed.rounds
+        assert (round_.run_id, round_.number, round_.verdict, round_.score) == (run.run_id, 1, "PASS", 0)
+        assert reviewed.runs[0].outcome == "reviewed"
         assert occupancy((await q.view()).items, 3).occupied == []
+        assert (await get_view(q.client, run.run_id)).status is RunStatus.AWAITING_DECISION
+
+        done = await q.done(key, note="reviewed and fine")
+        assert done.item is not None and done.item.status is QueueStatus.DONE
+        last = done.item.events[-1]
+        assert (last.actor, last.data["move"], last.data["run_id"], last.data["reason"]) == (
+            ACTOR,
+            "done",
+            run.run_id,
+            "reviewed and fine",
+        )
+        decided = await get_view(q.client, run.run_id)
+        assert decided.status is RunStatus.ACCEPTED and decided.decision is not None
+        assert decided.decision.actor == ACTOR
+        with pytest.raises(QueueRefused) as again:
+            await q.done(key)
+        assert again.value.code == "transition_refused"
+
+
+@within(120)
+async def test_a_fail_round_keeps_its_findings_and_the_re_dispatch_rejects_its_run_and_carries_them(
+    temporal_client: Client, task_queue: str, tmp_path: Path
+) -> None:
+    reviewer = DisagreeingReviewer()
+    async with queue_bench(
+        temporal_client,
+        task_queue,
+        tmp_path,
+        poll_seconds=0.2,
+        providers={"replay": reviewer},  # replay:demo, its reviews made to disagree
+    ) as q:
+        key = (await q.add(SLOW_QUERY_ITEM)).item.key  # type: ignore[union-attr]
+        await q.move(QueueMessage.APPROVE, key)
+        first = (await q.dispatch(key)).item.runs[0].run_id  # type: ignore[union-attr]
+        failed_round = await q.until_status(key, QueueStatus.AI_REVIEW)
+
+        async def judged() -> bool:
+            return bool((await q.item(key)).rounds)
+
+        assert await until(judged, timeout=30)
+        item = await q.item(key)
+        [round_] = item.rounds
+        assert (round_.verdict, round_.score, round_.reviewer_verdict) == ("FAIL", 2, "disagree")
+        assert [finding.title for finding in round_.material] == ["The index would double write latency"]
+        assert item.status is QueueStatus.AI_REVIEW  # autopilot is off: the queue starts nothing itself
+        assert failed_round.key == key
+        with pytest.raises(QueueRefused) as done_refused:
+            await q.done(key)
+        assert done_refused.value.code == "transition_refused"
+
+        second_answer = await q.dispatch(key)
+        assert second_answer.item is not None
+        second = second_answer.item.runs[-1]
+        assert (second.kind, second.cycle) == ("redispatch", 1)
+        assert (await get_view(q.client, first)).status is RunStatus.REJECTED
+        view = await q.bench.wait(second.run_id, RunStatus.AWAITING_DECISION, timeout=45)
+        assert view.contract is not None
+        assert "Findings of earlier review rounds (resolve each):" in view.contract.task
+        assert "- round 1 (score 2): the reviewer did not agree (disagree); high: The index would" in (
+            view.contract.task
+        )
+
+        async def second_judged() -> bool:
+            return len((await q.item(key)).rounds) == 2
+
+        assert await until(second_judged, timeout=30)
+        item = await q.item(key)
+        assert [r.number for r in item.rounds] == [1, 2]
+        assert [r.run_id for r in item.rounds] == [first, second.run_id]
 
 
 @within(90)
@@ -350,3 +420,25 @@ async def test_a_dispatch_whose_run_is_not_the_one_the_item_asks_for_is_refused(
             await queue_update(q.client, q.bench.task_queue, QueueMessage.DISPATCH, forged, ItemAnswer)
         assert refused.value.code == "dispatch_mismatch"
         assert (await q.item(key)).status is QueueStatus.APPROVED
+
+
+@within(90)
+async def test_a_run_is_followed_across_continue_as_new_and_judged_once(
+    temporal_client: Client, task_queue: str, tmp_path: Path
+) -> None:
+    async with queue_bench(temporal_client, task_queue, tmp_path) as q:
+        # Each poll adds some ten events: the queue continues as new while its run goes on.
+        await q.start(QueueState(poll_seconds=0.1, continue_as_new_after_events=40))
+        key = (await q.add(SLOW_QUERY_ITEM)).item.key  # type: ignore[union-attr]
+        await q.move(QueueMessage.APPROVE, key)
+        run_id = (await q.dispatch(key)).item.runs[0].run_id  # type: ignore[union-attr]
+        item = await q.until_status(key, QueueStatus.HUMAN_REVIEW, timeout=45)
+        assert (await q.view()).runs >= 2
+        assert [r.run_id for r in item.rounds] == [run_id]
+        assert [e.kind for e in item.events].count("reviewed") == 1
+        assert [e.data.get("move") for e in item.events if e.kind == "moved"] == [
+            "approve",
+            "dispatch",
+            "review",
+            "pass",
+        ]
