@@ -64,6 +64,9 @@ class QueueAction(StrEnum):
     AUTOPILOT = "queue_autopilot"
     DISPATCH = "queue_dispatch"
     DONE = "queue_done"
+    PARK = "queue_park"
+    RELEASE = "queue_release"
+    REOPEN = "queue_reopen"
 
 
 Reason = Annotated[str, StringConstraints(max_length=MAX_EVENT_REASON_CHARS)]
@@ -152,8 +155,8 @@ class UpdateItemRequest(BaseModel):
 
 
 class MoveRequest(BaseModel):
-    """Updates ``approve`` and ``reject``: the operator's move of item ``key``, with a reason
-    (protected; the proof's target is the key)."""
+    """Updates ``approve``, ``reject``, ``park``, ``release`` and ``reopen``: the operator's move of item
+    ``key``, with a reason (protected; the proof's target is the key)."""
 
     model_config = ConfigDict(frozen=True)
 

@@ -87,7 +87,7 @@ class CoordinatorMessage(StrEnum):
 
 class QueueMessage(StrEnum):
     """``WorkQueue``: updates ``add``, ``update``, ``approve``, ``reject``, ``dispatch``, ``done``,
-    ``capacity``, ``autopilot``; query ``view``."""
+    ``park``, ``release``, ``reopen``, ``capacity``, ``autopilot``; query ``view``."""
 
     ADD = "add"
     UPDATE = "update"
@@ -95,6 +95,9 @@ class QueueMessage(StrEnum):
     REJECT = "reject"
     DISPATCH = "dispatch"
     DONE = "done"
+    PARK = "park"
+    RELEASE = "release"
+    REOPEN = "reopen"
     CAPACITY = "capacity"
     AUTOPILOT = "autopilot"
     VIEW = "view"

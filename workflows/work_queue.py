@@ -40,6 +40,7 @@ with workflow.unsafe.imports_passed_through():
     )
     from contracts.queue_items import (
         ItemUpdate,
+        QueueBlocker,
         QueueEventKind,
         QueueItem,
         QueueRefused,
@@ -353,16 +354,24 @@ class WorkQueueWorkflow:
         return item.key, done, None
 
     def _plan_reject(self, request: MoveRequest) -> tuple[str, QueueItem, None]:
+        return self._plan_move(QueueMove.REJECT, request)
+
+    def _plan_move(
+        self, move: QueueMove, request: MoveRequest, blocker: QueueBlocker | None = None
+    ) -> tuple[str, QueueItem, None]:
+        """An operator's move of the table that needs nothing but the item (reject, park, release,
+        reopen), with the request's reason."""
         item = self._item(request.key)
-        rejected = apply_move(
+        moved = apply_move(
             item,
-            QueueMove.REJECT,
+            move,
             Mover.OPERATOR,
             at=workflow.now(),
             actor=request.actor,
+            blocker=blocker,
             reason=request.reason,
         )
-        return item.key, rejected, None
+        return item.key, moved, None
 
     def _plan_dispatch(self, request: DispatchRequest) -> QueueItem:
         """The item after the dispatch of ``request.run``, checked as the operator's move: the
@@ -509,6 +518,57 @@ class WorkQueueWorkflow:
     def _validate_done(self, request: DoneRequest) -> None:
         self._require_actor(request.actor, QueueAction.DONE)
         self._check(lambda: self._plan_done(request))
+
+    @workflow.update(name=QueueMessage.PARK)
+    async def park(self, request: MoveRequest) -> ItemAnswer:
+        """Park a failed item: it is blocked (``parked``) and nothing retries it."""
+        return await self._item_action(
+            QueueAction.PARK,
+            request.key,
+            request.actor,
+            request.proof,
+            request.digest(),
+            lambda: self._plan_move(QueueMove.PARK, request, QueueBlocker.PARKED),
+        )
+
+    @park.validator
+    def _validate_park(self, request: MoveRequest) -> None:
+        self._require_actor(request.actor, QueueAction.PARK)
+        self._check(lambda: self._plan_move(QueueMove.PARK, request, QueueBlocker.PARKED))
+
+    @workflow.update(name=QueueMessage.RELEASE)
+    async def release(self, request: MoveRequest) -> ItemAnswer:
+        """Release a blocked item back to approved (a new review cycle)."""
+        return await self._item_action(
+            QueueAction.RELEASE,
+            request.key,
+            request.actor,
+            request.proof,
+            request.digest(),
+            lambda: self._plan_move(QueueMove.RELEASE, request),
+        )
+
+    @release.validator
+    def _validate_release(self, request: MoveRequest) -> None:
+        self._require_actor(request.actor, QueueAction.RELEASE)
+        self._check(lambda: self._plan_move(QueueMove.RELEASE, request))
+
+    @workflow.update(name=QueueMessage.REOPEN)
+    async def reopen(self, request: MoveRequest) -> ItemAnswer:
+        """Re-open a done item: approved again, in a new review cycle."""
+        return await self._item_action(
+            QueueAction.REOPEN,
+            request.key,
+            request.actor,
+            request.proof,
+            request.digest(),
+            lambda: self._plan_move(QueueMove.REOPEN, request),
+        )
+
+    @reopen.validator
+    def _validate_reopen(self, request: MoveRequest) -> None:
+        self._require_actor(request.actor, QueueAction.REOPEN)
+        self._check(lambda: self._plan_move(QueueMove.REOPEN, request))
 
     @workflow.update(name=QueueMessage.CAPACITY)
     async def capacity(self, request: CapacityRequest) -> SettingsAnswer:

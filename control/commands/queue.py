@@ -1,6 +1,6 @@
 """The goal queue: ``specialists queue add | list | show | update | approve | reject | dispatch |
-done | capacity | autopilot | events`` (docs/architecture.md "Goal queue"; JSON shapes in
-:mod:`control.queue_views`).
+done | park | release | reopen | capacity | autopilot | events`` (docs/architecture.md "Goal queue";
+JSON shapes in :mod:`control.queue_views`).
 
 Every command that changes the queue is protected: it names ``--actor``, is refused before anything
 is sent when the actor may not act, and carries the actor's proof of the action on its target (the
@@ -191,7 +191,13 @@ def _move(message: QueueMessage, key: str, actor: str | None, reason: str, as_js
         raise InvalidInput(
             "reason_too_long", f"--reason has {len(reason)} characters; at most {MAX_EVENT_REASON_CHARS}"
         )
-    action = {QueueMessage.APPROVE: QueueAction.APPROVE, QueueMessage.REJECT: QueueAction.REJECT}[message]
+    action = {
+        QueueMessage.APPROVE: QueueAction.APPROVE,
+        QueueMessage.REJECT: QueueAction.REJECT,
+        QueueMessage.PARK: QueueAction.PARK,
+        QueueMessage.RELEASE: QueueAction.RELEASE,
+        QueueMessage.REOPEN: QueueAction.REOPEN,
+    }[message]
     actor = require_actor(actor, f"queue {message.value}")
     request = MoveRequest(actor=actor, key=key, reason=reason)
     proof = proof_for(run_id=key, action=action, actor=actor, digest=request.digest())
@@ -328,6 +334,42 @@ def done_command(
     item = answer.item
     assert item is not None
     emit(item_json(item, run_id=run_id), as_json, lambda console: render_item(console, item))
+
+
+ReasonOption = Annotated[str, typer.Option("--reason", help="Why (kept in the item's events).")]
+
+
+@app.command("park")
+def park_command(
+    key: KeyArgument, reason: ReasonOption = "", actor: ActorOption = None, as_json: JsonFlag = False
+) -> None:
+    """Park a failed item (blocked: parked): nothing retries it until it is released. Protected;
+    needs --reason."""
+    from contracts.temporal_names import QueueMessage
+
+    if not reason.strip():
+        raise InvalidInput("reason_required", "queue park needs a non-blank --reason")
+    _move(QueueMessage.PARK, key, actor, reason, as_json)
+
+
+@app.command("release")
+def release_command(
+    key: KeyArgument, reason: ReasonOption = "", actor: ActorOption = None, as_json: JsonFlag = False
+) -> None:
+    """Release a blocked item back to approved (a new review cycle). Protected."""
+    from contracts.temporal_names import QueueMessage
+
+    _move(QueueMessage.RELEASE, key, actor, reason, as_json)
+
+
+@app.command("reopen")
+def reopen_command(
+    key: KeyArgument, reason: ReasonOption = "", actor: ActorOption = None, as_json: JsonFlag = False
+) -> None:
+    """Re-open a done item: approved again, in a new review cycle. Protected."""
+    from contracts.temporal_names import QueueMessage
+
+    _move(QueueMessage.REOPEN, key, actor, reason, as_json)
 
 
 @app.command("capacity")

@@ -221,6 +221,7 @@ def test_bad_flags_and_input_are_refused_before_anything_is_sent(cli: Cli) -> No
         (("queue", "autopilot", "maybe", "--actor", "alice"), "invalid_autopilot"),
         (("queue", "list", "--status", "busy"), "invalid_status"),
         (("queue", "events", "--since", "yesterday"), "invalid_since"),
+        (("queue", "park", "ORD-1", "--actor", "alice"), "reason_required"),
         (("queue", "list", "--since", "2026-12-01T00:00:00"), "invalid_since"),
     ]
     for args, code in cases:
@@ -273,3 +274,12 @@ def test_dispatch_refuses_a_high_risk_item_unless_confirmed(cli: Cli) -> None:
     assert cli.call("queue", "show", key, "--json").ok()["item"]["status"] == "approved"
     confirmed = cli.call("queue", "dispatch", key, "--actor", "alice", "--confirm-high-risk", "--json").ok()
     assert confirmed["item"]["status"] == "active"
+
+
+def test_park_release_and_reopen_are_refused_where_the_table_has_no_such_move(cli: Cli) -> None:
+    key = add(cli, {"title": "A proposal"})["item"]["key"]
+    for move in (("park", "--reason", "x"), ("release",), ("reopen",)):
+        refused = refusal(
+            cli.call("queue", move[0], key, *move[1:], "--actor", "alice", "--json"), 4, "transition_refused"
+        )
+        assert refused["status"] == "proposal" and refused["attempted"] == move[0]

@@ -105,7 +105,7 @@ class QueueBench:
     async def move(
         self, message: QueueMessage, key: str, *, actor: str = ACTOR, reason: str = "", signed: bool = True
     ) -> ItemAnswer:
-        action = {QueueMessage.APPROVE: QueueAction.APPROVE, QueueMessage.REJECT: QueueAction.REJECT}[message]
+        action = QueueAction(f"queue_{message.value}")
         request = MoveRequest(actor=actor, key=key, reason=reason)
         if signed:
             signature = proof(key, action, actor=actor, digest=request.digest())

@@ -311,6 +311,10 @@ async def test_a_dispatched_run_that_passes_its_review_goes_to_a_person_who_alon
         with pytest.raises(QueueRefused) as again:
             await q.done(key)
         assert again.value.code == "transition_refused"
+        reopened = await q.move(QueueMessage.REOPEN, key, reason="the report regressed")
+        assert reopened.item is not None
+        assert (reopened.item.status, reopened.item.cycle) == (QueueStatus.APPROVED, 2)
+        assert reopened.item.events[-1].data["reason"] == "the report regressed"
 
 
 @within(120)
@@ -442,3 +446,31 @@ async def test_a_run_is_followed_across_continue_as_new_and_judged_once(
             "review",
             "pass",
         ]
+
+
+@within(90)
+async def test_a_failed_item_is_parked_where_nothing_retries_it_and_released_into_a_new_cycle(
+    temporal_client: Client, task_queue: str, tmp_path: Path
+) -> None:
+    async with queue_bench(temporal_client, task_queue, tmp_path, poll_seconds=0.2) as q:
+        key = (await q.add({**COMPLETE, "title": "Not recorded for replay"})).item.key  # type: ignore[union-attr]
+        await q.move(QueueMessage.APPROVE, key)
+        with pytest.raises(QueueRefused) as not_failed:
+            await q.move(QueueMessage.PARK, key, reason="too early")
+        assert not_failed.value.code == "transition_refused"
+        await q.dispatch(key)
+        await q.until_status(key, QueueStatus.FAILED)  # its run finds no recording and fails
+        parked = await q.move(QueueMessage.PARK, key, reason="needs a recording first")
+        assert parked.item is not None
+        assert (parked.item.status, parked.item.blocker) == (QueueStatus.BLOCKED, "parked")
+        assert parked.item.events[-1].data["reason"] == "needs a recording first"
+        released = await q.move(QueueMessage.RELEASE, key)
+        assert released.item is not None
+        assert (released.item.status, released.item.blocker, released.item.cycle) == (
+            QueueStatus.APPROVED,
+            None,
+            2,
+        )
+        redispatched = await q.dispatch(key)
+        assert redispatched.item is not None
+        assert [(run.cycle, run.kind) for run in redispatched.item.runs] == [(1, "dispatch"), (2, "dispatch")]
