@@ -5,12 +5,14 @@ allocation and the rename at approval, settings, and continue-as-new carrying it
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import datetime as dt
 from pathlib import Path
 
 import pytest
 from temporalio.client import Client
 from temporalio.contrib.pydantic import pydantic_data_converter
+from temporalio.service import RPCError
 
 from contracts.constants import DEFAULT_NAMESPACE
 from contracts.enums import Tier
@@ -24,8 +26,10 @@ from contracts.queue_priority import occupancy
 from contracts.runs import RunStatus
 from contracts.temporal_names import QueueMessage
 from control.queue import dispatch_request, queue_update
+from control.queue_views import attention
 from control.runs import get_view
 from infra.devserver import DevServer, free_port
+from tests.store.git_repository import make_working_tree
 from tests.workflows.harness import ACTOR, bench, proof, until, within
 from tests.workflows.queue_harness import (
     COMPLETE,
@@ -474,3 +478,68 @@ async def test_a_failed_item_is_parked_where_nothing_retries_it_and_released_int
         redispatched = await q.dispatch(key)
         assert redispatched.item is not None
         assert [(run.cycle, run.kind) for run in redispatched.item.runs] == [(1, "dispatch"), (2, "dispatch")]
+
+
+@within(90)
+async def test_an_edit_tier_run_waits_for_its_own_approval_which_the_queue_shows_as_the_items_attention(
+    temporal_client: Client, task_queue: str, tmp_path: Path
+) -> None:
+    async with queue_bench(temporal_client, task_queue, tmp_path, poll_seconds=0.2) as q:
+        q.bench.add_repository("orders-service", make_working_tree(tmp_path / "orders-service"), "main")
+        key = (await q.add({**SLOW_QUERY_ITEM, "tier": "worktree"})).item.key  # type: ignore[union-attr]
+        await q.move(QueueMessage.APPROVE, key)
+        run_id = (await q.dispatch(key)).item.runs[0].run_id  # type: ignore[union-attr]
+        run = await q.bench.wait(run_id, RunStatus.AWAITING_APPROVAL, timeout=45)
+        assert run.tier is Tier.WORKTREE and run.approval is None
+
+        async def shown() -> bool:
+            return (await q.view()).run_status.get(run_id) is RunStatus.AWAITING_APPROVAL
+
+        assert await until(shown, timeout=10)
+        view = await q.view(key)
+        [item] = view.items
+        assert item.status is QueueStatus.ACTIVE  # never approved or executed by the queue
+        assert attention(item, view.run_status) == {
+            "run_id": run_id,
+            "run_status": "awaiting_approval",
+            "next": f"specialists approve {run_id} --actor ID --contract-sha256 H",
+        }
+        assert (await get_view(q.client, run_id)).status is RunStatus.AWAITING_APPROVAL
+
+
+@within(150)
+async def test_a_dispatched_run_survives_a_dev_server_restart_and_a_new_worker_and_is_judged_once(
+    task_queue: str, tmp_path: Path
+) -> None:
+    server_dir = tmp_path / "temporal"
+    server = DevServer(
+        state_dir=server_dir, db_filename=server_dir / "temporal.db", port=free_port(), headless=True
+    )
+
+    async def connect() -> Client:
+        return await Client.connect(
+            server.address, namespace=DEFAULT_NAMESPACE, data_converter=pydantic_data_converter
+        )
+
+    try:
+        await asyncio.to_thread(server.start)
+        async with bench(await connect(), task_queue, tmp_path) as b:
+            q = QueueBench(b)
+            async with b.worker():
+                await q.start(QueueState(poll_seconds=0.2))
+                key = (await q.add(SLOW_QUERY_ITEM)).item.key  # type: ignore[union-attr]
+                await q.move(QueueMessage.APPROVE, key)
+                run_id = (await q.dispatch(key)).item.runs[0].run_id  # type: ignore[union-attr]
+            await asyncio.to_thread(server.stop)
+            await asyncio.to_thread(server.start)
+            b.client = await connect()
+            async with b.worker():
+                item = await q.until_status(key, QueueStatus.HUMAN_REVIEW, timeout=60)
+                for handle_id in (q.workflow_id, run_id):
+                    with contextlib.suppress(RPCError):
+                        await b.client.get_workflow_handle(handle_id).terminate("test finished")
+    finally:
+        await asyncio.to_thread(server.stop)
+    assert [r.run_id for r in item.rounds] == [run_id]
+    assert [run.run_id for run in item.runs] == [run_id]
+    assert [e.kind for e in item.events].count("dispatched") == 1
