@@ -6,7 +6,9 @@ Every command that changes the queue is protected: it names ``--actor``, is refu
 is sent when the actor may not act, and carries the actor's proof of the action on its target (the
 item key, or the queue's workflow id) bound to the digest of its payload. The ``WorkQueue`` workflow
 checks every rule again; its refusals come back as the operator errors they name (exit 4 with the
-allowed moves or the gaps as extra keys of ``{"error": {...}}``, exit 3 for an unknown key).
+allowed moves or the gaps as extra keys of ``{"error": {...}}``, exit 3 for an unknown key). Every
+command first asks Temporal whether a worker polls the task queue: with none it exits 5
+(``no_worker``) and sends nothing.
 """
 
 from __future__ import annotations
@@ -20,6 +22,8 @@ from contracts.errors import InvalidInput
 from control.commands.common import ActorOption, JsonFlag, client, require_actor, run_async, task_queue
 
 if TYPE_CHECKING:
+    from temporalio.client import Client
+
     from contracts.queue_items import QueueStatus
     from contracts.queue_messages import ItemAnswer, SettingsAnswer
     from contracts.temporal_names import QueueMessage
@@ -81,6 +85,16 @@ def check_key(key: str) -> str:
     return key
 
 
+async def _worker_client(queue: str) -> Client:
+    """A Temporal client, once a worker is seen polling ``queue``: every queue command needs one to
+    answer, so without one it says so at once (exit 5 ``no_worker``) and sends nothing."""
+    from control.temporal import require_worker
+
+    temporal = await client()
+    await require_worker(temporal, queue)
+    return temporal
+
+
 def _queue_id() -> str:
     from contracts.queue_messages import queue_workflow_id
 
@@ -94,7 +108,7 @@ def _send_item(message: QueueMessage, request: Any) -> ItemAnswer:
     queue = task_queue()
 
     async def go() -> ItemAnswer:
-        return await queue_update(await client(), queue, message, request, ItemAnswer)
+        return await queue_update(await _worker_client(queue), queue, message, request, ItemAnswer)
 
     return run_async(go())
 
@@ -106,7 +120,7 @@ def _send_settings(message: QueueMessage, request: Any) -> tuple[SettingsAnswer,
     queue = task_queue()
 
     async def go() -> tuple[SettingsAnswer, Any]:
-        temporal = await client()
+        temporal = await _worker_client(queue)
         answer = await queue_update(temporal, queue, message, request, SettingsAnswer)
         return answer, await queue_view(temporal, queue)
 
@@ -278,7 +292,7 @@ def dispatch_command(
         from contracts.queue_messages import ItemAnswer
         from control.queue import queue_update, reject_failed_run
 
-        temporal = await client()
+        temporal = await _worker_client(queue)
         # After a FAIL round its run is rejected first, with the findings the new run carries.
         await reject_failed_run(temporal, item, signer, sign)
         return await queue_update(temporal, queue, QueueMessage.DISPATCH, request, ItemAnswer)
@@ -328,7 +342,9 @@ def done_command(
     queue = task_queue()
 
     async def go() -> Any:
-        return await accept_and_complete(await client(), queue, view.items[0], signer, note, sign)
+        return await accept_and_complete(
+            await _worker_client(queue), queue, view.items[0], signer, note, sign
+        )
 
     answer, run_id = run_async(go())
     item = answer.item
@@ -423,7 +439,7 @@ def _view(key: str | None = None) -> Any:
     queue = task_queue()
 
     async def go() -> Any:
-        return await queue_view(await client(), queue, key)
+        return await queue_view(await _worker_client(queue), queue, key)
 
     return run_async(go())
 

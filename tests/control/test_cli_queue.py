@@ -283,3 +283,14 @@ def test_park_release_and_reopen_are_refused_where_the_table_has_no_such_move(cl
             cli.call("queue", move[0], key, *move[1:], "--actor", "alice", "--json"), 4, "transition_refused"
         )
         assert refused["status"] == "proposal" and refused["attempted"] == move[0]
+
+
+def test_without_a_worker_every_queue_command_says_so_at_once_and_sends_nothing(cli: Cli) -> None:
+    idle = cli.with_env(SPECIALISTS_TASK_QUEUE=f"nobody-polls-{uuid.uuid4().hex}")
+    for args in (
+        ("queue", "list"),
+        ("queue", "add", "--input-json", '{"title": "x"}', "--actor", "alice"),
+        ("queue", "capacity", "2", "--actor", "alice"),
+    ):
+        message = idle.call(*args, "--json").error(5, "no_worker")
+        assert "no worker is polling task queue" in message
