@@ -1,0 +1,267 @@
+"""Goal queue bench: N read_only items through the queue's slots against the same N runs started
+directly, on one fresh dev server and one in-process worker (replay model), in the same process.
+
+    .venv/bin/python bench/queue_bench.py [--items 100] [--slots 3] [--quick]
+
+* **Direct**: N runs created enqueued (as ``specialists create --enqueue`` does), at most ``slots`` at a
+  time, each followed until it awaits its decision.
+* **Queue**: N items added and approved (timed apart), then dispatched into ``slots`` slots by an
+  operator loop — the queue does not fill its slots by itself yet (autopilot is not built) — until
+  every item's run has been judged (PASS: ``human-review``).
+* **History**: the events of every execution of the queue workflow (it continues as new after
+  ``--continue-as-new-after`` events).
+
+Prints one JSON object: the configuration, both sides' wall time, the ratio (target <= 1.2) and the
+largest history between continue-as-new (target <= 2,000 events).
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import datetime as dt
+import functools
+import json
+import secrets
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+ACTOR = "bench"
+MODEL = "replay:demo"
+TASK_QUEUE = "queue-bench"
+ITEM: dict[str, Any] = {
+    # Routed like examples/work-items/03-slow-query.json, whose title replay:demo has recorded.
+    "title": "Audit the slow query on the orders report and a possible missing index",
+    "repo_alias": "orders-service",
+    "scope": {
+        "problem": "The nightly orders report now takes 14 minutes instead of 40 seconds.",
+        "evidence": "The query plan shows a sequential scan over 90 million rows of the orders table.",
+        "change": "Check whether an index is missing or unused on the orders query.",
+        "judgment_calls": "Which index, and the cost of adding one on write throughput.",
+        "tests": "The report query plan uses an index scan.",
+        "constraints": "No schema change without a migration.",
+    },
+    "evidence": ["log:pg-slow-2026-11-27", "plan:orders-report-explain"],
+    "value": "H",
+    "urgency": "M",
+    "risk": "low",
+}
+
+
+@functools.cache
+def bench_key() -> Any:
+    """The bench operator's key (one per bench process)."""
+    from contracts.identity import ActorKey
+
+    return ActorKey.generate()
+
+
+def sign(target: str, action: str, digest: str) -> Any:
+    """The bench operator's signature of ``action`` on ``target``, as the CLI makes it."""
+    from contracts.identity import Signer, sign_action
+
+    return sign_action(
+        Signer(ACTOR, bench_key()),
+        action=action,
+        target=target,
+        digest=digest,
+        issued_at=dt.datetime.now(dt.UTC),
+        nonce=secrets.token_hex(16),
+    )
+
+
+async def direct(client: Any, items: int, slots: int) -> float:
+    """Wall seconds for ``items`` runs created directly, ``slots`` at a time, to await a decision."""
+    from contracts.ids import new_run_id
+    from contracts.queue_dispatch import dispatch_work_item
+    from contracts.queue_items import ItemProposal, new_item
+    from contracts.runs import RunInput
+    from control.runs import create_run, request_digest, wait_for_view
+
+    template = new_item(
+        ItemProposal.model_validate(ITEM), key="ORD-1", at=dt.datetime.now(dt.UTC), actor=ACTOR
+    )
+    work_item = dispatch_work_item(template)
+    gate = asyncio.Semaphore(slots)
+
+    async def one() -> None:
+        async with gate:
+            draft = RunInput(
+                run_id=new_run_id(),
+                work_item=work_item,
+                requested_tier="read_only",
+                enqueue=True,
+                request_digest="",
+                created_by=ACTOR,
+            )
+            run = draft.model_copy(update={"request_digest": request_digest(draft)})
+            run = run.model_copy(update={"proof": sign(run.run_id, "create", run.request_digest)})
+            await create_run(client, run, task_queue=TASK_QUEUE)
+            view = await wait_for_view(
+                client, run.run_id, lambda v: v.status.needs_person or v.status.terminal
+            )
+            assert view.status.value == "awaiting_decision", view.error
+
+    started = time.perf_counter()
+    await asyncio.gather(*(one() for _ in range(items)))
+    return time.perf_counter() - started
+
+
+async def through_queue(client: Any, items: int, slots: int, poll: float, events: int) -> dict[str, Any]:
+    """Add and approve ``items`` items, then dispatch them into ``slots`` slots until all are judged."""
+    from contracts.ids import new_run_id
+    from contracts.queue_items import QueueStatus
+    from contracts.queue_messages import AddRequest, ItemAnswer, MoveRequest, QueueAction, QueueState
+    from contracts.queue_priority import dispatch_order, occupancy
+    from contracts.temporal_names import QueueMessage
+    from control.queue import dispatch_request, queue_update, queue_view
+
+    state = QueueState(poll_seconds=poll, continue_as_new_after_events=events)
+
+    async def send(message: QueueMessage, request: Any) -> ItemAnswer:
+        answer: ItemAnswer = await queue_update(
+            client, TASK_QUEUE, message, request, ItemAnswer, initial=state
+        )
+        return answer
+
+    from contracts.queue_items import ItemProposal
+    from contracts.queue_messages import queue_workflow_id
+
+    started = time.perf_counter()
+    for _ in range(items):
+        add = AddRequest(actor=ACTOR, proposal=ItemProposal.model_validate(ITEM))
+        proof = sign(queue_workflow_id(TASK_QUEUE), QueueAction.ADD, add.digest())
+        key = (await send(QueueMessage.ADD, add.model_copy(update={"proof": proof}))).item.key  # type: ignore[union-attr]
+        move = MoveRequest(actor=ACTOR, key=key)
+        await send(
+            QueueMessage.APPROVE,
+            move.model_copy(update={"proof": sign(key, QueueAction.APPROVE, move.digest())}),
+        )
+    prepared = time.perf_counter() - started
+
+    started = time.perf_counter()
+    while True:
+        view = await queue_view(client, TASK_QUEUE)
+        if all(item.status is QueueStatus.HUMAN_REVIEW for item in view.items):
+            break
+        assert not [item.key for item in view.items if item.status is QueueStatus.FAILED]
+        free = occupancy(view.items, slots).free
+        for item in dispatch_order(view.items)[:free]:
+            await send(QueueMessage.DISPATCH, dispatch_request(item, ACTOR, sign, run_id=new_run_id()))
+        await asyncio.sleep(0.05)
+    wall = time.perf_counter() - started
+    return {"prepare_s": round(prepared, 3), "wall_s": round(wall, 3), "executions": view.runs}
+
+
+async def queue_histories(client: Any) -> list[int]:
+    """The number of events of each execution of the queue workflow, oldest first."""
+    from contracts.queue_messages import queue_workflow_id
+
+    workflow_id = queue_workflow_id(TASK_QUEUE)
+    lengths: list[int] = []
+    run_id: str | None = (await client.get_workflow_handle(workflow_id).describe()).run_id
+    # Walk back from the current execution through each one's continued-from run.
+    while run_id:
+        history = await client.get_workflow_handle(workflow_id, run_id=run_id).fetch_history()
+        lengths.append(len(history.events))
+        started = history.events[0].workflow_execution_started_event_attributes
+        run_id = started.continued_execution_run_id or None
+    return list(reversed(lengths))
+
+
+def log_to(path: Path) -> Any:
+    """The worker's structured logs (JSON lines) into ``path``, not onto the bench's output."""
+    import structlog
+
+    from runtime.logs import configure_logging
+
+    configure_logging()
+    sink = path.open("a", encoding="utf-8")
+    processors = list(structlog.get_config()["processors"])
+    processors[-1] = structlog.processors.JSONRenderer()
+    structlog.configure(processors=processors, logger_factory=structlog.PrintLoggerFactory(file=sink))
+    return sink
+
+
+async def bench(args: argparse.Namespace, server: Any, state: Path) -> dict[str, Any]:
+    from temporalio.client import Client
+    from temporalio.contrib.pydantic import pydantic_data_converter
+
+    from activities.config import ActivityConfig
+    from contracts.identity import Signer, TrustAnchor
+    from contracts.models import ModelSelection
+    from store.database import default_database_url, open_store
+    from worker import build_worker
+
+    token = secrets.token_urlsafe(32).encode()
+    database_url = default_database_url(state)
+    with open_store(database_url, create=True, anchor=TrustAnchor(token=token)) as store:
+        store.bootstrap_actor(ACTOR, "Bench operator", bench_key(), token)
+        store.select_models(ModelSelection(primary=MODEL), Signer(ACTOR, bench_key()))
+    sink = log_to(state / "bench-worker.log")
+    client = await Client.connect(server.address, data_converter=pydantic_data_converter)
+    config = ActivityConfig(database_url=database_url, action_token=token, state_dir=state)
+    async with build_worker(client, task_queue=TASK_QUEUE, config=config):
+        direct_s = await direct(client, args.items, args.slots)
+        queue = await through_queue(client, args.items, args.slots, args.poll, args.continue_as_new_after)
+        histories = await queue_histories(client)
+        await client.get_workflow_handle(f"work-queue@{TASK_QUEUE}").terminate("bench finished")
+    sink.close()
+    ratio = queue["wall_s"] / direct_s if direct_s else None
+    return {
+        "config": {
+            "items": args.items,
+            "slots": args.slots,
+            "poll_seconds": args.poll,
+            "continue_as_new_after_events": args.continue_as_new_after,
+            "dispatch": "operator loop (the queue does not fill its slots by itself yet)",
+        },
+        "direct": {"wall_s": round(direct_s, 3)},
+        "queue": queue,
+        "ratio": None if ratio is None else round(ratio, 3),
+        "history": {"events_per_execution": histories, "max_events": max(histories)},
+        "targets": {
+            "ratio_at_most_1_2": ratio is not None and ratio <= 1.2,
+            "history_at_most_2000": max(histories) <= 2_000,
+        },
+    }
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--items", type=int, default=100)
+    parser.add_argument("--slots", type=int, default=3)
+    parser.add_argument("--poll", type=float, default=0.5, help="the queue's poll_seconds")
+    parser.add_argument("--continue-as-new-after", type=int, default=1_500)
+    parser.add_argument("--quick", action="store_true", help="6 items, continue-as-new after 60 events")
+    args = parser.parse_args()
+    if args.quick:
+        args.items, args.continue_as_new_after = 6, 60
+
+    from contracts.search_attributes import SEARCH_ATTRIBUTES
+    from infra.devserver import DevServer, free_port
+
+    started = time.perf_counter()
+    with (
+        tempfile.TemporaryDirectory(prefix="queue-bench-") as tmp,
+        DevServer(
+            state_dir=Path(tmp) / "temporal",
+            db_filename=None,
+            port=free_port(),
+            headless=True,
+            search_attributes=SEARCH_ATTRIBUTES,
+        ) as server,
+    ):
+        report = asyncio.run(bench(args, server, Path(tmp)))
+    report["wall_s"] = round(time.perf_counter() - started, 3)
+    sys.stdout.write(json.dumps(report, sort_keys=True) + "\n")
+
+
+if __name__ == "__main__":
+    main()
