@@ -9,7 +9,8 @@ CLI sends them: a thin proposal added, an approval refused by its validator (not
 proposal updated and approved (renamed into its repository's series), another added and rejected,
 an unsigned approval refused by the authorisation (recorded) and then approved, capacity and
 autopilot set — until it continues as new. ``first.json`` is that first execution (it ends in
-continue-as-new), ``continued.json`` the next one after a further add and approval (the runs of
+continue-as-new), ``continued.json`` the next one after a further add and approval, the failed
+item parked, the blocked one released and the done one re-opened (the runs of
 their seeded items were never started, so the queue reads no run progress there).
 ``dispatched.json`` is another queue's: an item added, approved (a ``done`` then refused by its
 validator is not in it), dispatched as a read_only run (replay:demo), which the queue follows to
@@ -97,6 +98,10 @@ async def record(server: DevServer, state: Path) -> None:
         added = await q.add({**COMPLETE, "title": "After continue-as-new"})
         assert added.item is not None
         await q.move(QueueMessage.APPROVE, added.item.key)
+        by_status = {item.status: item.key for item in (await q.view()).items}
+        await q.move(QueueMessage.PARK, by_status[QueueStatus.FAILED], reason="recorded")
+        await q.move(QueueMessage.RELEASE, by_status[QueueStatus.BLOCKED])
+        await q.move(QueueMessage.REOPEN, by_status[QueueStatus.DONE])
         await _save(client, "first", q.workflow_id, first_run)
         await _save(client, "continued", q.workflow_id, second_run)
         await client.get_workflow_handle(q.workflow_id).terminate("recording finished")

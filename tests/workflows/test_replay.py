@@ -420,4 +420,4 @@ def test_the_queue_histories_hold_only_accepted_moves_and_continue_as_new_with_e
     assert (
         _payload(continued[0]["workflowExecutionStartedEventAttributes"]["input"]["payloads"][0]) == carried
     )  # type: ignore[index]
-    assert _accepted_updates("queue/continued.json") == ["add", "approve"]
+    assert _accepted_updates("queue/continued.json") == ["add", "approve", "park", "release", "reopen"]
