@@ -1,9 +1,15 @@
-"""Activity ``authorize_action``: may this actor take this action on this run?
+"""Activity ``authorize_action``: may this actor take this action on this target?
 
-Two proofs are needed (docs/architecture.md "Temporal conventions"): the actor is a registered human, and the
-request carries a valid, fresh proof of the action token (``contracts.proofs``) made for exactly this
-run, action, actor and contract digest. Identity and token checks need I/O, so they run here and not
-in an update validator; a refusal is returned (never raised) so the workflow can audit it.
+Two things are checked (docs/architecture.md "Protected actions"): the actor is a registered human whose
+record is verified and who is active, and the request carries that actor's fresh Ed25519 signature of
+exactly this action, target and contract digest (``contracts.identity.canonical_action``), made with
+the key the store holds in force for it. Identity and key checks need I/O, so they run here and not in
+an update validator; a refusal is returned (never raised) so the workflow can audit it.
+
+The worker needs no secret for this: public keys are in the store, and the chain of trust that makes
+them believable is anchored by ``SPECIALISTS_TRUST_ROOT`` or, without it, by the action token (the
+HMAC on the trust root's key record). A proof of the shared action token (an HMAC, as histories
+recorded before per-person keys carry) is refused.
 
 A verified proof's nonce is then spent in the store (``Store.spend_proof_nonce``) for the workflow
 execution that asked (its run id): a workflow remembers the nonces it saw, but a new execution of the
@@ -21,7 +27,8 @@ from temporalio import activity
 
 from activities.config import ActivityConfig
 from activities.store_access import SharedStore
-from contracts.proofs import verify_action
+from contracts.errors import OperatorError, ServiceUnavailable
+from contracts.identity import action_signature_valid, proof_is_fresh
 from contracts.refusals import RefusalCode
 from contracts.runs import AuthorizeRequest, AuthorizeResult
 from contracts.temporal_names import ActivityName
@@ -29,7 +36,7 @@ from runtime.logs import run_logger
 
 
 class AuthorizationActivities:
-    """``authorize_action`` bound to the store and the deployment's action token."""
+    """``authorize_action`` bound to the store (which verifies actors and keys)."""
 
     def __init__(self, config: ActivityConfig, store: SharedStore) -> None:
         self._config = config
@@ -37,11 +44,16 @@ class AuthorizationActivities:
 
     @activity.defn(name=ActivityName.AUTHORIZE_ACTION)
     def authorize_action(self, request: AuthorizeRequest) -> AuthorizeResult:
-        """Allowed when the actor is registered and the proof is valid; else a refusal code.
+        """Allowed when the actor is registered, verified and active and the proof is its valid,
+        fresh signature of this action; else a refusal code.
 
-        Refusal codes: ``actor_required``, ``unknown_actor``, ``action_token_not_configured`` (the
-        worker has no token), ``proof_missing``, ``proof_invalid``, ``proof_expired``,
-        ``proof_replayed`` (the proof's nonce was spent by another workflow execution).
+        Refusal codes: ``actor_required``, ``unknown_actor``, ``configuration_unverified`` (the
+        actor's record or key carries no valid signature), ``trust_root_not_configured`` (the worker
+        can verify nothing), ``actor_deactivated``, ``actor_key_retired`` (an earlier key of the
+        actor), ``actor_key_unknown`` (a key no actor holds), ``actor_key_missing``,
+        ``proof_missing``, ``proof_invalid`` (another actor's key, another action, target or digest,
+        a proof of the shared token), ``proof_expired``, ``proof_replayed`` (the proof's nonce was
+        spent by another workflow execution).
         """
         result = self._decide(request)
         run_logger(request.run_id, activity="authorize_action").info(
@@ -54,40 +66,49 @@ class AuthorizationActivities:
 
     def _decide(self, request: AuthorizeRequest) -> AuthorizeResult:
         if request.actor is None:
-            return AuthorizeResult(
-                allowed=False, code=RefusalCode.ACTOR_REQUIRED, message=f"{request.action} needs --actor ID"
+            return _refused(RefusalCode.ACTOR_REQUIRED, f"{request.action} needs --actor ID")
+        proof = request.proof
+        store = self._store.get()
+        try:
+            if proof is None or proof.key is None:
+                store.require_active_actor(request.actor)
+            else:
+                public_key = store.action_key(request.actor, proof.key)
+        except ServiceUnavailable:
+            raise  # retried; after the retries the workflow refuses as authorization_unavailable
+        except OperatorError as error:
+            return _refused(error.code, error.message)
+        if proof is None:
+            return _refused(
+                RefusalCode.PROOF_MISSING,
+                f"{request.action} needs the actor's signature (send it with the specialists CLI)",
             )
-        if not self._store.get().actor_exists(request.actor):
-            return AuthorizeResult(
-                allowed=False,
-                code=RefusalCode.UNKNOWN_ACTOR,
-                message=f"actor {request.actor!r} is not registered",
+        if proof.key is None:
+            return _refused(
+                RefusalCode.PROOF_INVALID,
+                "a proof of the shared action token is no longer accepted: sign with your actor key "
+                "(SPECIALISTS_ACTOR_KEY_FILE)",
             )
-        token = self._config.action_token
-        if token is None:
-            return AuthorizeResult(
-                allowed=False,
-                code=RefusalCode.ACTION_TOKEN_NOT_CONFIGURED,
-                message="the worker has no action token (SPECIALISTS_ACTION_TOKEN[_FILE]): "
-                "protected actions are refused",
-            )
-        now = dt.datetime.now(dt.UTC)
-        refusal = verify_action(
-            token,
-            request.proof,
-            run_id=request.run_id,
+        if not action_signature_valid(
+            public_key,
+            proof,
             action=request.action,
+            target=request.run_id,
             actor=request.actor,
             digest=request.digest,
-            now=now,
-        )
-        if refusal is not None:
-            code, message = refusal
-            return AuthorizeResult(allowed=False, code=code, message=message)
-        # verify_action refuses a missing proof, so there is one here.
-        assert request.proof is not None
+        ):
+            return _refused(
+                RefusalCode.PROOF_INVALID,
+                f"the signature does not match this {request.action} on {request.run_id} by {request.actor}",
+            )
+        now = dt.datetime.now(dt.UTC)
+        if not proof_is_fresh(proof, now):
+            return _refused(
+                RefusalCode.PROOF_EXPIRED,
+                f"the proof was made at {proof.issued_at.isoformat()}: send the action again",
+            )
         spent = self._store.get().spend_proof_nonce(
-            request.proof.nonce,
+            proof.nonce,
             action=request.action,
             run_id=request.run_id,
             actor=request.actor,
@@ -95,10 +116,12 @@ class AuthorizationActivities:
             at=now,
         )
         if not spent:
-            return AuthorizeResult(
-                allowed=False, code=RefusalCode.PROOF_REPLAYED, message="this proof was already used"
-            )
+            return _refused(RefusalCode.PROOF_REPLAYED, "this proof was already used")
         return AuthorizeResult(allowed=True)
+
+
+def _refused(code: str, message: str) -> AuthorizeResult:
+    return AuthorizeResult(allowed=False, code=code, message=message)
 
 
 def _spender() -> str:

@@ -5,6 +5,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from contracts.identity import TrustAnchor
+
 DEFAULT_READ_ONLY_BUDGET_SECONDS = 30 * 60
 DEFAULT_EDIT_BUDGET_SECONDS = 60 * 60
 DEFAULT_APPROVAL_WINDOW_SECONDS = 7 * 24 * 3600
@@ -23,8 +25,11 @@ class ActivityConfig:
     (defaults 30 and 60 minutes, docs/architecture.md "Run lifecycle"). ``approval_window_seconds``: how long
     a worktree or pr_ready run waits for approval before it expires (default 7 days).
     ``recordings_dir``: where the ``replay`` provider finds ``<name>.json`` for model id
-    ``replay:<name>``. ``action_token``: the deployment's action token, which the authorisation
-    activity uses to check proofs (``None``: every protected action is refused); never logged.
+    ``replay:<name>``. ``action_token``: the deployment's action token, which anchors the chain of
+    configuration trust when no ``trust_root`` is pinned (the HMAC on the trust root's key record);
+    never logged. ``trust_root``: ``SPECIALISTS_TRUST_ROOT``, the fingerprint of the trust root's
+    key; with neither, the worker verifies no actor and refuses every protected action
+    (docs/architecture.md "Configuration").
     ``state_dir``: the deployment's state directory, where worktree attempts are made
     (``<state_dir>/worktrees/<run>/attempt-<n>``; ``None``: this worker cannot execute worktree runs).
     ``team_deadline_seconds``: how long a research team may run before it ends ``expired`` (24 h).
@@ -40,7 +45,13 @@ class ActivityConfig:
     approval_window_seconds: int = DEFAULT_APPROVAL_WINDOW_SECONDS
     recordings_dir: Path = DEFAULT_RECORDINGS_DIR
     action_token: bytes | None = field(default=None, repr=False)
+    trust_root: str | None = None
     state_dir: Path | None = None
     team_deadline_seconds: int = DEFAULT_TEAM_DEADLINE_SECONDS
     team_cycle_seconds: float = DEFAULT_TEAM_CYCLE_SECONDS
     coordinator_continue_as_new_events: int = DEFAULT_COORDINATOR_CONTINUE_AS_NEW_EVENTS
+
+    @property
+    def trust_anchor(self) -> TrustAnchor:
+        """What the store verifies configuration records against."""
+        return TrustAnchor(root_fingerprint=self.trust_root, token=self.action_token)

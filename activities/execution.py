@@ -77,6 +77,7 @@ from contracts.worktree import (
     WorktreeExecutionFailed,
 )
 from runtime.logs import run_logger
+from store.repositories import require_active
 
 
 def _worker_identity() -> str:
@@ -146,7 +147,9 @@ class ExecutionActivities:
                 non_retryable=True,
             )
         try:
-            repository = Path(self._store.get().get_repository(request.repo_alias).path)
+            # A deactivated or unverified repository is never executed in (repository_deactivated,
+            # configuration_unverified): docs/architecture.md "Configuration".
+            repository = Path(require_active(self._store.get().get_repository(request.repo_alias)).path)
         except NotFound as error:
             raise ApplicationError(
                 f"repository {request.repo_alias!r} is no longer allow-listed: {error.message}",

@@ -167,7 +167,7 @@ class ModelActivities:
         self._replay = ReplayProvider(config.recordings_dir)
         self._providers: dict[str, ModelProvider] = {REPLAY_PROVIDER: self._replay}
         self._providers.update(providers or {})
-        self._store = store or SharedStore(config.database_url)
+        self._store = store or SharedStore(config.database_url, config.trust_anchor)
         self._registered = registered or RegisteredProviders()
         self._releaser = releaser
 

@@ -15,6 +15,7 @@ from activities.config import ActivityConfig
 from activities.errors import refusal
 from activities.store_access import SharedStore
 from catalog.loader import load_catalog
+from contracts.enums import FallbackMode
 from contracts.errors import OperatorError, Refused
 from contracts.hashing import canonical_sha256
 from contracts.output import SpecialistOutput
@@ -65,6 +66,11 @@ class ResearchActivities:
                     "no_model_selected",
                     "a research team calls models: select one first (specialists models select)",
                 )
+            # Every stage runs on the primary chain (below): each of its models must be usable.
+            chosen_chain: list[str | None] = [selection.selection.primary]
+            if selection.selection.fallback_mode is FallbackMode.ORDERED:
+                chosen_chain += list(selection.selection.fallbacks)
+            store.require_usable_models(chosen_chain)
             stages = []
             for spec in STAGES:
                 profile = catalog.profiles.get(spec.profile_id)

@@ -1,7 +1,10 @@
 """Activity ``capture_contract``: route the work item and freeze the execution contract.
 
 Reads the catalog, the automation policy and the model selection, so all three enter workflow history
-through this activity's result; later changes to any of them never alter a captured contract.
+through this activity's result; later changes to any of them never alter a captured contract. Every
+configuration record it reads is verified by the store (docs/architecture.md "Configuration"): an
+unverified one refuses the run (``configuration_unverified``), as do a deactivated repository
+(``repository_deactivated``) and a deactivated model the contract would call (``model_deactivated``).
 """
 
 from __future__ import annotations
@@ -13,13 +16,15 @@ from activities.errors import refusal
 from activities.store_access import SharedStore
 from catalog.capture import capture
 from catalog.loader import load_catalog
+from contracts.enums import Tier
 from contracts.errors import OperatorError
 from contracts.policy import APPROVAL_TIERS
 from contracts.refusal_detail import RefusalDetail
-from contracts.runs import CapturedContract, RunInput
+from contracts.runs import CapturedContract, ModelSnapshot, RunInput
 from contracts.temporal_names import ActivityName
 from runtime.git_repository import base_commit_of
 from runtime.logs import run_logger
+from store.repositories import require_active
 
 
 class RoutingActivities:
@@ -43,6 +48,8 @@ class RoutingActivities:
             store = self._store.get()
             alias = run_input.work_item.repo_alias
             policy, selection, record = store.capture_reads(alias)
+            if record is not None:
+                require_active(record)
             base_commit = None
             repository_config = None
             if run_input.requested_tier in APPROVAL_TIERS and alias is not None:
@@ -68,6 +75,8 @@ class RoutingActivities:
                 base_commit=base_commit,
                 repository_config=repository_config,
             )
+            if captured.contract.model is not None and captured.contract.tier is not Tier.RECOMMEND:
+                store.require_usable_models(models_called(captured.contract.model))
         except OperatorError as error:
             log.warning("capture_refused", code=error.code, message=error.message)
             raise refusal(error, RefusalDetail.of(error)) from error
@@ -81,3 +90,11 @@ class RoutingActivities:
             base_commit=contract.base_commit,
         )
         return captured
+
+
+def models_called(snapshot: ModelSnapshot) -> list[str | None]:
+    """The models a contract's jobs would call: each assignment's chain (the snapshot's chain for a
+    contract without assignments)."""
+    if not snapshot.assignments:
+        return list(snapshot.chain)
+    return [model for assignment in snapshot.assignments for model in assignment.models]

@@ -7,15 +7,18 @@ import threading
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
+    from contracts.identity import TrustAnchor
     from contracts.models import ModelRecord
     from store.store import Store
 
 
 class SharedStore:
-    """Lazily opens the store at ``url`` once; thread-safe (sync activities run in a thread pool)."""
+    """Lazily opens the store at ``url`` once; thread-safe (sync activities run in a thread pool).
+    Its configuration reads are verified against ``anchor`` (docs/architecture.md "Configuration")."""
 
-    def __init__(self, url: str) -> None:
+    def __init__(self, url: str, anchor: TrustAnchor | None = None) -> None:
         self._url = url
+        self._anchor = anchor
         self._store: Store | None = None
         self._lock = threading.Lock()
         self._models: dict[str, ModelRecord] = {}
@@ -28,13 +31,15 @@ class SharedStore:
                 # restarted worker should spend after it is already polling.
                 from store.database import open_store
 
-                self._store = open_store(self._url, create=True)
+                self._store = open_store(self._url, create=True, anchor=self._anchor)
             return self._store
 
     def registered_model(self, model_id: str) -> ModelRecord:
-        """The registration of ``model_id``, read from the store once per worker: registrations are
-        never changed or removed, so every call and lease request after the first reuses it. Raises
-        ``unknown_model`` (not found, never cached: the model may be registered later)."""
+        """The registration of ``model_id`` (verified), read from the store once per worker: a
+        registration's endpoint, key variable and ceiling never change, so every call and lease
+        request after the first reuses it (a deactivation stops new runs from capturing the model;
+        runs that captured it keep calling it). Raises ``unknown_model`` (not found, never cached: the
+        model may be registered later) or ``configuration_unverified``."""
         record = self._models.get(model_id)
         if record is None:
             record = self.get().get_model(model_id)

@@ -76,6 +76,8 @@ TARGET_P50_RATIO = 1.5
 MODEL = "openai:bench-model"
 KEY_ENV = "MODEL_BENCH_API_KEY"
 ACTOR = "bench-operator"
+BENCH_TOKEN = b"model-bench-action-token-0001"
+"""The bench deployment's action token: it bootstraps the operator and anchors the worker's trust."""
 FULL_QUEUE = "model-bench-full"
 BASELINE_QUEUE = "model-bench-baseline"
 ITEM_FILE = "03-slow-query.json"  # recorded in replay:demo (analysis)
@@ -248,13 +250,16 @@ class Jobs:
 
 def _prepare_store(database_url: str, wire: WireServer, ceiling: int) -> None:
     """A fresh store with the bench operator and the model registered (key variable, ceiling)."""
+    from contracts.identity import ActorKey, Signer, TrustAnchor
     from contracts.models import ModelRegistration
     from store.database import open_store
 
-    with open_store(database_url, create=True) as store:
-        store.register_actor(ACTOR, "Bench operator", None)
+    key = ActorKey.generate()
+    with open_store(database_url, create=True, anchor=TrustAnchor(token=BENCH_TOKEN)) as store:
+        store.bootstrap_actor(ACTOR, "Bench operator", key, BENCH_TOKEN)
         store.register_model(
-            ModelRegistration(id=MODEL, base_url=wire.base_url, api_key_env=KEY_ENV, ceiling=ceiling), ACTOR
+            ModelRegistration(id=MODEL, base_url=wire.base_url, api_key_env=KEY_ENV, ceiling=ceiling),
+            Signer(ACTOR, key),
         )
 
 
@@ -677,7 +682,9 @@ async def _bench(
         with running() as wire:
             _prepare_store(database_url, wire, args.ceiling)
             client = await Client.connect(server_address, data_converter=pydantic_data_converter)
-            full_worker = build_worker(client, task_queue=FULL_QUEUE, config=ActivityConfig(database_url))
+            full_worker = build_worker(
+                client, task_queue=FULL_QUEUE, config=ActivityConfig(database_url, action_token=BENCH_TOKEN)
+            )
             config: dict[str, Any] = dict(full_worker.config())
             threads = getattr(config.get("activity_executor"), "_max_workers", 16)
             baseline_executor = concurrent.futures.ThreadPoolExecutor(max_workers=threads)

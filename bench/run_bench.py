@@ -30,6 +30,7 @@ import argparse
 import asyncio
 import concurrent.futures
 import contextlib
+import functools
 import json
 import math
 import os
@@ -278,16 +279,15 @@ class ProjectDriver(Driver):
         return run_input
 
     def proof(self, run_id: str, action: str, digest: str = "") -> Any:
-        """A proof of the action token for ``action``, as the CLI makes it (``control.actions``)."""
+        """The bench operator's signature of ``action``, as the CLI makes it (``control.actions``)."""
         import datetime as dt
 
-        from contracts.proofs import sign_action
+        from contracts.identity import Signer, sign_action
 
         return sign_action(
-            self.token,
-            run_id=run_id,
+            Signer(ACTOR, bench_key()),
             action=action,
-            actor=ACTOR,
+            target=run_id,
             digest=digest,
             issued_at=dt.datetime.now(dt.UTC),
             nonce=secrets.token_hex(16),
@@ -794,15 +794,22 @@ async def _resume(
 # The bench
 
 
+@functools.cache
+def bench_key() -> Any:
+    """The bench operator's key (one per bench process)."""
+    from contracts.identity import ActorKey
+
+    return ActorKey.generate()
+
+
 def _prepare_store(database_url: str, token: bytes) -> None:
+    from contracts.identity import Signer, TrustAnchor
     from contracts.models import ModelSelection
-    from contracts.proofs import token_fingerprint
     from store.database import open_store
 
-    with open_store(database_url) as store:
-        store.adopt_token_fingerprint(token_fingerprint(token))
-        store.register_actor(ACTOR, "Bench operator", None)
-        store.select_models(ModelSelection(primary=MODEL), ACTOR)
+    with open_store(database_url, anchor=TrustAnchor(token=token)) as store:
+        store.bootstrap_actor(ACTOR, "Bench operator", bench_key(), token)
+        store.select_models(ModelSelection(primary=MODEL), Signer(ACTOR, bench_key()))
 
 
 def _log_to(path: Path) -> Any:

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import functools
 import json
 import math
 import secrets
@@ -41,16 +42,23 @@ TOKEN = f"team-bench-{secrets.token_hex(16)}".encode()
 ACTOR = "bench"
 
 
+@functools.cache
+def _signer() -> Any:
+    """The bench operator with its key (one per bench process)."""
+    from contracts.identity import ActorKey, Signer
+
+    return Signer(ACTOR, ActorKey.generate())
+
+
 def _proof(team_id: str, digest: str) -> Any:
     import datetime as dt
 
-    from contracts.proofs import sign_action
+    from contracts.identity import sign_action
 
     return sign_action(
-        TOKEN,
-        run_id=team_id,
+        _signer(),
         action="team_start",
-        actor=ACTOR,
+        target=team_id,
         digest=digest,
         issued_at=dt.datetime.now(dt.UTC),
         nonce=secrets.token_hex(16),
@@ -86,6 +94,7 @@ async def measure(
     from temporalio.contrib.pydantic import pydantic_data_converter
 
     from activities.config import ActivityConfig
+    from contracts.identity import TrustAnchor
     from contracts.models import ModelSelection
     from contracts.research import CaseInput
     from contracts.research_coordinator import ADVANCES_PER_CYCLE, coordinator_workflow_id
@@ -95,9 +104,9 @@ async def measure(
     from worker import build_worker
 
     url = default_database_url(state)
-    with open_store(url) as store:
-        store.register_actor(ACTOR, "Bench operator", None)
-        store.select_models(ModelSelection(primary="replay:demo"), ACTOR)
+    with open_store(url, anchor=TrustAnchor(token=TOKEN)) as store:
+        store.bootstrap_actor(ACTOR, "Bench operator", _signer().key, TOKEN)
+        store.select_models(ModelSelection(primary="replay:demo"), _signer())
         demo_case = ROOT / "examples" / "research" / "case.json"
         case = read_input(demo_case, CaseInput, what="case input", code="invalid_case_input")
         case_id = store.create_case(case, ACTOR).case_id

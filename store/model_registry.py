@@ -177,13 +177,18 @@ def model_available(session: Session, trust: Trust, model_id: str) -> bool:
     return row is not None and trust.problem(RecordKind.MODEL, row) is None and bool(row.active)
 
 
-def require_usable(session: Session, trust: Trust, model_ids: list[str | None]) -> None:
+def require_usable(
+    session: Session, trust: Trust, model_ids: list[str | None], *, registered_only: bool = True
+) -> None:
     """Raise for the first of ``model_ids`` a new run may not use: ``unknown_model`` (not found:
-    neither a replay id nor registered), ``configuration_unverified`` or ``model_deactivated``."""
+    neither a replay id nor registered; with ``registered_only`` false an unregistered id is left to
+    the model call to refuse), ``configuration_unverified`` or ``model_deactivated``."""
     for model_id in model_ids:
         if model_id is None or is_replay_model(model_id):
             continue
         row = session.get(ModelRow, model_id)
+        if row is None and not registered_only:
+            continue
         if row is None:
             raise NotFound(
                 "unknown_model",

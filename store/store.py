@@ -184,11 +184,13 @@ class Store:
             return model_selection.selection_history(session, trust, limit)
 
     def require_usable_models(self, model_ids: list[str | None]) -> None:
-        """Refuse a new run's use of any of ``model_ids`` (``None`` entries ignored) that is not a
-        replay id or a registered, verified, active model: ``unknown_model``, ``model_deactivated``,
-        ``configuration_unverified``."""
+        """Refuse a new run's use of any of ``model_ids`` (``None`` entries ignored) that is
+        registered but deactivated (``model_deactivated``) or not verified
+        (``configuration_unverified``). An id that is not registered is left to the model call,
+        which refuses it as it always did (a selection is checked against the registry when it is
+        made, :meth:`select_registered_models`)."""
         with self._configuration() as (session, trust):
-            model_registry.require_usable(session, trust, model_ids)
+            model_registry.require_usable(session, trust, model_ids, registered_only=False)
 
     # Model registry
 

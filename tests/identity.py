@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import datetime as dt
 import functools
+from pathlib import Path
 from typing import Any
 
 from sqlalchemy import text
@@ -61,3 +62,12 @@ def attest_legacy(store: Store, actor_id: str = "alice", *, token: bytes = STORE
     others = {other: key_of(other).public_key for other in store.keyless_actors() if other != actor_id}
     store.attest(attester, token=token, issue=others)
     return attester
+
+
+def write_key_file(actor_id: str, directory: Path) -> Path:
+    """``actor_id``'s test key as a key file ``directory/<id>.key`` (mode 0600), for a CLI acting as it."""
+    path = directory / f"{actor_id}.key"
+    if not path.exists():
+        path.write_bytes(key_of(actor_id).to_pem())
+        path.chmod(0o600)
+    return path

@@ -21,10 +21,16 @@ from worker.registration import build_host_worker, build_worker
 
 
 def activity_config(
-    settings: Settings, *, budgets: RunBudgets, action_token: bytes | None, **overrides: Any
+    settings: Settings,
+    *,
+    budgets: RunBudgets,
+    action_token: bytes | None,
+    trust_root: str | None = None,
+    **overrides: Any,
 ) -> ActivityConfig:
     """What the activities of a worker for ``settings`` need: the store, the budgets captured into
-    contracts, the action token and the state directory (``overrides`` replace single fields)."""
+    contracts, the trust anchor (pinned root and/or action token) and the state directory
+    (``overrides`` replace single fields)."""
     config = ActivityConfig(
         database_url=settings.database_url,
         read_only_budget_seconds=budgets.read_only_seconds,
@@ -33,6 +39,7 @@ def activity_config(
         team_deadline_seconds=budgets.team_deadline_seconds,
         team_cycle_seconds=budgets.team_cycle_seconds,
         action_token=action_token,
+        trust_root=trust_root,
         state_dir=settings.state_dir,
     )
     return replace(config, **overrides) if overrides else config
@@ -40,17 +47,21 @@ def activity_config(
 
 async def run_worker(stop: asyncio.Event | None = None) -> None:
     """Connect with the environment's settings and run a worker until ``stop`` is set (or a signal)."""
-    from store.action_token import load_action_token
+    from store.action_token import load_action_token, load_trust_root
 
     configure_logging()
     settings = Settings.from_env()
     token = load_action_token()
+    trust_root = load_trust_root()
     client = await connect(settings)
-    config = activity_config(settings, budgets=RunBudgets.from_env(), action_token=token)
-    if token is None:
+    config = activity_config(
+        settings, budgets=RunBudgets.from_env(), action_token=token, trust_root=trust_root
+    )
+    if token is None and trust_root is None:
         print(
-            "warning: no action token (SPECIALISTS_ACTION_TOKEN or SPECIALISTS_ACTION_TOKEN_FILE): "
-            "every protected action will be refused",
+            "warning: neither SPECIALISTS_TRUST_ROOT nor an action token (SPECIALISTS_ACTION_TOKEN or "
+            "SPECIALISTS_ACTION_TOKEN_FILE): no actor can be verified, every protected action will be "
+            "refused",
             file=sys.stderr,
             flush=True,
         )
@@ -58,7 +69,7 @@ async def run_worker(stop: asyncio.Event | None = None) -> None:
     loop = asyncio.get_running_loop()
     for signum in (signal.SIGINT, signal.SIGTERM):
         loop.add_signal_handler(signum, stop.set)
-    store = SharedStore(config.database_url)
+    store = SharedStore(config.database_url, config.trust_anchor)
     worker = build_worker(client, task_queue=settings.task_queue, config=config, store=store)
     host_worker = build_host_worker(client, task_queue=settings.task_queue, config=config, store=store)
     async with worker, host_worker:

@@ -98,7 +98,7 @@ def activities_for(
 ) -> list[Any]:
     """Every activity, bound to ``config`` (``providers`` adds or replaces model providers; ``store``
     shares an already created store handle; ``releaser`` lets ``call_model`` give its lease back)."""
-    store = store or SharedStore(config.database_url)
+    store = store or SharedStore(config.database_url, config.trust_anchor)
     routing = RoutingActivities(config, store)
     models = ModelActivities(config, providers, store, releaser=releaser)
     authorization = AuthorizationActivities(config, store)
@@ -131,7 +131,8 @@ def activities_for(
 
 def host_activities(config: ActivityConfig, store: SharedStore | None = None) -> list[Any]:
     """The activities that must run on the host whose disk they act on (``prune_worktrees``)."""
-    return [WorktreePruneActivities(config, store or SharedStore(config.database_url)).prune_worktrees]
+    shared = store or SharedStore(config.database_url, config.trust_anchor)
+    return [WorktreePruneActivities(config, shared).prune_worktrees]
 
 
 def build_worker(

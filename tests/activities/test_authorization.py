@@ -1,7 +1,7 @@
-"""The ``authorize_action`` activity: a registered human actor and a valid, fresh proof of the
-deployment's action token for exactly this run, action, actor and digest, whose nonce no other
-workflow execution has spent; otherwise a refusal code (returned, never raised, so the workflow can
-audit it). The token itself is never logged."""
+"""The ``authorize_action`` activity: a registered, verified, active human actor and that actor's
+valid, fresh signature (made with its key in force) of exactly this run, action and digest, whose nonce
+no other workflow execution has spent; otherwise a refusal code (returned, never raised, so the
+workflow can audit it). The action token, which anchors the store's trust, is never logged."""
 
 from __future__ import annotations
 
@@ -16,9 +16,11 @@ from temporalio.testing import ActivityEnvironment
 from activities.authorization import AuthorizationActivities
 from activities.config import ActivityConfig
 from activities.store_access import SharedStore
+from contracts.identity import ActorKey, TrustAnchor
 from contracts.proofs import ActionProof
 from contracts.runs import AuthorizeRequest
-from tests.workflows.harness import ACTION_TOKEN, ACTOR, proof
+from tests.identity import key_of, signer
+from tests.workflows.harness import ACTION_TOKEN, ACTOR, proof, register_actor, token_proof
 
 RUN_ID = "SOR-0123456789ABCDEF"
 OTHER_RUN = "SOR-FEDCBA9876543210"
@@ -27,9 +29,27 @@ NOW = dt.datetime.now(dt.UTC)
 
 
 @pytest.fixture
-def shared(tmp_path: Path) -> Iterator[SharedStore]:
-    store = SharedStore(f"sqlite:///{tmp_path / 'state' / 'specialists.db'}")
-    store.get().register_actor(ACTOR, "Alice Operator", None)
+def url(tmp_path: Path) -> str:
+    return f"sqlite:///{tmp_path / 'state' / 'specialists.db'}"
+
+
+@pytest.fixture
+def shared(url: str) -> Iterator[SharedStore]:
+    """The store of a deployment where alice (the trust root) registered bob and carol, and carol was
+    deactivated, as a worker holding the action token opens it."""
+    store = SharedStore(url, TrustAnchor(token=ACTION_TOKEN))
+    store.get().bootstrap_actor(ACTOR, "Alice Operator", key_of(ACTOR), ACTION_TOKEN)
+    register_actor(store.get(), "bob", "Bob Operator")
+    register_actor(store.get(), "carol", "Carol Operator")
+    store.get().deactivate_actor("carol", signer(ACTOR))
+    yield store
+    store.close()
+
+
+@pytest.fixture
+def anchorless(url: str, shared: SharedStore) -> Iterator[SharedStore]:
+    """The same store as a worker with neither the action token nor a pinned trust root opens it."""
+    store = SharedStore(url)
     yield store
     store.close()
 
@@ -39,14 +59,13 @@ def _authorize(
     *,
     actor: str | None = ACTOR,
     signature: ActionProof | None = None,
-    token: bytes | None = ACTION_TOKEN,
     action: str = "approve",
     digest: str = DIGEST,
     run_id: str = RUN_ID,
     workflow_run_id: str = "test-run",
     attempt: int = 1,
 ) -> tuple[bool, str | None]:
-    config = ActivityConfig(database_url="sqlite://", action_token=token)
+    config = ActivityConfig(database_url="sqlite://")
     activities = AuthorizationActivities(config, shared)
     request = AuthorizeRequest(run_id=run_id, action=action, actor=actor, digest=digest, proof=signature)
     environment = ActivityEnvironment()
@@ -68,16 +87,38 @@ def test_a_registered_actor_with_a_fresh_proof_of_exactly_this_action_is_allowed
 _REFUSALS = {
     "no_actor": ({"actor": None}, "actor_required"),
     "unregistered_actor": ({"actor": "mallory"}, "unknown_actor"),
-    "worker_without_token": ({"token": None}, "action_token_not_configured"),
+    "deactivated_actor": (
+        {"actor": "carol", "signature": proof(RUN_ID, "approve", actor="carol", digest=DIGEST)},
+        "actor_deactivated",
+    ),
+    "deactivated_actor_without_proof": ({"actor": "carol", "signature": None}, "actor_deactivated"),
     "no_proof": ({"signature": None}, "proof_missing"),
-    "wrong_token": (
-        {"signature": proof(RUN_ID, "approve", digest=DIGEST, token=b"not-the-deployment-token")},
+    "a_key_nobody_holds": (
+        {"signature": proof(RUN_ID, "approve", digest=DIGEST, key=ActorKey.generate())},
+        "actor_key_unknown",
+    ),
+    "alice_signing_as_bob": (
+        {
+            "actor": "bob",
+            "signature": proof(RUN_ID, "approve", actor="bob", digest=DIGEST, key=key_of(ACTOR)),
+        },
+        "proof_invalid",
+    ),
+    "bob_signing_as_alice": (
+        {"signature": proof(RUN_ID, "approve", digest=DIGEST, key=key_of("bob"))},
+        "proof_invalid",
+    ),
+    "a_proof_of_the_shared_token": (
+        {"signature": token_proof(RUN_ID, "approve", digest=DIGEST)},
         "proof_invalid",
     ),
     "another_run": ({"signature": proof(OTHER_RUN, "approve", digest=DIGEST)}, "proof_invalid"),
     "another_action": ({"signature": proof(RUN_ID, "cancel", digest=DIGEST)}, "proof_invalid"),
     "another_digest": ({"signature": proof(RUN_ID, "approve", digest="cd" * 32)}, "proof_invalid"),
-    "another_actor": ({"signature": proof(RUN_ID, "approve", actor="bob", digest=DIGEST)}, "proof_invalid"),
+    "made_by_bob_for_bob_sent_as_alice": (
+        {"signature": proof(RUN_ID, "approve", actor="bob", digest=DIGEST)},
+        "proof_invalid",
+    ),
     "stale": (
         {"signature": proof(RUN_ID, "approve", digest=DIGEST, issued_at=NOW - dt.timedelta(minutes=20))},
         "proof_expired",
@@ -95,17 +136,34 @@ def test_each_refusal_has_its_code(shared: SharedStore, kwargs: dict[str, object
     assert _authorize(shared, **arguments) == (False, code)  # type: ignore[arg-type]
 
 
-def test_the_actor_is_checked_before_the_token_so_an_unregistered_actor_learns_nothing_about_it(
-    shared: SharedStore,
-) -> None:
-    assert _authorize(shared, actor="mallory", token=None) == (False, "unknown_actor")
+def test_a_rotated_out_key_is_refused_as_actor_key_retired(shared: SharedStore) -> None:
+    old = ActorKey.generate()
+    register_actor(shared.get(), "dave", "Dave Operator")
+    shared.get().rotate_actor_key(signer("dave"), old)
+    made_with_the_new = proof(RUN_ID, "approve", actor="dave", digest=DIGEST, key=old)
+    assert _authorize(shared, actor="dave", signature=made_with_the_new) == (True, None)
+    made_with_the_old = proof(RUN_ID, "approve", actor="dave", digest=DIGEST)
+    assert _authorize(shared, actor="dave", signature=made_with_the_old) == (False, "actor_key_retired")
+
+
+def test_a_worker_without_a_trust_anchor_verifies_nobody(anchorless: SharedStore) -> None:
+    signature = proof(RUN_ID, "approve", digest=DIGEST)
+    assert _authorize(anchorless, signature=signature) == (False, "trust_root_not_configured")
+
+
+def test_a_worker_pinning_the_trust_root_needs_no_token(url: str, shared: SharedStore) -> None:
+    pinned = SharedStore(url, TrustAnchor(root_fingerprint=key_of(ACTOR).fingerprint))
+    try:
+        assert _authorize(pinned, signature=proof(RUN_ID, "approve", digest=DIGEST)) == (True, None)
+    finally:
+        pinned.close()
 
 
 def test_the_decision_is_logged_without_the_token(
     shared: SharedStore, capsys: pytest.CaptureFixture[str]
 ) -> None:
     _authorize(shared, signature=proof(RUN_ID, "approve", digest=DIGEST))
-    _authorize(shared, signature=proof(RUN_ID, "approve", digest=DIGEST, token=b"not-the-deployment-token"))
+    _authorize(shared, signature=proof(RUN_ID, "approve", digest=DIGEST, key=key_of("bob")))
     captured = capsys.readouterr()
     logged = captured.out + captured.err
     assert "action_authorised" in logged and "proof_invalid" in logged
@@ -151,12 +209,12 @@ def test_a_retry_in_the_same_execution_is_allowed_again(shared: SharedStore) -> 
     assert _authorize(shared, signature=signature, workflow_run_id=FIRST_EXECUTION, attempt=3) == (True, None)
 
 
-def test_a_refused_proof_spends_nothing(shared: SharedStore) -> None:
+def test_a_refused_proof_spends_nothing(shared: SharedStore, anchorless: SharedStore) -> None:
     # Only a proof that verified is spent: a refusal before that leaves the nonce for its real use.
     signature = proof(RUN_ID, "approve", digest=DIGEST)
-    assert _authorize(shared, signature=signature, workflow_run_id=FIRST_EXECUTION, token=None) == (
+    assert _authorize(anchorless, signature=signature, workflow_run_id=FIRST_EXECUTION) == (
         False,
-        "action_token_not_configured",
+        "trust_root_not_configured",
     )
     assert _authorize(shared, signature=signature, workflow_run_id=SECOND_EXECUTION) == (True, None)
 

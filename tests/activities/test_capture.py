@@ -26,6 +26,7 @@ from contracts.hashing import canonical_sha256
 from contracts.models import ModelSelection, ModelSelectionRecord
 from contracts.policy import AutomationPolicy
 from contracts.runs import CapturedContract, RunInput
+from tests.identity import STORE_ANCHOR, bootstrap, signer
 from tests.store.git_repository import git, make_working_tree, register_repository, resolve_base_commit
 from tests.workflows.harness import AUTH_REVIEW, SLOW_QUERY, example, run_input
 
@@ -220,8 +221,8 @@ def test_a_recommend_run_needs_no_model_selection(catalog: LoadedCatalog) -> Non
 
 def _activity(tmp_path: Path, *, budget: int = 900) -> tuple[RoutingActivities, SharedStore]:
     url = f"sqlite:///{tmp_path / 'state' / 'specialists.db'}"
-    shared = SharedStore(url)
-    shared.get().register_actor("alice", "Alice Operator", None)
+    shared = SharedStore(url, STORE_ANCHOR)
+    bootstrap(shared.get())
     return RoutingActivities(
         ActivityConfig(database_url=url, read_only_budget_seconds=budget), shared
     ), shared
@@ -230,7 +231,7 @@ def _activity(tmp_path: Path, *, budget: int = 900) -> tuple[RoutingActivities, 
 def test_capture_contract_activity_reads_selection_and_policy_from_the_store(tmp_path: Path) -> None:
     routing, shared = _activity(tmp_path, budget=900)
     try:
-        shared.get().select_models(ModelSelection(primary="replay:demo"), "alice")
+        shared.get().select_models(ModelSelection(primary="replay:demo"), signer("alice"))
         inp = run_input(example(SLOW_QUERY), tier=Tier.READ_ONLY, run_id=RUN_ID)
         captured = ActivityEnvironment().run(routing.capture_contract, inp)
     finally:
@@ -245,7 +246,7 @@ def test_capture_contract_activity_raises_a_refusal_as_a_non_retryable_error_of_
 ) -> None:
     routing, shared = _activity(tmp_path)
     try:
-        shared.get().set_policy(AutomationPolicy(mode=AutomationMode.OFF), "alice")
+        shared.get().set_policy(AutomationPolicy(mode=AutomationMode.OFF), signer("alice"))
         inp = run_input(example(SLOW_QUERY), automatic=True, run_id=RUN_ID)
         with pytest.raises(ApplicationError) as raised:
             ActivityEnvironment().run(routing.capture_contract, inp)
@@ -268,7 +269,7 @@ def test_capture_contract_activity_freezes_the_commit_the_repositorys_branch_poi
 ) -> None:
     routing, shared = _activity(tmp_path)
     try:
-        shared.get().select_models(ModelSelection(primary="replay:demo"), "alice")
+        shared.get().select_models(ModelSelection(primary="replay:demo"), signer("alice"))
         tree = _repository(tmp_path, shared)
         first_commit = git(tree, "rev-parse", "main")
         inp = run_input(example(SLOW_QUERY), tier=tier, run_id=RUN_ID)
@@ -292,7 +293,7 @@ def test_capture_contract_activity_refuses_an_unregistered_repository_as_unknown
 ) -> None:
     routing, shared = _activity(tmp_path)
     try:
-        shared.get().select_models(ModelSelection(primary="replay:demo"), "alice")
+        shared.get().select_models(ModelSelection(primary="replay:demo"), signer("alice"))
         inp = run_input(example(SLOW_QUERY), tier=Tier.WORKTREE, run_id=RUN_ID)
         with pytest.raises(ApplicationError) as raised:
             ActivityEnvironment().run(routing.capture_contract, inp)
@@ -310,7 +311,7 @@ def test_capture_contract_activity_refuses_a_repository_that_is_gone_as_reposito
 ) -> None:
     routing, shared = _activity(tmp_path)
     try:
-        shared.get().select_models(ModelSelection(primary="replay:demo"), "alice")
+        shared.get().select_models(ModelSelection(primary="replay:demo"), signer("alice"))
         tree = _repository(tmp_path, shared)
         shutil.rmtree(tree if damage == "deleted" else tree / ".git")
         inp = run_input(example(SLOW_QUERY), tier=Tier.PR_READY, run_id=RUN_ID)
@@ -336,3 +337,64 @@ def test_the_operator_pre_check_refuses_an_unregistered_repository_as_unknown_re
     finally:
         shared.close()
     assert refused.value.code == "unknown_repository" and refused.value.exit_code == 3
+
+
+@pytest.mark.parametrize("tier", [Tier.READ_ONLY, Tier.WORKTREE])
+def test_capture_contract_activity_refuses_a_deactivated_repository(tmp_path: Path, tier: Tier) -> None:
+    routing, shared = _activity(tmp_path)
+    try:
+        shared.get().select_models(ModelSelection(primary="replay:demo"), signer("alice"))
+        _repository(tmp_path, shared)
+        assert ALIAS is not None
+        shared.get().deactivate_repository(ALIAS, signer("alice"))
+        with pytest.raises(ApplicationError) as raised:
+            ActivityEnvironment().run(routing.capture_contract, run_input(example(SLOW_QUERY), tier=tier))
+    finally:
+        shared.close()
+    assert raised.value.type == "repository_deactivated" and raised.value.non_retryable
+
+
+def test_capture_contract_activity_refuses_a_selection_naming_a_deactivated_model(tmp_path: Path) -> None:
+    from contracts.models import ModelRegistration
+
+    routing, shared = _activity(tmp_path)
+    try:
+        store = shared.get()
+        store.register_model(ModelRegistration(id="openai:gpt"), signer("alice"))
+        store.select_registered_models(ModelSelection(primary="openai:gpt"), signer("alice"))
+        store.deactivate_model("openai:gpt", signer("alice"))
+        with pytest.raises(ApplicationError) as raised:
+            ActivityEnvironment().run(
+                routing.capture_contract, run_input(example(SLOW_QUERY), tier=Tier.READ_ONLY)
+            )
+        # A recommendation calls no model: the deactivated model does not stop it.
+        recommend = run_input(example(SLOW_QUERY), tier=Tier.RECOMMEND)
+        assert ActivityEnvironment().run(routing.capture_contract, recommend).contract.tier is Tier.RECOMMEND
+    finally:
+        shared.close()
+    assert raised.value.type == "model_deactivated" and raised.value.non_retryable
+
+
+def test_capture_contract_activity_refuses_a_policy_row_written_without_a_key(tmp_path: Path) -> None:
+    from sqlalchemy import text
+
+    routing, shared = _activity(tmp_path)
+    try:
+        store = shared.get()
+        store.select_models(ModelSelection(primary="replay:demo"), signer("alice"))
+        store.set_policy(AutomationPolicy(mode=AutomationMode.OFF), signer("alice"))
+        with store.engine.begin() as connection:
+            connection.execute(
+                text(
+                    "INSERT INTO automation_policy (mode, maximum_automatic_tier, set_by, set_at) "
+                    "VALUES ('guarded', 'read_only', 'alice', '2026-12-01 08:00:00')"
+                )
+            )
+        with pytest.raises(ApplicationError) as raised:
+            ActivityEnvironment().run(
+                routing.capture_contract, run_input(example(SLOW_QUERY), automatic=True)
+            )
+    finally:
+        shared.close()
+    assert raised.value.type == "configuration_unverified" and raised.value.non_retryable
+    assert "policy write '2'" in raised.value.message

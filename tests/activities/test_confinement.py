@@ -31,6 +31,7 @@ from contracts.config import RepositoryConfig, RepositoryExecutor
 from contracts.execution import CommandReport, ExecuteAttemptRequest, WorktreeExecution
 from contracts.failures import WorktreeFailureDetail, failure_detail
 from tests.activities.confined import SYSTEM_PYTHON, requires_bubblewrap
+from tests.identity import STORE_ANCHOR, bootstrap
 from tests.store.git_repository import git, make_working_tree, register_repository
 
 pytestmark = requires_bubblewrap
@@ -122,9 +123,9 @@ def setup(tmp_path: Path) -> Setup:
     other_run = state / "worktrees" / "SOR-ANOTHERRUN00001" / "attempt-1.evidence"
     other_run.mkdir(parents=True)
     (other_run / "secret.txt").write_text("another run's evidence\n")
-    shared = SharedStore(f"sqlite:///{state / 'specialists.db'}")
+    shared = SharedStore(f"sqlite:///{state / 'specialists.db'}", STORE_ANCHOR)
     store = shared.get()
-    store.register_actor("alice", "Alice", None)
+    bootstrap(store)
     register_repository(store, ALIAS, source, "main", "alice")
     register_repository(store, OTHER_ALIAS, other, "main", "alice")
     config = ActivityConfig(database_url="unused", state_dir=state)

@@ -23,6 +23,7 @@ from contracts.model_jobs import ContextPackRequest, JobContext
 from contracts.output import MAX_REQUEST_BYTES, Finding, JobKind
 from contracts.pack_text import render_pack
 from store.database import open_store
+from tests.identity import STORE_ANCHOR, bootstrap
 from tests.store.git_repository import git, make_working_tree, register_repository
 
 ALIAS = "orders-service"
@@ -49,10 +50,10 @@ def repository(tmp_path: Path) -> tuple[Path, str]:
 def _activities_on(tmp_path: Path, tree: Path) -> ContextPackActivities:
     """The pack activity on a fresh store in which ``tree`` is allow-listed as :data:`ALIAS`."""
     url = f"sqlite:///{tmp_path / 'specialists.db'}"
-    with open_store(url, create=True) as store:
-        store.register_actor("alice", "Alice", None)
+    with open_store(url, create=True, anchor=STORE_ANCHOR) as store:
+        bootstrap(store)
         register_repository(store, ALIAS, tree, "main", "alice")
-    return ContextPackActivities(ActivityConfig(database_url=url), SharedStore(url))
+    return ContextPackActivities(ActivityConfig(database_url=url), SharedStore(url, STORE_ANCHOR))
 
 
 @pytest.fixture

@@ -15,6 +15,7 @@ from activities.execution import ExecutionActivities
 from activities.store_access import SharedStore
 from contracts.execution import ExecuteAttemptRequest, WorktreeExecution
 from contracts.failures import WorktreeFailureDetail, failure_detail
+from tests.identity import STORE_ANCHOR, bootstrap
 from tests.store.git_repository import git, make_working_tree, register_repository
 
 RUN_ID = "SOR-EXECUTIONTEST01"
@@ -28,9 +29,9 @@ PATCH = (
 @pytest.fixture
 def setup(tmp_path: Path) -> tuple[ExecutionActivities, SharedStore, str, Path]:
     tree = make_working_tree(tmp_path / ALIAS)
-    shared = SharedStore(f"sqlite:///{tmp_path / 'specialists.db'}")
+    shared = SharedStore(f"sqlite:///{tmp_path / 'specialists.db'}", STORE_ANCHOR)
     store = shared.get()
-    store.register_actor("alice", "Alice", None)
+    bootstrap(store)
     register_repository(store, ALIAS, tree, "main", "alice")
     config = ActivityConfig(database_url="unused", state_dir=tmp_path / "state")
     return ExecutionActivities(config, shared), shared, git(tree, "rev-parse", "HEAD"), tmp_path

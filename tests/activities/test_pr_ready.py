@@ -30,6 +30,7 @@ from contracts.failures import WorktreeFailureDetail, failure_detail
 from contracts.output import JobKind
 from contracts.pack_text import render_pack
 from tests.activities.confined import SYSTEM_PYTHON, requires_bubblewrap
+from tests.identity import STORE_ANCHOR, bootstrap
 from tests.store.git_repository import git, make_working_tree, register_repository
 
 pytestmark = requires_bubblewrap
@@ -58,9 +59,9 @@ FAILING = "import sys; print('1 test failed', file=sys.stderr); sys.exit(3)"
 @pytest.fixture
 def setup(tmp_path: Path) -> tuple[ExecutionActivities, str, Path]:
     tree = make_working_tree(tmp_path / ALIAS)
-    shared = SharedStore(f"sqlite:///{tmp_path / 'specialists.db'}")
+    shared = SharedStore(f"sqlite:///{tmp_path / 'specialists.db'}", STORE_ANCHOR)
     store = shared.get()
-    store.register_actor("alice", "Alice", None)
+    bootstrap(store)
     register_repository(store, ALIAS, tree, "main", "alice")
     config = ActivityConfig(database_url="unused", state_dir=tmp_path / "state")
     return ExecutionActivities(config, shared), git(tree, "rev-parse", "HEAD"), tree

@@ -24,6 +24,7 @@ from contracts.policy import AutomationPolicy
 from contracts.runs import CapturedContract, RunInput
 from contracts.work_item import WorkItem
 from store import Store, open_store
+from tests.identity import STORE_ANCHOR, bootstrap, signer
 from tests.store.git_repository import make_working_tree, register_repository, resolve_base_commit
 
 RUN_ID = "SOR-0123456789ABCDEF"
@@ -198,8 +199,8 @@ def test_a_configuration_captured_before_confinement_reads_as_confined_with_its_
 
 @pytest.fixture
 def configured_store(database_url: str, tmp_path: Path) -> Store:
-    store = open_store(database_url)
-    store.register_actor("alice", "Alice", None)
+    store = open_store(database_url, anchor=STORE_ANCHOR)
+    bootstrap(store)
     register_repository(store, ALIAS, make_working_tree(tmp_path / "orders"), None, "alice", COMMAND)
     return store
 
@@ -220,7 +221,7 @@ def test_changing_the_configuration_affects_only_new_runs(
         frozen = first.model_dump(mode="json")
         assert first.contract.repository_config == COMMAND
 
-        store.update_repository_config(ALIAS, VERIFY_ONLY, "alice")
+        store.update_repository_config(ALIAS, VERIFY_ONLY, signer("alice"))
 
         # The captured contract and its digest are exactly what they were.
         assert first.model_dump(mode="json") == frozen

@@ -38,10 +38,11 @@ from activities.providers.base import CompletionRequest, ProviderError
 from contracts.ceilings import ceiling_workflow_id
 from contracts.enums import AutomationMode, FallbackMode, Tier
 from contracts.errors import ErrorType, NotFound
+from contracts.identity import ActorKey, Signer, TrustAnchor, sign_action
 from contracts.ids import new_run_id
 from contracts.models import ModelRegistration, ModelSelection
 from contracts.policy import AutomationPolicy
-from contracts.proofs import ActionProof, sign_action
+from contracts.proofs import ActionProof
 from contracts.runs import (
     ActionResult,
     ApproveRequest,
@@ -69,6 +70,13 @@ SLOW_QUERY = WorkItem.model_validate_json((EXAMPLES / "03-slow-query.json").read
 BREACH = WorkItem.model_validate_json((EXAMPLES / "01-production-breach.json").read_text())
 # A token for this recording only: histories hold proofs made with it, never the token itself.
 TOKEN = f"record-histories-{secrets.token_hex(16)}".encode()
+KEYS: dict[str, ActorKey] = {}
+"""Each recorded actor's key for this recording (alice is the trust root, bootstrapped with TOKEN)."""
+ANCHOR = TrustAnchor(token=TOKEN)
+
+
+def _alice() -> Signer:
+    return Signer("alice", KEYS.setdefault("alice", ActorKey.generate()))
 
 
 def _proof(
@@ -80,10 +88,9 @@ def _proof(
     issued_at: dt.datetime | None = None,
 ) -> ActionProof:
     return sign_action(
-        TOKEN,
-        run_id=run_id,
+        Signer(actor, KEYS.setdefault(actor, ActorKey.generate())),
         action=action,
-        actor=actor,
+        target=run_id,
         digest=digest,
         issued_at=issued_at or dt.datetime.now(dt.UTC),
         nonce=secrets.token_hex(16),
@@ -251,10 +258,10 @@ def _status(*statuses: RunStatus) -> Callable[[RunView], bool]:
 async def record(server: DevServer, state: Path) -> None:
     url = default_database_url(state)
     repository = make_working_tree(state / "orders-service")
-    with open_store(url) as store:
-        store.register_actor("alice", "Alice", None)
-        store.select_models(ModelSelection(primary="replay:demo"), "alice")
-        store.add_repository(SLOW_QUERY.repo_alias or "orders-service", repository, "main", "alice")
+    with open_store(url, anchor=ANCHOR) as store:
+        store.bootstrap_actor("alice", "Alice", KEYS.setdefault("alice", ActorKey.generate()), TOKEN)
+        store.select_models(ModelSelection(primary="replay:demo"), _alice())
+        store.add_repository(SLOW_QUERY.repo_alias or "orders-service", repository, "main", _alice())
     client = await Client.connect(server.address, data_converter=pydantic_data_converter)
     from activities.providers.replay import ReplayProvider
 
@@ -312,22 +319,22 @@ async def record(server: DevServer, state: Path) -> None:
         return run_id
 
     async def failed_automation_off() -> str:
-        with open_store(url) as store:
-            store.set_policy(AutomationPolicy(mode=AutomationMode.OFF), "alice")
+        with open_store(url, anchor=ANCHOR) as store:
+            store.set_policy(AutomationPolicy(mode=AutomationMode.OFF), _alice())
         run_id = await _start(client, _input(SLOW_QUERY, None, automatic=True), queue)
         await wait_for_view(client, run_id, _status(RunStatus.FAILED))
-        with open_store(url) as store:
-            store.set_policy(AutomationPolicy(), "alice")
+        with open_store(url, anchor=ANCHOR) as store:
+            store.set_policy(AutomationPolicy(), _alice())
         return run_id
 
     async def with_selection(selection: ModelSelection, body: Callable[[], Awaitable[str]]) -> str:
-        with open_store(url) as store:
-            store.select_models(selection, "alice")
+        with open_store(url, anchor=ANCHOR) as store:
+            store.select_models(selection, _alice())
         try:
             return await body()
         finally:
-            with open_store(url) as store:
-                store.select_models(ModelSelection(primary="replay:demo"), "alice")
+            with open_store(url, anchor=ANCHOR) as store:
+                store.select_models(ModelSelection(primary="replay:demo"), _alice())
 
     async def cancelled_while_running() -> str:
         async def body() -> str:
@@ -383,11 +390,11 @@ async def record(server: DevServer, state: Path) -> None:
                 Scripted(200, openai_completion(answers[("analysis", "database-optimizer")])),
                 Scripted(200, openai_completion(answers[("review", "backend-architect")])),
             )
-            with open_store(url) as store:
+            with open_store(url, anchor=ANCHOR) as store:
                 registration = ModelRegistration(
                     id="openai:recorded", base_url=wire.base_url, api_key_env=KEY_ENV, ceiling=2
                 )
-                store.register_model(registration, "alice")
+                store.register_model(registration, _alice())
 
             async def body() -> str:
                 run_id = await _start(client, _input(SLOW_QUERY, Tier.READ_ONLY, enqueue=True), queue)

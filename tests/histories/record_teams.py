@@ -30,8 +30,8 @@ from temporalio.client import Client
 from temporalio.contrib.pydantic import pydantic_data_converter
 
 from activities.config import DEFAULT_RECORDINGS_DIR, ActivityConfig
+from contracts.identity import ActorKey, Signer, TrustAnchor, sign_action
 from contracts.models import ModelSelection
-from contracts.proofs import sign_action
 from contracts.research_coordinator import coordinator_workflow_id
 from contracts.research_teams import (
     AdjudicateRequest,
@@ -57,16 +57,17 @@ from worker import build_worker
 
 HERE = Path(__file__).resolve().parent / "teams"
 TOKEN = f"record-team-histories-{secrets.token_hex(16)}".encode()
+ALICE = Signer("alice", ActorKey.generate())
+"""The recording's actor (the trust root, bootstrapped with TOKEN)."""
 QUEUE = "record-team-histories"
 WORKFLOW_IDS = HERE / "workflow-ids.json"
 
 
 def _proof(team_id: str, action: str, digest: str = "") -> object:
     return sign_action(
-        TOKEN,
-        run_id=team_id,
+        ALICE,
         action=action,
-        actor="alice",
+        target=team_id,
         digest=digest,
         issued_at=dt.datetime.now(dt.UTC),
         nonce=secrets.token_hex(16),
@@ -114,9 +115,9 @@ async def _save(client: Client, name: str, workflow_id: str) -> None:
 
 async def record(server: DevServer, state: Path) -> None:
     url = default_database_url(state)
-    store: Store = open_store(url)
-    store.register_actor("alice", "Alice", None)
-    store.select_models(ModelSelection(primary="replay:demo"), "alice")
+    store: Store = open_store(url, anchor=TrustAnchor(token=TOKEN))
+    store.bootstrap_actor("alice", "Alice", ALICE.key, TOKEN)
+    store.select_models(ModelSelection(primary="replay:demo"), ALICE)
     case_id = store.create_case(case_input(), "alice").case_id
     client = await Client.connect(server.address, data_converter=pydantic_data_converter)
     disagreeing = ScriptedResearch(verdicts={1: "disagree"}, severities={1: "high"})
@@ -132,7 +133,7 @@ async def record(server: DevServer, state: Path) -> None:
     providers = {"disagreeing": disagreeing, "failing": failing, "slow": slow}
 
     def select(model: str) -> None:
-        store.select_models(ModelSelection(primary=model), "alice")
+        store.select_models(ModelSelection(primary=model), ALICE)
 
     async def completed() -> str:
         select("replay:demo")

@@ -1,7 +1,9 @@
 """A specialist-run test bench on the shared dev server: a SQLite store in ``tmp_path``, a registered
-actor ``alice``, a model selection, in-process workers built by :func:`worker.build_worker` that hold
-the deployment's action token, proofs of that token for protected actions (:func:`proof`), and small
-model providers for the cases the replay recordings cannot produce (slow, failing, capturing).
+actor ``alice`` (the trust root, bootstrapped with the deployment's action token, holding its test
+key), a model selection, in-process workers built by :func:`worker.build_worker` that hold the
+deployment's action token (their trust anchor), actors' signatures for protected actions
+(:func:`proof`), and small model providers for the cases the replay recordings cannot produce (slow,
+failing, capturing).
 
 :func:`worker_process` runs ``python -m worker`` as a subprocess with the deployment's environment.
 
@@ -15,6 +17,8 @@ import contextlib
 import dataclasses
 import datetime as dt
 import functools
+import hashlib
+import hmac
 import json
 import os
 import secrets
@@ -35,10 +39,11 @@ from activities.config import DEFAULT_APPROVAL_WINDOW_SECONDS, DEFAULT_RECORDING
 from activities.providers.base import CompletionRequest, ModelProvider, ProviderError
 from activities.providers.replay import ReplayProvider
 from contracts.enums import AutomationMode, FallbackMode, Tier
+from contracts.identity import ActorKey, Signer, TrustAnchor, sign_action
 from contracts.ids import new_run_id
 from contracts.models import ModelSelection
 from contracts.policy import AutomationPolicy
-from contracts.proofs import ActionProof, sign_action
+from contracts.proofs import ActionProof
 from contracts.research_coordinator import coordinator_workflow_id
 from contracts.runs import ActionResult, DecisionOutcome, RunInput, RunStatus, RunView
 from contracts.work_item import WorkItem
@@ -56,6 +61,7 @@ from control.runs import (
 from infra.devserver import DevServer
 from store.database import open_store
 from store.store import Store
+from tests.identity import key_of, signer
 from tests.store.git_repository import register_repository
 from worker import build_worker
 
@@ -67,8 +73,9 @@ REPLAY_MODEL = "replay:demo"
 ROOT = Path(__file__).resolve().parents[2]
 EXAMPLES_DIR = ROOT / "examples" / "work-items"
 # The deployment's action token for this test session: random, so finding it anywhere (history,
-# store, logs) can only mean it leaked.
+# store, logs) can only mean it leaked. It bootstraps ``alice`` and anchors the workers' trust.
 ACTION_TOKEN = f"test-action-token-{secrets.token_hex(16)}".encode()
+ANCHOR = TrustAnchor(token=ACTION_TOKEN)
 SLOW_QUERY = "03-slow-query.json"  # low risk; recorded in replay:demo (analysis + review)
 RELEASE_GATE = "02-release-gate.json"  # low risk; recorded in replay:demo
 AUTH_REVIEW = "04-authentication-review.json"  # high risk; not recorded
@@ -112,20 +119,46 @@ def proof(
     *,
     actor: str = ACTOR,
     digest: str = "",
-    token: bytes = ACTION_TOKEN,
+    key: ActorKey | None = None,
     issued_at: dt.datetime | None = None,
 ) -> ActionProof:
-    """A proof of the action token for ``action`` on ``run_id`` by ``actor``, as the CLI makes it:
-    issued now (UTC) with a fresh nonce."""
+    """``actor``'s signature of ``action`` on ``run_id`` as the CLI makes it (with ``key``; default the
+    actor's test key): issued now (UTC) with a fresh nonce."""
     return sign_action(
-        token,
-        run_id=run_id,
+        Signer(actor, key or key_of(actor)),
         action=action,
-        actor=actor,
+        target=run_id,
         digest=digest,
         issued_at=issued_at or dt.datetime.now(dt.UTC),
         nonce=secrets.token_hex(16),
     )
+
+
+def token_proof(
+    run_id: str, action: str, *, actor: str = ACTOR, digest: str = "", token: bytes = ACTION_TOKEN
+) -> ActionProof:
+    """A proof of the shared action token, as the CLI made them before per-person keys (an HMAC over
+    the action; recorded histories carry them): valid for that token, refused by the worker now."""
+    issued_at = dt.datetime.now(dt.UTC)
+    nonce = secrets.token_hex(16)
+    payload = {
+        "action": action,
+        "actor": actor,
+        "digest": digest,
+        "issued_at": issued_at.isoformat(),
+        "nonce": nonce,
+        "run_id": run_id,
+    }
+    message = json.dumps(payload, sort_keys=True, separators=(",", ":")).encode("ascii")
+    return ActionProof(
+        issued_at=issued_at, nonce=nonce, mac=hmac.new(token, message, hashlib.sha256).hexdigest()
+    )
+
+
+def register_actor(store: Store, actor_id: str, name: str, by: str = ACTOR) -> Signer:
+    """Register ``actor_id`` with its test key, signed by ``by``."""
+    store.register_actor(actor_id, name, key_of(actor_id).public_key, signer(by))
+    return signer(actor_id)
 
 
 def run_input(
@@ -287,16 +320,16 @@ class Bench:
         if mode is None:
             mode = FallbackMode.ORDERED if fallbacks else FallbackMode.PRIMARY_ONLY
         self.store.select_models(
-            ModelSelection(primary=primary, fallbacks=list(fallbacks), fallback_mode=mode), actor
+            ModelSelection(primary=primary, fallbacks=list(fallbacks), fallback_mode=mode), signer(actor)
         )
 
     def set_policy(self, mode: AutomationMode, ceiling: Tier = Tier.RECOMMEND) -> None:
         """Set the automation policy new runs capture."""
-        self.store.set_policy(AutomationPolicy(mode=mode, maximum_automatic_tier=ceiling), ACTOR)
+        self.store.set_policy(AutomationPolicy(mode=mode, maximum_automatic_tier=ceiling), signer(ACTOR))
 
     def add_repository(self, alias: str, path: Path, branch: str | None = None) -> None:
         """Allow-list the git working tree at ``path`` as ``alias``."""
-        register_repository(self.store, alias, path, branch, ACTOR)
+        register_repository(self.store, alias, path, branch, signer(ACTOR))
 
     async def enqueue(self, run_id: str, actor: str = ACTOR) -> ActionResult:
         """Enqueue a ready run, with a valid proof (raises the refusal as an operator error)."""
@@ -431,16 +464,17 @@ async def bench(
     team_cycle_seconds: float = 0.05,
     coordinator_continue_as_new_events: int = 1_000,
 ) -> AsyncIterator[Bench]:
-    """A bench with ``alice`` registered and ``model`` selected (``None``: no selection); its workers
-    hold ``action_token`` (``None``: a worker without a token). Research teams advance in coordinator
-    cycles of ``team_cycle_seconds`` (short, unless a test is about the cycle).
+    """A bench with ``alice`` registered (the trust root, bootstrapped with the deployment's token) and
+    ``model`` selected (``None``: no selection); its workers hold ``action_token`` (``None``: a worker
+    with neither a token nor a pinned trust root, which can verify nobody). Research teams advance in
+    coordinator cycles of ``team_cycle_seconds`` (short, unless a test is about the cycle).
 
     On exit, any run this bench started that is still open is terminated, so the shared dev server
     is left with nothing running.
     """
     database_url = f"sqlite:///{tmp_path / 'state' / 'specialists.db'}"
-    store = open_store(database_url, create=True)
-    store.register_actor(ACTOR, "Alice Operator", None)
+    store = open_store(database_url, create=True, anchor=ANCHOR)
+    store.bootstrap_actor(ACTOR, "Alice Operator", key_of(ACTOR), ACTION_TOKEN)
     config = ActivityConfig(
         database_url=database_url,
         read_only_budget_seconds=read_only_budget_seconds,

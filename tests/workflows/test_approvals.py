@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import dataclasses
 import datetime as dt
 import os
 import shutil
@@ -34,6 +35,7 @@ from contracts.constants import DEFAULT_NAMESPACE
 from contracts.enums import AutomationMode, Tier
 from contracts.errors import ErrorType, NotFound, Refused
 from contracts.hashing import canonical_sha256
+from contracts.identity import ActorKey
 from contracts.proofs import ActionProof
 from contracts.runs import (
     ActionResult,
@@ -45,6 +47,7 @@ from contracts.runs import (
 )
 from control.runs import create_run, get_view
 from infra.devserver import DevServer, free_port
+from tests.identity import key_of, signer
 from tests.store.git_repository import git, make_working_tree, resolve_base_commit
 from tests.workflows.harness import (
     ACTION_TOKEN,
@@ -57,15 +60,19 @@ from tests.workflows.harness import (
     example,
     no_pending_activities,
     proof,
+    register_actor,
     run_input,
+    token_proof,
     transitions,
     until,
     within,
     worker_process,
 )
+from worker import build_worker
 
 ALIAS = "orders-service"  # the repo_alias of the slow-query example
-WRONG_TOKEN = b"not-the-deployment-action-token"
+WRONG_KEY = ActorKey.generate()
+"""A key no actor holds."""
 ACCEPTED_UPDATE = "workflow_execution_update_accepted_event_attributes"
 SCHEDULED_ACTIVITY = "activity_task_scheduled_event_attributes"
 
@@ -293,6 +300,9 @@ async def test_handler_refusals_are_audited_as_action_refused_and_change_nothing
     temporal_client: Client, task_queue: str, tmp_path: Path
 ) -> None:
     async with approvals_bench(temporal_client, task_queue, tmp_path) as (b, _), b.worker():
+        register_actor(b.store, "bob", "Bob Operator")
+        register_actor(b.store, "erin", "Erin Operator")
+        b.store.deactivate_actor("erin", signer(ACTOR))
         view = await awaiting_approval(b)
         other = await awaiting_approval(b)
         run_id, digest = view.run_id, view.contract_sha256
@@ -313,10 +323,34 @@ async def test_handler_refusals_are_audited_as_action_refused_and_change_nothing
             ),
             ("no proof", ACTOR, None, "proof_missing"),
             (
-                "wrong token",
+                "a key no actor holds",
                 ACTOR,
-                proof(run_id, "approve", digest=digest, token=WRONG_TOKEN),
+                proof(run_id, "approve", digest=digest, key=WRONG_KEY),
+                "actor_key_unknown",
+            ),
+            (
+                "bob's key, claiming to be alice",
+                ACTOR,
+                proof(run_id, "approve", digest=digest, key=key_of("bob")),
                 "proof_invalid",
+            ),
+            (
+                "alice's key, claiming to be bob",
+                "bob",
+                proof(run_id, "approve", actor="bob", digest=digest, key=key_of(ACTOR)),
+                "proof_invalid",
+            ),
+            (
+                "a proof of the shared action token",
+                ACTOR,
+                token_proof(run_id, "approve", digest=digest),
+                "proof_invalid",
+            ),
+            (
+                "a deactivated actor's own valid signature",
+                "erin",
+                proof(run_id, "approve", actor="erin", digest=digest),
+                "actor_deactivated",
             ),
             ("proof for another run", ACTOR, used_elsewhere, "proof_invalid"),
             ("proof for another digest", ACTOR, proof(run_id, "approve", digest="1" * 64), "proof_invalid"),
@@ -369,7 +403,7 @@ async def test_a_proof_is_spent_on_first_use_so_sending_it_again_is_refused_as_p
         dana = proof(run_id, "approve", actor="dana", digest=digest)
         first = await send_approve(temporal_client, run_id, digest, dana, actor="dana")
         assert (first.accepted, first.code) == (False, "unknown_actor")
-        b.store.register_actor("dana", "Dana Operator", ACTOR)
+        register_actor(b.store, "dana", "Dana Operator")
 
         # The same proof again, now from a registered actor and still fresh: refused as a replay,
         # without asking the authorisation activity.
@@ -409,24 +443,29 @@ async def test_a_proof_is_spent_on_first_use_so_sending_it_again_is_refused_as_p
     assert view.approval is not None and view.approval.actor == "dana"
 
 
-@within(30)
-async def test_a_worker_without_an_action_token_refuses_every_approval_as_action_token_not_configured(
+@within(40)
+async def test_a_worker_without_a_trust_anchor_verifies_nobody_and_refuses_as_trust_root_not_configured(
     temporal_client: Client, task_queue: str, tmp_path: Path
 ) -> None:
-    async with (
-        approvals_bench(temporal_client, task_queue, tmp_path, action_token=None) as (b, _),
-        b.worker(),
-    ):
-        view = await awaiting_approval(b)
-        digest = view.contract_sha256
+    async with approvals_bench(temporal_client, task_queue, tmp_path) as (b, _):
+        async with b.worker():
+            waiting = await awaiting_approval(b)
+        digest = waiting.contract_sha256
         assert digest is not None
-        result = await send_approve(
-            temporal_client, view.run_id, digest, proof(view.run_id, "approve", digest=digest)
-        )
-        assert (result.accepted, result.code) == (False, "action_token_not_configured")
-        view = await get_view(temporal_client, view.run_id)
+        # The same deployment's worker, started with neither the action token nor a pinned root.
+        anchorless = dataclasses.replace(b.config, action_token=None, trust_root=None)
+        async with build_worker(temporal_client, task_queue=task_queue, config=anchorless):
+            result = await send_approve(
+                temporal_client, waiting.run_id, digest, proof(waiting.run_id, "approve", digest=digest)
+            )
+            assert (result.accepted, result.code) == (False, "trust_root_not_configured")
+            view = await get_view(temporal_client, waiting.run_id)
+            # Nor can it capture a contract: the configuration it would read is not verified.
+            created = await b.create(SLOW_QUERY, tier=Tier.READ_ONLY)
     assert view.status is RunStatus.AWAITING_APPROVAL and view.approval is None
-    assert refusals(view) == [(ACTOR, "approve", "action_token_not_configured")]
+    assert refusals(view) == [(ACTOR, "approve", "trust_root_not_configured")]
+    assert created.status is RunStatus.FAILED
+    assert created.error is not None and created.error.type == "trust_root_not_configured"
 
 
 @within(40)
@@ -434,7 +473,7 @@ async def test_two_approvals_racing_approve_once_and_the_other_is_refused_as_not
     temporal_client: Client, task_queue: str, tmp_path: Path
 ) -> None:
     async with approvals_bench(temporal_client, task_queue, tmp_path) as (b, _), b.worker():
-        b.store.register_actor("bob", "Bob Operator", ACTOR)
+        register_actor(b.store, "bob", "Bob Operator")
         view = await awaiting_approval(b)
         run_id, digest = view.run_id, view.contract_sha256
         assert digest is not None
@@ -541,7 +580,8 @@ async def test_the_default_seven_day_approval_window_expires_the_run_under_time_
     ("mode", "signature", "code"),
     [
         ("enqueue", "none", "proof_missing"),
-        ("enqueue", "wrong_token", "proof_invalid"),
+        ("enqueue", "unknown_key", "actor_key_unknown"),
+        ("enqueue", "another_actors_key", "proof_invalid"),
         ("enqueue", "another_request", "proof_invalid"),
         ("enqueue", "unregistered_actor", "unknown_actor"),
         ("automatic", "none", "proof_missing"),
@@ -553,6 +593,7 @@ async def test_a_protected_create_without_a_valid_proof_fails_with_the_refusal_a
 ) -> None:
     async with bench(temporal_client, task_queue, tmp_path) as b, b.worker():
         b.set_policy(AutomationMode.GUARDED, Tier.READ_ONLY)
+        register_actor(b.store, "bob", "Bob Operator")
         automatic = mode == "automatic"
         actor = "mallory" if signature == "unregistered_actor" else ACTOR
         inp = run_input(
@@ -560,7 +601,8 @@ async def test_a_protected_create_without_a_valid_proof_fails_with_the_refusal_a
         )
         forged = {
             "none": None,
-            "wrong_token": proof(inp.run_id, "create", digest=inp.request_digest, token=WRONG_TOKEN),
+            "unknown_key": proof(inp.run_id, "create", digest=inp.request_digest, key=WRONG_KEY),
+            "another_actors_key": proof(inp.run_id, "create", digest=inp.request_digest, key=key_of("bob")),
             "another_request": proof(inp.run_id, "create", digest="2" * 64),
             "unregistered_actor": proof(inp.run_id, "create", actor="mallory", digest=inp.request_digest),
         }[signature]
@@ -707,9 +749,7 @@ async def test_the_action_token_appears_in_no_history_no_store_file_and_no_worke
             await b.decide(decided.run_id, DecisionOutcome.ACCEPTED, "fine")
             forged = run_input(example(SLOW_QUERY), enqueue=True, signed=False)
             forged = forged.model_copy(
-                update={
-                    "proof": proof(forged.run_id, "create", digest=forged.request_digest, token=WRONG_TOKEN)
-                }
+                update={"proof": proof(forged.run_id, "create", digest=forged.request_digest, key=WRONG_KEY)}
             )
             b.started.append(forged.run_id)
             await create_run(temporal_client, forged, task_queue=task_queue)
@@ -719,7 +759,7 @@ async def test_the_action_token_appears_in_no_history_no_store_file_and_no_worke
             run_id, digest = view.run_id, view.contract_sha256
             assert digest is not None
             await send_approve(
-                temporal_client, run_id, digest, proof(run_id, "approve", digest=digest, token=WRONG_TOKEN)
+                temporal_client, run_id, digest, proof(run_id, "approve", digest=digest, key=key_of("bob"))
             )
             await send_approve(temporal_client, run_id, digest, None)
             await b.approve(run_id, digest)
@@ -739,12 +779,12 @@ async def test_the_action_token_appears_in_no_history_no_store_file_and_no_worke
     assert len(histories) == 5  # three runs and the decided run's two model jobs
     token = ACTION_TOKEN.decode()
     # The proofs are in history (that is how the worker checks them); the token is not.
-    assert b'"mac"' in histories[0][1]
+    assert b'"signature"' in histories[0][1]
     assert not [text for text, _ in histories if token in text]
     assert not [raw for _, raw in histories if ACTION_TOKEN in raw]
     store_files = [path for path in state_dir.iterdir() if path.is_file()]
     assert any(path.name == "specialists.db" for path in store_files)
     assert not [path for path in store_files if ACTION_TOKEN in path.read_bytes()]
     logged = log.read_bytes()
-    assert b"action_authorised" in logged and b"proof_invalid" in logged
+    assert b"action_authorised" in logged and b"actor_key_unknown" in logged
     assert ACTION_TOKEN not in logged

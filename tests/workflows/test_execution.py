@@ -25,6 +25,7 @@ from contracts.runs import DecisionOutcome, RunStatus, RunView
 from contracts.worktree import WorktreeAttempt
 from control.runs import get_view
 from tests.activities.confined import SYSTEM_PYTHON, requires_bubblewrap
+from tests.identity import signer
 from tests.store.git_repository import git, make_working_tree
 from tests.workflows.harness import (
     SLOW_QUERY,
@@ -412,7 +413,7 @@ async def test_a_pr_ready_run_verifies_writes_its_patch_file_and_the_reviewer_se
             verify=((SYSTEM_PYTHON, "-c", check), (SYSTEM_PYTHON, "-c", failing)),
             command_timeout_seconds=60,
         )
-        b.store.update_repository_config(ALIAS, config, "alice")
+        b.store.update_repository_config(ALIAS, config, signer("alice"))
         run = await approved(b, Tier.PR_READY)
         view = await executed(b, run.run_id)
         assert view.status is RunStatus.AWAITING_DECISION, view.error
@@ -471,9 +472,9 @@ async def test_the_repository_configuration_is_frozen_in_the_contract_and_later_
         b.worker(),
     ):
         first_config = RepositoryConfig(verify=(("make", "test"),))
-        b.store.update_repository_config(ALIAS, first_config, "alice")
+        b.store.update_repository_config(ALIAS, first_config, signer("alice"))
         first = await b.create(SLOW_QUERY, tier=Tier.WORKTREE)
-        b.store.update_repository_config(ALIAS, RepositoryConfig(), "alice")
+        b.store.update_repository_config(ALIAS, RepositoryConfig(), signer("alice"))
         second = await b.create(SLOW_QUERY, tier=Tier.WORKTREE)
         shown = await get_view(temporal_client, first.run_id)
     assert first.contract is not None and first.contract.repository_config == first_config
@@ -506,7 +507,7 @@ async def test_a_run_that_captured_the_command_executor_runs_the_agent_without_a
             command=(SYSTEM_PYTHON, "-c", EDITING_AGENT),
             command_timeout_seconds=30,
         )
-        b.store.update_repository_config(ALIAS, config, "alice")
+        b.store.update_repository_config(ALIAS, config, signer("alice"))
         base = git(tree, "rev-parse", "HEAD")
         run = await approved(b)
         assert run.contract is not None and run.contract.repository_config == config
@@ -554,7 +555,7 @@ async def test_a_failing_agent_fails_the_run_closed_with_its_report_and_keeps_th
         b.worker(),
     ):
         config = RepositoryConfig(executor=RepositoryExecutor.COMMAND, command=(SYSTEM_PYTHON, "-c", agent))
-        b.store.update_repository_config(ALIAS, config, "alice")
+        b.store.update_repository_config(ALIAS, config, signer("alice"))
         run = await approved(b)
         view = await executed(b, run.run_id)
     assert view.status is RunStatus.FAILED
@@ -618,7 +619,7 @@ async def test_an_agent_sees_no_secret_and_no_network_and_no_secret_reaches_hist
                 command=(SYSTEM_PYTHON, "-c", SNOOPING_AGENT, str(port)),
                 env=("AGENT_MODEL_HINT",),
             )
-            b.store.update_repository_config(ALIAS, config, "alice")
+            b.store.update_repository_config(ALIAS, config, signer("alice"))
             run = await approved(b)
             view = await executed(b, run.run_id)
             history = (await temporal_client.get_workflow_handle(run.run_id).fetch_history()).to_json()
@@ -680,7 +681,7 @@ async def test_an_agent_that_commits_and_resets_in_the_source_repository_is_cont
         config = RepositoryConfig(
             executor=RepositoryExecutor.COMMAND, command=(SYSTEM_PYTHON, "-c", ATTACKING_AGENT, str(tree))
         )
-        b.store.update_repository_config(ALIAS, config, "alice")
+        b.store.update_repository_config(ALIAS, config, signer("alice"))
         base = git(tree, "rev-parse", "HEAD")
         run = await approved(b)
         view = await executed(b, run.run_id)
@@ -713,7 +714,7 @@ async def test_a_worker_that_cannot_confine_fails_the_run_closed_before_the_agen
         b.worker(),
     ):
         config = RepositoryConfig(executor=RepositoryExecutor.COMMAND, command=(SYSTEM_PYTHON, "-c", marker))
-        b.store.update_repository_config(ALIAS, config, "alice")
+        b.store.update_repository_config(ALIAS, config, signer("alice"))
         run = await approved(b)
         view = await executed(b, run.run_id)
     assert view.status is RunStatus.FAILED

@@ -31,8 +31,11 @@ from contracts.runs import ModelSnapshot
 from infra.devserver import DevServer
 from store.database import open_store
 from tests.activities.providers.wire_server import Scripted, WireServer, openai_completion, running
+from tests.identity import key_of, signer
 from tests.workflows.harness import (
+    ACTION_TOKEN,
     ACTOR,
+    ANCHOR,
     SLOW_QUERY,
     bench,
     example,
@@ -66,13 +69,13 @@ def server(wire: WireServer, monkeypatch: pytest.MonkeyPatch) -> WireServer:
 
 
 def _register(database_url: str, server: WireServer, ceiling: int, timeout_s: int = 20) -> None:
-    with open_store(database_url, create=True) as store:
+    with open_store(database_url, create=True, anchor=ANCHOR) as store:
         if not store.actor_exists(ACTOR):
-            store.register_actor(ACTOR, "Alice", None)
+            store.bootstrap_actor(ACTOR, "Alice", key_of(ACTOR), ACTION_TOKEN)
         registration = ModelRegistration(
             id=MODEL, base_url=server.base_url, api_key_env=KEY_ENV, timeout_s=timeout_s, ceiling=ceiling
         )
-        store.register_model(registration, ACTOR)
+        store.register_model(registration, signer(ACTOR))
 
 
 def _job(n: int) -> ModelJobInput:

@@ -34,6 +34,7 @@ from tests.activities.providers.wire_server import (
     openai_completion,
     openai_error,
 )
+from tests.identity import signer
 from tests.workflows.harness import (
     ACTOR,
     SLOW_QUERY,
@@ -259,9 +260,9 @@ def _register(b: Bench, wire_format: Wire, server: WireServer) -> tuple[str, str
         registration = ModelRegistration(
             id=model_id, base_url=wire_format.base_url(server), api_key_env=key_env, timeout_s=1
         )
-        b.store.register_model(registration, ACTOR)
+        b.store.register_model(registration, signer(ACTOR))
     b.store.select_registered_models(
-        ModelSelection(primary=primary, fallbacks=[backup], fallback_mode=FallbackMode.ORDERED), ACTOR
+        ModelSelection(primary=primary, fallbacks=[backup], fallback_mode=FallbackMode.ORDERED), signer(ACTOR)
     )
     return primary, backup
 

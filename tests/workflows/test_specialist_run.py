@@ -38,6 +38,7 @@ from contracts.runs import (
 )
 from contracts.work_item import WorkItem
 from control.runs import decide_run, enqueue_run, get_progress, get_view
+from tests.identity import signer
 from tests.store.git_repository import git, make_working_tree
 from tests.workflows.harness import (
     ACTOR,
@@ -958,7 +959,7 @@ async def test_a_support_profile_on_plain_documentation_work_calls_the_support_m
 
     providers: dict[str, ModelProvider] = {name: provider(name) for name in calls}
     async with bench(temporal_client, task_queue, tmp_path, providers=providers) as b, b.worker():
-        b.store.select_models(ModelSelection(primary="primary:big", support="support:mini"), ACTOR)
+        b.store.select_models(ModelSelection(primary="primary:big", support="support:mini"), signer(ACTOR))
         view = await b.create(item, tier=Tier.READ_ONLY, enqueue=True)
         view = await b.wait(view.run_id, RunStatus.AWAITING_DECISION)
 

@@ -22,6 +22,7 @@ from temporalio.worker import Worker
 from activities.worktree_lifecycle import create_attempt_worktree
 from contracts.enums import Tier
 from contracts.errors import NotFound, Refused
+from contracts.identity import ActorKey
 from contracts.ids import new_run_id
 from contracts.runs import DecisionOutcome, RunStatus, RunSummary
 from contracts.worktree import WorktreeAttempt
@@ -215,7 +216,7 @@ async def test_prune_without_a_valid_proof_is_refused_and_removes_nothing(
         made = made_by_hand(b, tree, run_id)
         attempts = {
             "proof_missing": {"proof": None},
-            "proof_invalid": {"proof": proof(run_id, PRUNE_ACTION, token=b"another deployment's token")},
+            "actor_key_unknown": {"proof": proof(run_id, PRUNE_ACTION, key=ActorKey.generate())},
         }
         refusals = {}
         for expected, fields in attempts.items():
@@ -228,7 +229,7 @@ async def test_prune_without_a_valid_proof_is_refused_and_removes_nothing(
             assert refused.value.code == "proof_invalid"
         with pytest.raises(NotFound) as unknown_actor:
             await prune(b, run_id, actor="mallory", proof=proof(run_id, PRUNE_ACTION, actor="mallory"))
-    assert refusals == {"proof_missing": "proof_missing", "proof_invalid": "proof_invalid"}
+    assert refusals == {"proof_missing": "proof_missing", "actor_key_unknown": "actor_key_unknown"}
     assert unknown_actor.value.code == "unknown_actor"
     assert made.worktree.is_dir() and made.evidence_dir.is_dir()
     assert git_lists(tree) == [str(made.worktree)]
