@@ -1,41 +1,34 @@
-"""Protected actions on the operator side: proofs of the action token and configuration checks.
+"""Protected actions on the operator side: the actor's signatures (docs/architecture.md "Protected
+actions").
 
-The CLI never sends the token. For a run action it sends a proof (``contracts.proofs``) that the
-worker checks; for a configuration change, made by the CLI directly in the store, it checks the
-token's fingerprint against the one the deployment adopted (the first protected configuration change
-adopts it).
+The CLI never sends a key or the action token. For a run, team, check or prune action it sends the
+actor's signature of the exact action (``contracts.identity.sign_action``), which the worker verifies
+with the public key the store holds for that actor; configuration changes are made by the CLI in the
+store, which signs each record with the actor's key and checks first that it is the actor's key in
+force (``store.trust``).
 """
 
 from __future__ import annotations
 
 import datetime as dt
 import secrets
-from typing import Any
 
-from contracts.proofs import ActionProof, sign_action, token_fingerprint
-from store.action_token import require_action_token
+from contracts.identity import sign_action
+from contracts.proofs import ActionProof
+from control.keys import require_signer
 
 
 def proof_for(*, run_id: str, action: str, actor: str, digest: str = "") -> ActionProof:
-    """A fresh proof for ``action`` on ``run_id`` by ``actor`` (bound to ``digest``).
+    """``actor``'s fresh signature of ``action`` on ``run_id`` (bound to ``digest``), made with the
+    configured actor key.
 
-    Raises :class:`contracts.errors.Refused` (``action_token_missing``) without a configured token.
+    Raises :class:`contracts.errors.Refused` (``actor_key_missing``) without a configured key.
     """
-    token = require_action_token()
     return sign_action(
-        token,
-        run_id=run_id,
+        require_signer(actor),
         action=action,
-        actor=actor,
+        target=run_id,
         digest=digest,
         issued_at=dt.datetime.now(dt.UTC),
         nonce=secrets.token_hex(16),
     )
-
-
-def require_configuration_token(store: Any) -> None:
-    """Refuse a configuration change without the deployment's action token.
-
-    Raises :class:`contracts.errors.Refused` (``action_token_missing``, ``action_token_mismatch``).
-    """
-    store.adopt_token_fingerprint(token_fingerprint(require_action_token()))

@@ -43,6 +43,7 @@ GROUPS: Final = (
     ("models", "app", "models", ("models",)),
     ("repositories", "app", "repos", ("repos",)),
     ("configuration", "actors_app", "actors", ("actors",)),
+    ("configuration", "configuration_app", "configuration", ("configuration",)),
     ("research", "app", "research", ("research",)),
     ("worktrees", "app", "worktrees", ("worktrees",)),
     ("queue", "app", "queue", ("queue",)),

@@ -2,7 +2,9 @@
 
 1. Routes every example work item in ``examples/work-items/`` and prints the decisions.
 2. Starts the embedded Temporal dev server (or uses one already listening on the configured address)
-   and a worker, registers a demo operator and selects the ``replay:demo`` model.
+   and a worker, registers a demo operator — the trust root of its state, with its own key file
+   ``<state>/demo-operator.key`` and, unless one is configured, its own action token — and selects
+   the ``replay:demo`` model.
 3. Runs every example as a ``recommend`` run, then takes one ``read_only`` run through analysis and
    independent review to an accepted decision.
 4. Creates a ``worktree`` run against a small git repository it makes, approves its exact contract
@@ -103,24 +105,66 @@ def demo_repository(state_dir: Path) -> Path:
     return path
 
 
+def ensure_demo_key(state_dir: Path) -> Path:
+    """The demo operator's key file ``<state>/demo-operator.key`` (0600), created once; the demo sets
+    ``SPECIALISTS_ACTOR_KEY_FILE`` to it for its own process, so its protected actions are signed like
+    any operator's. (Its fingerprint is checked against the store when the store is prepared.)"""
+    from contracts.identity import ActorKey
+    from control.keys import KEY_FILE_ENV, write_key_file
+
+    path = state_dir / f"{DEMO_ACTOR}.key"
+    if not path.exists():
+        write_key_file(path, ActorKey.generate())
+    os.environ[KEY_FILE_ENV] = str(path)
+    return path
+
+
+def demo_signer() -> Any:
+    """The demo operator acting with its key (:func:`ensure_demo_key`)."""
+    from control.keys import require_signer
+
+    return require_signer(DEMO_ACTOR)
+
+
 def _prepare_store(database_url: str, token: bytes, repository: Path) -> None:
-    """Register the demo operator, select the replay model, allow-list the demo repository."""
-    from contracts.proofs import token_fingerprint
+    """Register the demo operator (the trust root of a fresh demo state, holding the demo's key;
+    in a demo state written before per-person keys, it attests what is there), select the replay
+    model, allow-list the demo repository."""
+    from contracts.errors import Refused
+    from contracts.identity import ActorKey
+    from control.keys import write_key_file
     from runtime.git_repository import checked_working_tree
+    from store.action_token import load_trust_anchor
     from store.database import open_store
 
-    with open_store(database_url) as store:
-        store.adopt_token_fingerprint(token_fingerprint(token))
-        if not store.actor_exists(DEMO_ACTOR):
-            first = not store.list_actors()
-            by = None if first else store.list_actors()[0].id
-            store.register_actor(DEMO_ACTOR, "Demo operator", by)
+    signer = demo_signer()
+    with open_store(database_url, anchor=load_trust_anchor()) as store:
+        keyless = store.keyless_actors() if store.needs_bootstrap() else []
+        if store.needs_bootstrap() and DEMO_ACTOR in keyless:
+            # A demo state written before per-person keys: the demo operator attests what is there
+            # (any other actor of it is issued a key in the state directory).
+            issued = {}
+            for other in keyless:
+                if other != DEMO_ACTOR:
+                    other_key = ActorKey.generate()
+                    write_key_file(repository.parent / f"{other}.key", other_key)
+                    issued[other] = other_key.public_key
+            store.attest(signer, token=token, issue=issued)
+        elif store.needs_bootstrap() and not keyless:
+            store.bootstrap_actor(DEMO_ACTOR, "Demo operator", signer.key, token)
+        elif not store.actor_exists(DEMO_ACTOR):
+            raise Refused(
+                "demo_state_foreign",
+                f"the state directory's store has actors but not {DEMO_ACTOR!r}: run the demo with "
+                "SPECIALISTS_STATE_DIR naming a fresh directory",
+            )
+        store.require_signer(signer)
         current = store.get_model_selection()
         if current is None or current.selection.primary != DEMO_MODEL:
-            store.select_models(ModelSelection(primary=DEMO_MODEL), DEMO_ACTOR)
+            store.select_models(ModelSelection(primary=DEMO_MODEL), signer)
         if DEMO_REPOSITORY not in {record.alias for record in store.list_repositories()}:
             root, branch = checked_working_tree(repository, "main")
-            store.add_repository(DEMO_REPOSITORY, root, branch, DEMO_ACTOR)
+            store.add_repository(DEMO_REPOSITORY, root, branch, signer)
 
 
 async def _run_jobs(
@@ -166,9 +210,11 @@ async def _run_team(client: Any, settings: Any) -> TeamView:
     from control.actions import proof_for
     from control.case_inputs import read_input
     from control.research_teams import start_team, team_start_input, wait_for_team
+    from store.action_token import load_trust_anchor
     from store.database import open_store
 
-    with open_store(settings.database_url) as store:
+    with open_store(settings.database_url, anchor=load_trust_anchor()) as store:
+        store.require_signer(demo_signer())
         case_input = read_input(DEMO_CASE, CaseInput, what="case input", code="invalid_case_input")
         case = store.create_case(case_input, DEMO_ACTOR)
     request_id = f"demo-team-{case.case_id}"
@@ -269,6 +315,7 @@ def _set_demo_verify(database_url: str) -> Callable[[], None]:
     import shutil
 
     from contracts.config import RepositoryConfig
+    from store.action_token import load_trust_anchor
     from store.database import open_store
 
     unconfined = shutil.which("bwrap", path="/usr/local/bin:/usr/bin:/bin") is None
@@ -278,16 +325,16 @@ def _set_demo_verify(database_url: str) -> Callable[[], None]:
             "allow_unconfined = true; install the bubblewrap package to confine it)",
             flush=True,
         )
-    with open_store(database_url) as store:
+    with open_store(database_url, anchor=load_trust_anchor()) as store:
         previous = store.get_repository(DEMO_REPOSITORY).config
         config = (previous or RepositoryConfig()).model_copy(
             update={"verify": DEMO_VERIFY, "allow_unconfined": unconfined}
         )
-        store.update_repository_config(DEMO_REPOSITORY, config, DEMO_ACTOR)
+        store.update_repository_config(DEMO_REPOSITORY, config, demo_signer())
 
     def restore() -> None:
-        with open_store(database_url) as store:
-            store.update_repository_config(DEMO_REPOSITORY, previous or RepositoryConfig(), DEMO_ACTOR)
+        with open_store(database_url, anchor=load_trust_anchor()) as store:
+            store.update_repository_config(DEMO_REPOSITORY, previous or RepositoryConfig(), demo_signer())
 
     return restore
 
@@ -310,6 +357,7 @@ def main() -> int:
         settings = Settings.from_env()
         settings.state_dir.mkdir(parents=True, exist_ok=True)
         token = ensure_action_token(settings.state_dir)
+        ensure_demo_key(settings.state_dir)
         _prepare_store(settings.database_url, token, demo_repository(settings.state_dir))
         server = None
         if not is_reachable(settings.temporal_address):

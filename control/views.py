@@ -19,7 +19,13 @@ if TYPE_CHECKING:
     from catalog.loaded import LoadedCatalog
     from catalog.sources import SourceVerification
     from catalog.validation import CatalogReport
-    from contracts.config import ActorRecord, PolicyRecord, RepositoryRecord
+    from contracts.config import (
+        ActorRecord,
+        ConfigurationEvent,
+        PolicyRecord,
+        RepositoryRecord,
+        UnverifiedRecord,
+    )
     from contracts.model_jobs import ModelCheckResult
     from contracts.models import ModelRecord, ModelSelectionRecord
     from contracts.routing import RouteDecision
@@ -192,6 +198,9 @@ def model_json(record: ModelRecord) -> dict[str, Any]:
         "ceiling": record.ceiling,
         "added_by": record.added_by,
         "added_at": _time(record.added_at),
+        "active": record.active,
+        "deactivated_by": record.deactivated_by,
+        "deactivated_at": _time(record.deactivated_at),
     }
 
 
@@ -290,7 +299,7 @@ def render_registered_models(console: Console, registered: Sequence[ModelRecord]
     console.print(
         table(
             "registered models (replay:* are built in)",
-            ["id", "base url", "key variable", "timeout s", "ceiling", "added by", "added at"],
+            ["id", "base url", "key variable", "timeout s", "ceiling", "added by", "added at", "state"],
             [
                 [
                     r.id,
@@ -300,11 +309,17 @@ def render_registered_models(console: Console, registered: Sequence[ModelRecord]
                     str(r.ceiling),
                     r.added_by,
                     _time(r.added_at) or "",
+                    state_text(r.active, r.deactivated_by, r.deactivated_at),
                 ]
                 for r in registered
             ],
         )
     )
+
+
+def state_text(active: bool, deactivated_by: str | None, deactivated_at: Any) -> str:
+    """``active``, or who deactivated the record when."""
+    return "active" if active else f"deactivated by {deactivated_by} at {_time(deactivated_at)}"
 
 
 def repository_json(record: RepositoryRecord) -> dict[str, Any]:
@@ -314,21 +329,43 @@ def repository_json(record: RepositoryRecord) -> dict[str, Any]:
         "default_branch": record.default_branch,
         "added_by": record.added_by,
         "added_at": _time(record.added_at),
+        "active": record.active,
+        "deactivated_by": record.deactivated_by,
+        "deactivated_at": _time(record.deactivated_at),
     }
 
 
 def actor_json(record: ActorRecord) -> dict[str, Any]:
+    """An actor: who registered it, whether it is active, its key in force and every key it held."""
     return {
         "id": record.id,
         "name": record.name,
         "registered_by": record.registered_by,
         "registered_at": _time(record.registered_at),
+        "active": record.active,
+        "deactivated_by": record.deactivated_by,
+        "deactivated_at": _time(record.deactivated_at),
+        "key_fingerprint": record.key_fingerprint,
+        "keys": [
+            {
+                "fingerprint": key.fingerprint,
+                "added_at": _time(key.added_at),
+                "added_by": key.added_by,
+                "retired_at": _time(key.retired_at),
+            }
+            for key in record.keys
+        ],
     }
 
 
 def actors_json(records: list[ActorRecord]) -> dict[str, Any]:
-    """``actors --json``: ``{"actors": [...]}``."""
-    return {"actors": [actor_json(r) for r in records]}
+    """``actors --json``: ``{"actors": [...], "trust_root"}`` (the fingerprint of the first actor's
+    first key, to pin as ``SPECIALISTS_TRUST_ROOT``; ``null`` with no actor)."""
+    root = next((r for r in records if r.registered_by is None and r.keys), None)
+    return {
+        "actors": [actor_json(r) for r in records],
+        "trust_root": None if root is None else root.keys[0].fingerprint,
+    }
 
 
 def render_actors(console: Console, records: list[ActorRecord]) -> None:
@@ -338,8 +375,82 @@ def render_actors(console: Console, records: list[ActorRecord]) -> None:
     console.print(
         table(
             "actors",
-            ["id", "name", "registered by", "registered at"],
-            [[r.id, r.name, r.registered_by or "-", _time(r.registered_at) or ""] for r in records],
+            ["id", "name", "registered by", "registered at", "key", "state"],
+            [
+                [
+                    r.id,
+                    r.name,
+                    r.registered_by or "-",
+                    _time(r.registered_at) or "",
+                    (r.key_fingerprint or "-")[:16],
+                    state_text(r.active, r.deactivated_by, r.deactivated_at),
+                ]
+                for r in records
+            ],
+        )
+    )
+
+
+def attestation_json(
+    records: Sequence[UnverifiedRecord], keyless: Sequence[str], *, attested: bool, bootstrap: bool
+) -> dict[str, Any]:
+    """``configuration attest --json``: the records that carry no valid signature (signed, with
+    ``attested`` true), the actors issued a key, whether the attesting actor became the trust root."""
+    return {
+        "attested": attested,
+        "records": [record.model_dump(mode="json") for record in records],
+        "keys_issued_to": list(keyless),
+        "bootstrap": bootstrap,
+    }
+
+
+def render_attestation(console: Console, data: dict[str, Any]) -> None:
+    records = data["records"]
+    if not records and not data["keys_issued_to"]:
+        console.print("every configuration record carries a valid signature: nothing to attest")
+        return
+    title = "attested records" if data["attested"] else "records without a valid signature (not used)"
+    console.print(
+        table(
+            title,
+            ["kind", "id", "why", "content"],
+            [[r["kind"], r["id"], r["reason"], r["summary"]] for r in records],
+        )
+    )
+    if data["keys_issued_to"]:
+        verb = "were issued" if data["attested"] else "will be issued"
+        console.print(f"actors without a key {verb} one: {', '.join(data['keys_issued_to'])}")
+    if not data["attested"]:
+        console.print("nothing was signed: review the records above, then run again with --yes")
+    for path in data.get("key_files", []):
+        console.print(safe_text(f"key written to {path} (mode 0600): give it to its actor alone"))
+
+
+def configuration_events_json(events: Sequence[ConfigurationEvent]) -> dict[str, Any]:
+    """``configuration events --json``: ``{"events": [{"id", "at", "kind", "actor", "record_kind",
+    "record_id", "message"}]}``, newest first."""
+    return {"events": [{**event.model_dump(mode="json"), "at": _time(event.at)} for event in events]}
+
+
+def render_configuration_events(console: Console, data: dict[str, Any]) -> None:
+    events = data["events"]
+    if not events:
+        console.print("no configuration events")
+        return
+    console.print(
+        table(
+            "configuration events (newest first)",
+            ["at", "kind", "actor", "record", "message"],
+            [
+                [
+                    e["at"],
+                    e["kind"],
+                    e["actor"] or "-",
+                    f"{e['record_kind'] or '-'} {e['record_id'] or ''}".strip(),
+                    e["message"],
+                ]
+                for e in events
+            ],
         )
     )
 

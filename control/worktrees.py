@@ -53,16 +53,24 @@ async def list_worktrees(
     """Every attempt under ``<state>/worktrees`` (and those git still remembers there), each with its
     run's state; sorted by run and attempt. ``connect`` gives a Temporal client (called only when
     there are runs to ask about; :class:`ServiceUnavailable` from it means "ask the projection")."""
+    from contracts.errors import Refused
     from runtime.worktree_attempts import list_attempts
+    from store.action_token import load_trust_anchor
     from store.database import StoreMissing, open_store
     from store.run_lookup import projected_statuses
 
     try:
-        store = open_store(settings.database_url, create=False)
+        store = open_store(settings.database_url, create=False, anchor=load_trust_anchor())
     except StoreMissing:
         store = None
     try:
-        registered = [record.path for record in store.list_repositories()] if store is not None else []
+        registered: list[str] = []
+        if store is not None:
+            # Only verified repositories are asked about their worktrees; when this process can
+            # verify none (no trust anchor) or a record does not verify, none is asked and an
+            # attempt's ``git_known`` comes from its own ``.git`` file or is null.
+            with contextlib.suppress(Refused):
+                registered = [record.path for record in store.list_repositories()]
         attempts = list_attempts(settings.state_dir, registered)
         run_ids = sorted({attempt.run_id for attempt in attempts})
         states = await _temporal_states(connect, run_ids) if run_ids else {}

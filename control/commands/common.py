@@ -22,6 +22,7 @@ if TYPE_CHECKING:
 
     from contracts.config import PolicyRecord
     from contracts.enums import Tier
+    from contracts.identity import Signer, TrustAnchor
     from contracts.routing import RouteOverride
     from contracts.runs import RunView
     from store.store import Store
@@ -46,19 +47,34 @@ def actor_required(actor: str | None, action: str) -> str:
 
 
 def require_actor(actor: str | None, action: str) -> str:
-    """Refuse a missing or unregistered actor before anything is sent (the workflow checks again):
-    :class:`InvalidInput` ``actor_required`` (exit 2), :class:`NotFound` ``unknown_actor`` (exit 3).
-    Reads the store without creating it."""
+    """Refuse, before anything is sent (the worker checks again), an actor who may not take a
+    protected action with the configured key: :class:`InvalidInput` ``actor_required`` (exit 2);
+    :class:`contracts.errors.Refused` ``actor_key_missing`` (no key configured), and — reading the
+    store without creating it — :class:`NotFound` ``unknown_actor`` (exit 3) or ``Refused``
+    ``configuration_unverified``, ``actor_deactivated``, ``actor_key_retired``, ``actor_key_mismatch``
+    (the key is not this actor's key in force; exit 4)."""
     actor = actor_required(actor, action)
-    if not actor_registered(actor):
-        raise NotFound(
-            "unknown_actor", f"actor {actor!r} is not registered (see `specialists actors register`)"
-        )
+    actor_signer(actor)
     return actor
 
 
+def actor_signer(actor: str) -> Signer:
+    """``actor`` with the configured key, checked against the store (see :func:`require_actor`)."""
+    from control.keys import require_signer
+
+    signer = require_signer(actor)
+    store = open_store(create=False)
+    if store is None:
+        raise NotFound(
+            "unknown_actor", f"actor {actor!r} is not registered (see `specialists actors register`)"
+        )
+    with_store(store, lambda s: s.require_signer(signer))
+    return signer
+
+
 def actor_registered(actor: str) -> bool:
-    """Whether ``actor`` is registered; ``False`` when no store exists yet (nothing is created)."""
+    """Whether ``actor`` is registered (its record verified); ``False`` when no store exists yet
+    (nothing is created)."""
     store = open_store(create=False)
     return False if store is None else with_store(store, lambda s: s.actor_exists(actor))
 
@@ -73,34 +89,33 @@ def database_url() -> str:
     return Settings.from_env().database_url
 
 
+def trust_anchor() -> TrustAnchor:
+    """What this process verifies configuration records against: ``SPECIALISTS_TRUST_ROOT`` and the
+    action token, when configured (docs/architecture.md "Configuration")."""
+    from store.action_token import load_trust_anchor
+
+    return load_trust_anchor()
+
+
 def open_store(*, create: bool) -> Store | None:
-    """Open the configured store; ``create=False`` returns ``None`` when no database exists yet."""
+    """Open the configured store, verifying its configuration against :func:`trust_anchor`;
+    ``create=False`` returns ``None`` when no database exists yet."""
     from store.database import StoreMissing
     from store.database import open_store as open_database
 
+    anchor = trust_anchor()
     try:
-        return open_database(database_url(), create=create)
+        return open_database(database_url(), create=create, anchor=anchor)
     except StoreMissing:
         return None
 
 
 def open_configuration_store() -> Store:
-    """Open (creating if needed) the store for a configuration change, after checking the token.
-
-    The token is required before anything is created; its fingerprint is then checked against the
-    one the deployment adopted (the first configuration change adopts it).
-    """
-    from control.actions import require_configuration_token
-    from store.action_token import require_action_token
-
-    require_action_token()
+    """Open (creating and upgrading if needed) the store for a configuration change. The change
+    itself is signed with the actor's key, which the caller loads first
+    (:func:`control.keys.require_signer`), so nothing is created without one."""
     store = open_store(create=True)
     assert store is not None  # create=True never finds the database missing
-    try:
-        require_configuration_token(store)
-    except BaseException:
-        store.close()
-        raise
     return store
 
 

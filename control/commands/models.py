@@ -1,6 +1,7 @@
 """``specialists models``: show the registered models and the model selection, register a model
-(``add``), select the models runs use (``select``) and send a model one tiny request through a worker
-(``test``). ``add`` and ``select`` change the store (protected); ``test`` is a protected workflow."""
+(``add``), select the models runs use (``select``), deactivate a model (``deactivate``) and send a
+model one tiny request through a worker (``test``). ``add``, ``select`` and ``deactivate`` change the
+store (protected: signed with the actor's key); ``test`` is a protected workflow."""
 
 from typing import Annotated, Any
 
@@ -66,6 +67,7 @@ def models_add_command(
     from contracts.models import ModelRegistration
     from control import views
     from control.inputs import parse_model
+    from control.keys import require_signer
     from control.output import emit
     from store.model_registry import check_registration
 
@@ -80,8 +82,9 @@ def models_add_command(
     )
     # The store checks these again; checked first so that invalid input creates no store.
     check_registration(registration)
+    signer = require_signer(actor)
     with open_configuration_store() as store:
-        record = store.register_model(registration, actor)
+        record = store.register_model(registration, signer)
     emit(
         {"model": views.model_json(record)},
         as_json,
@@ -108,21 +111,47 @@ def models_select_command(
     from contracts.models import ModelSelection
     from control import views
     from control.inputs import parse_model
+    from control.keys import require_signer
     from control.output import emit
 
     fallbacks = list(fallback or [])
     payload: dict[str, Any] = {"primary": primary, "fallbacks": fallbacks, "support": support}
     payload["fallback_mode"] = fallback_mode or ("ordered" if fallbacks else "primary_only")
     selection = parse_model(ModelSelection, payload, what="model selection", code="invalid_model_selection")
-    actor = actor_required(actor, "selecting models")
+    signer = require_signer(actor_required(actor, "selecting models"))
     with open_configuration_store() as store:
-        record = store.select_registered_models(selection, actor)
+        record = store.select_registered_models(selection, signer)
         history = store.model_selection_history()
         registered = store.list_models()
     emit(
         views.models_json(record, history, registered),
         as_json,
         lambda console: views.render_models(console, record, [], registered),
+    )
+
+
+@app.command("deactivate")
+def models_deactivate_command(
+    model_id: Annotated[str, typer.Argument(metavar="PROVIDER:NAME", help="A registered model.")],
+    actor: ActorOption = None,
+    as_json: JsonFlag = False,
+) -> None:
+    """Deactivate a registered model (protected, audited): it stays listed, cannot be selected, and no
+    new run may capture it (runs that captured it keep their snapshot)."""
+    from contracts.models import ModelRegistration
+    from control import views
+    from control.inputs import parse_model
+    from control.keys import require_signer
+    from control.output import emit
+
+    parse_model(ModelRegistration, {"id": model_id}, what="model id", code="invalid_model_id")
+    signer = require_signer(actor_required(actor, "deactivating a model"))
+    with open_configuration_store() as store:
+        record = store.deactivate_model(model_id, signer)
+    emit(
+        {"model": views.model_json(record)},
+        as_json,
+        lambda console: views.render_registered_models(console, [record]),
     )
 
 

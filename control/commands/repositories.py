@@ -1,6 +1,7 @@
-"""``specialists repos``: list the allow-listed repositories, allow-list one (``add``) and replace a
-repository's configuration (``update``); both changes are protected and check their input before
-the store is opened, so invalid input creates nothing."""
+"""``specialists repos``: list the allow-listed repositories, allow-list one (``add``), replace a
+repository's configuration (``update``) and deactivate one (``deactivate``); every change is protected
+(signed with the actor's key) and checks its input before the store is opened, so invalid input
+creates nothing."""
 
 from pathlib import Path
 from typing import Annotated, Any
@@ -59,6 +60,7 @@ def repos_add_command(
 ) -> None:
     """Allow-list a git repository under an alias, with its configuration (default: patch executor)."""
     from control import repository_views
+    from control.keys import require_signer
     from control.output import emit
     from control.repository_config import read_repository_config
     from runtime import git_repository as git
@@ -69,8 +71,9 @@ def repos_add_command(
     check_alias(alias)
     root, branch = git.checked_working_tree(path, branch)
     config = None if config_file is None else read_repository_config(config_file)
+    signer = require_signer(actor)
     with open_configuration_store() as store:
-        record = store.add_repository(alias, root, branch, actor, config)
+        record = store.add_repository(alias, root, branch, signer, config)
 
     def render(console: Any) -> None:
         repository_views.render_repositories(console, [record])
@@ -90,6 +93,7 @@ def repos_update_command(
     """Replace a repository's configuration (protected). Runs already captured keep the one they
     froze; only new runs use the new configuration."""
     from control import repository_views
+    from control.keys import require_signer
     from control.output import emit
     from control.repository_config import read_repository_config
     from store.repositories import check_alias
@@ -100,11 +104,36 @@ def repos_update_command(
         raise InvalidInput("config_required", "repos update needs --config FILE (the new configuration)")
     # Read and validated first: a bad file creates no store and changes nothing.
     config = read_repository_config(config_file)
+    signer = require_signer(actor)
     with open_configuration_store() as store:
-        record = store.update_repository_config(alias, config, actor)
+        record = store.update_repository_config(alias, config, signer)
 
     def render(console: Any) -> None:
         repository_views.render_repositories(console, [record])
         repository_views.render_repository_config(console, record.config, f"configuration of {alias}")
 
     emit({"repository": repository_views.repository_json(record)}, as_json, render)
+
+
+@app.command("deactivate")
+def repos_deactivate_command(
+    alias: Annotated[str, typer.Argument(help="Alias of the allow-listed repository.")],
+    actor: ActorOption = None,
+    as_json: JsonFlag = False,
+) -> None:
+    """Deactivate a repository (protected, audited): it stays listed; no new run may use it and no
+    run executes in it any more."""
+    from control import repository_views
+    from control.keys import require_signer
+    from control.output import emit
+    from store.repositories import check_alias
+
+    check_alias(alias)
+    signer = require_signer(actor_required(actor, "deactivating a repository"))
+    with open_configuration_store() as store:
+        record = store.deactivate_repository(alias, signer)
+    emit(
+        {"repository": repository_views.repository_json(record)},
+        as_json,
+        lambda console: repository_views.render_repositories(console, [record]),
+    )

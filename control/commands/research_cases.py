@@ -1,13 +1,13 @@
 """``specialists research``: research cases and their evidence (docs/architecture.md "Research team").
 
 Commands: ``case-create`` and ``evidence-add`` (read a JSON input file, :mod:`control.case_inputs`),
-``evidence-deactivate`` (all three protected: they need the deployment's action token, like every
+``evidence-deactivate`` (all three protected: the actor's key must be its key in force, as for every
 configuration change), ``case-show`` and ``cases`` (read-only). JSON shapes: :mod:`control.case_views`.
 The group (these and the team commands) is :mod:`control.commands.research`.
 """
 
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
@@ -18,6 +18,25 @@ from control.commands.common import (
     open_configuration_store,
     open_store,
 )
+
+if TYPE_CHECKING:
+    from store.store import Store
+
+
+def _signed_store(actor: str) -> "Store":
+    """The store for a protected case change by ``actor``, after checking that the configured key is
+    ``actor``'s key in force (nothing is created without a key)."""
+    from control.keys import require_signer
+
+    signer = require_signer(actor)
+    store = open_configuration_store()
+    try:
+        store.require_signer(signer)
+    except BaseException:
+        store.close()
+        raise
+    return store
+
 
 app = typer.Typer()
 
@@ -44,7 +63,7 @@ def case_create_command(
 
     actor = actor_required(actor, "creating a research case")
     case_input = read_input(input_file, CaseInput, what="case input", code="invalid_case_input")
-    with open_configuration_store() as store:
+    with _signed_store(actor) as store:
         case = store.create_case(case_input, actor)
     emit_case(case, as_json, content=False)
 
@@ -82,7 +101,7 @@ def evidence_add_command(
     actor = actor_required(actor, "adding evidence")
     check_case_id(case_id)
     added = read_input(input_file, EvidenceAddInput, what="evidence input", code="invalid_evidence_input")
-    with open_configuration_store() as store:
+    with _signed_store(actor) as store:
         store.add_evidence(case_id, list(added.evidence), actor)
         case = store.get_case(case_id)
     emit_case(case, as_json, content=False)
@@ -103,7 +122,7 @@ def evidence_deactivate_command(
     actor = actor_required(actor, "deactivating evidence")
     check_case_id(case_id)
     check_evidence_id(evidence_id)
-    with open_configuration_store() as store:
+    with _signed_store(actor) as store:
         store.deactivate_evidence(case_id, evidence_id, actor)
         case = store.get_case(case_id)
     emit_case(case, as_json, content=False)

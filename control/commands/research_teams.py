@@ -66,6 +66,7 @@ def team_start_command(
     from contracts.research_teams import TeamStartInput
     from control.actions import proof_for
     from control.inputs import parse_model, read_json_argument
+    from control.keys import require_signer
     from control.research_teams import (
         raise_if_start_refused,
         settled,
@@ -74,7 +75,6 @@ def team_start_command(
         team_start_input,
         wait_for_team,
     )
-    from store.action_token import require_action_token
     from store.research import check_case_id
 
     actor = actor_required(actor, "starting a research team")
@@ -85,7 +85,7 @@ def team_start_command(
         what="team start input",
         code="invalid_team_start_input",
     )
-    require_action_token()  # like every protected action: no token, nothing is read or started
+    require_signer(actor)  # like every protected action: no key, nothing is read or started
     team = team_start_input(
         case_id,
         start.request_id,

@@ -22,6 +22,7 @@ from control.commands.common import (
     RunArgument,
     actor_registered,
     actor_required,
+    actor_signer,
     client,
     emit_run,
     parse_override,
@@ -109,6 +110,7 @@ def create_command(
         from control.actions import proof_for
 
         assert actor is not None
+        actor_signer(actor)  # the configured key must be the creator's key in force
         proof = proof_for(run_id=run_id, action="create", actor=actor, digest=run_input.request_digest)
         run_input = run_input.model_copy(update={"proof": proof})
     queue = task_queue()
@@ -251,11 +253,9 @@ def execute_command(
     from contracts.runs import RunStatus
     from control.actions import proof_for
     from control.runs import check_run_id, execute_run, get_view, settled, wait_for_view
-    from store.action_token import require_action_token
 
     check_run_id(run_id)
     actor = require_actor(actor, "execute")
-    require_action_token()  # like every protected action: no token, nothing is asked of the run
 
     async def go() -> Any:
         temporal = await client()

@@ -7,8 +7,11 @@ time. ``Cli.run_reporting_modules`` runs ``control.cli.main`` in a fresh interpr
 modules it loaded. ``running_worker`` starts ``python -m worker`` as a process and stops it afterwards.
 
 Every environment built here carries the test deployment's action token (:data:`ACTION_TOKEN` in
-``SPECIALISTS_ACTION_TOKEN``), so protected commands work as an operator holding the token sees
-them; ``Cli.without_token``, ``Cli.with_token`` and ``Cli.with_token_file`` give the other cases.
+``SPECIALISTS_ACTION_TOKEN``: it bootstraps the first actor and anchors the CLI's trust) and names
+``alice``'s key file, ``<root>/alice.key``, which ``actors register alice`` writes (the default
+``./ID.key``), so protected commands work as alice sees them; ``Cli.as_actor`` names another actor's
+key file, ``Cli.without_key`` none, and ``Cli.without_token``, ``Cli.with_token`` and
+``Cli.with_token_file`` give the token's other cases.
 Each ``Cli`` keeps a transcript of every invocation (shared by the variants derived from it), so a
 test can check what the CLI ever printed.
 """
@@ -42,6 +45,8 @@ ISO_UTC = r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(\.\d+)?Z"
 
 TOKEN_ENV = "SPECIALISTS_ACTION_TOKEN"
 TOKEN_FILE_ENV = "SPECIALISTS_ACTION_TOKEN_FILE"
+KEY_ENV = "SPECIALISTS_ACTOR_KEY"
+KEY_FILE_ENV = "SPECIALISTS_ACTOR_KEY_FILE"
 ACTION_TOKEN = "test-action-token-7f3c9a1e5b2d"
 """The action token of every test deployment (unless a test chooses another or none)."""
 
@@ -100,16 +105,19 @@ class CliResult:
 
 
 def isolated_environment(
-    state_dir: Path, *, token: str | None = ACTION_TOKEN, **extra: str
+    state_dir: Path, *, token: str | None = ACTION_TOKEN, key_file: Path | None = None, **extra: str
 ) -> dict[str, str]:
-    """This process's environment without any ``SPECIALISTS_*`` variable, with ``state_dir`` set and
-    ``token`` as the action token (``None``: no token). Research teams advance in 1 s coordinator
-    cycles (the shortest the setting takes), not the deployment default of 60 s."""
+    """This process's environment without any ``SPECIALISTS_*`` variable, with ``state_dir`` set,
+    ``token`` as the action token (``None``: no token) and ``key_file`` as the actor key file (none
+    when ``None``). Research teams advance in 1 s coordinator cycles (the shortest the setting
+    takes), not the deployment default of 60 s."""
     env = {name: value for name, value in os.environ.items() if not name.startswith("SPECIALISTS_")}
     env["SPECIALISTS_STATE_DIR"] = str(state_dir)
     env["SPECIALISTS_TEAM_CYCLE_SECONDS"] = "1"
     if token is not None:
         env[TOKEN_ENV] = token
+    if key_file is not None:
+        env[KEY_FILE_ENV] = str(key_file)
     env.update(extra)
     return env
 
@@ -125,8 +133,34 @@ class Cli:
     @classmethod
     def isolated(cls, root: Path, *, token: str | None = ACTION_TOKEN, **extra: str) -> Cli:
         """Working directory ``root``, state directory ``root/state``, action token ``token``
-        (``None``: none), plus ``extra`` variables."""
-        return cls(cwd=root, env=isolated_environment(root / "state", token=token, **extra))
+        (``None``: none), alice's key file ``root/alice.key``, plus ``extra`` variables."""
+        env = isolated_environment(root / "state", token=token, key_file=root / "alice.key", **extra)
+        return cls(cwd=root, env=env)
+
+    def key_file(self, actor: str) -> Path:
+        """Where ``actors register ACTOR`` run by this CLI writes the actor's key (``./ACTOR.key``)."""
+        return self.cwd / f"{actor}.key"
+
+    def as_actor(self, actor: str) -> Cli:
+        """The same CLI acting with ``actor``'s key file (:meth:`key_file`)."""
+        bare = self.without_key()
+        return dataclasses.replace(bare, env={**bare.env, KEY_FILE_ENV: str(self.key_file(actor))})
+
+    def stranger(self) -> Cli:
+        """The same CLI acting with a key no actor holds (``<cwd>/stranger.key``, made once)."""
+        path = self.cwd / "stranger.key"
+        if not path.exists():
+            from contracts.identity import ActorKey
+
+            path.write_bytes(ActorKey.generate().to_pem())
+            path.chmod(0o600)
+        bare = self.without_key()
+        return dataclasses.replace(bare, env={**bare.env, KEY_FILE_ENV: str(path)})
+
+    def without_key(self) -> Cli:
+        """The same CLI with no actor key configured."""
+        env = {name: value for name, value in self.env.items() if name not in (KEY_ENV, KEY_FILE_ENV)}
+        return dataclasses.replace(self, env=env)
 
     @property
     def state_dir(self) -> Path:

@@ -121,7 +121,7 @@ def test_actor_registration_rules(cli: Cli) -> None:
 
 
 def test_actors_with_none_registered(cli: Cli) -> None:
-    assert cli.call("actors", "--json").ok() == {"actors": []}
+    assert cli.call("actors", "--json").ok() == {"actors": [], "trust_root": None}
     shown = cli.call("actors")
     assert shown.exit_code == 0
     assert "no actors" in shown.stdout
@@ -335,7 +335,7 @@ def test_database_url_overrides_the_state_directory(cli: Cli, tmp_path: Path) ->
     assert elsewhere.is_file()
     assert not cli.state_dir.exists()
     assert [a["id"] for a in configured.call("actors", "--json").ok()["actors"]] == ["alice"]
-    assert cli.call("actors", "--json").ok() == {"actors": []}
+    assert cli.call("actors", "--json").ok() == {"actors": [], "trust_root": None}
 
 
 def test_malformed_database_url_is_invalid_input(cli: Cli) -> None:

@@ -152,14 +152,14 @@ def test_bad_checks_are_refused_before_anything_is_sent(
     assert server.received == []
 
 
-def test_a_check_needs_the_action_token_and_the_worker_refuses_a_wrong_one(
-    cli: Cli, server: WireServer
-) -> None:
-    cli.without_token().call("models", "test", "replay:demo", "--actor", "alice", "--json").error(
-        4, "action_token_missing"
+def test_a_check_needs_the_actors_key(cli: Cli, server: WireServer) -> None:
+    cli.without_key().call("models", "test", "replay:demo", "--actor", "alice", "--json").error(
+        4, "actor_key_missing"
     )
-    wrong = cli.with_token("a-different-token-0123456789")
-    wrong.call("models", "test", "openai:model-a", "--actor", "alice", "--json").error(4, "proof_invalid")
+    wrong = cli.stranger()
+    wrong.call("models", "test", "openai:model-a", "--actor", "alice", "--json").error(
+        4, "actor_key_mismatch"
+    )
     assert server.received == []
 
 

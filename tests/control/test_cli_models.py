@@ -36,8 +36,10 @@ def test_added_model_is_listed(alice: Cli) -> None:
     ).ok()  # fmt: skip
     model = added["model"]
     assert set(model) == {
-        "id", "provider", "name", "base_url", "api_key_env", "timeout_s", "ceiling", "added_by", "added_at"
+        "id", "provider", "name", "base_url", "api_key_env", "timeout_s", "ceiling", "added_by", "added_at",
+        "active", "deactivated_by", "deactivated_at",
     }  # fmt: skip
+    assert (model["active"], model["deactivated_by"], model["deactivated_at"]) == (True, None, None)
     assert (model["id"], model["provider"], model["name"]) == ("openai:gpt-4.1", "openai", "gpt-4.1")
     assert (model["base_url"], model["api_key_env"]) == ("http://127.0.0.1:8080/v1", "OPENAI_API_KEY")
     assert (model["timeout_s"], model["ceiling"], model["added_by"]) == (90, 2, "alice")
@@ -103,13 +105,14 @@ def test_duplicate_registration_is_refused(alice: Cli) -> None:
     assert alice.call("models", "--json").ok()["registered"] == [first["model"]]
 
 
-def test_registration_needs_the_action_token(alice: Cli) -> None:
-    alice.without_token().call("models", "add", "openai:x", "--actor", "alice", "--json").error(
-        4, "action_token_missing"
+def test_registration_needs_the_actors_key(alice: Cli) -> None:
+    alice.without_key().call("models", "add", "openai:x", "--actor", "alice", "--json").error(
+        4, "actor_key_missing"
     )
+    # A CLI that trusts another deployment's token verifies nothing here, so it signs nothing either.
     alice.with_token("another-token-0123456789").call(
         "models", "add", "openai:x", "--actor", "alice", "--json"
-    ).error(4, "action_token_mismatch")
+    ).error(4, "configuration_unverified")
     assert alice.call("models", "--json").ok() == EMPTY
 
 

@@ -214,7 +214,11 @@ def test_update_replaces_the_configuration_and_nothing_else(alice: Cli, tree: Pa
     alice.call("repos", "add", "other", str(tree), "--config", str(agent), "--actor", "alice", "--json").ok()
     alice.call("actors", "register", "bob", "--name", "Bob", "--actor", "alice", "--json").ok()
 
-    updated = alice.run("repos", "update", "app", "--config", str(verify), "--actor", "bob", "--json").ok()
+    updated = (
+        alice.as_actor("bob")
+        .run("repos", "update", "app", "--config", str(verify), "--actor", "bob", "--json")
+        .ok()
+    )
 
     assert updated["repository"] == {**added, "config": VERIFY_CONFIG}
     assert {r["alias"]: r["config"] for r in _repositories(alice)} == {
@@ -276,7 +280,7 @@ def test_invalid_update_input_creates_no_store(cli: Cli, tmp_path: Path) -> None
     assert not cli.state_dir.exists()
 
 
-# -------------------------------------------------------------------------------- the action token
+# ------------------------------------------------------------------------------- the key and the token
 
 
 def _changes(tree: Path, tmp_path: Path) -> list[list[str]]:
@@ -287,43 +291,47 @@ def _changes(tree: Path, tmp_path: Path) -> list[list[str]]:
     ]
 
 
-def test_without_a_token_no_store_is_created(tmp_path: Path, tree: Path) -> None:
-    bare = Cli.isolated(tmp_path, token=None)
+def test_without_a_key_no_store_is_created(tmp_path: Path, tree: Path) -> None:
+    bare = Cli.isolated(tmp_path).without_key()
     for args in _changes(tree, tmp_path):
-        message = bare.call(*args, "--json").error(4, "action_token_missing")
-        assert "SPECIALISTS_ACTION_TOKEN" in message
+        message = bare.call(*args, "--json").error(4, "actor_key_missing")
+        assert "SPECIALISTS_ACTOR_KEY_FILE" in message
         assert not bare.state_dir.exists(), args
 
 
-def test_without_a_token_nothing_changes(alice: Cli, tree: Path, tmp_path: Path) -> None:
+def test_without_a_key_nothing_changes(alice: Cli, tree: Path, tmp_path: Path) -> None:
     alice.call("repos", "add", "app", str(tree), "--actor", "alice", "--json").ok()
     before = _repositories(alice)
-    bare = alice.without_token()
     for args in _changes(tree, tmp_path):
-        bare.call(*args, "--json").error(4, "action_token_missing")
+        alice.without_key().call(*args, "--json").error(4, "actor_key_missing")
+        alice.stranger().call(*args, "--json").error(4, "actor_key_mismatch")
     assert _repositories(alice) == before
 
 
-def test_another_token_is_refused_and_nothing_changes(alice: Cli, tree: Path, tmp_path: Path) -> None:
+def test_another_deployments_token_verifies_nothing_and_changes_nothing(
+    alice: Cli, tree: Path, tmp_path: Path
+) -> None:
     alice.call("repos", "add", "app", str(tree), "--actor", "alice", "--json").ok()
     before = _repositories(alice)
     other = alice.with_token(OTHER_TOKEN)
     for args in _changes(tree, tmp_path):
-        message = other.call(*args, "--json").error(4, "action_token_mismatch")
+        message = other.call(*args, "--json").error(4, "configuration_unverified")
         assert OTHER_TOKEN not in message and ACTION_TOKEN not in message
     assert _repositories(alice) == before
-    # The adopted token still works.
+    # The deployment's own token still works.
     alice.call(*_changes(tree, tmp_path)[1], "--json").ok()
     assert (
         token_leaks([ACTION_TOKEN, OTHER_TOKEN], files=[alice.state_dir], texts=transcript_texts(alice)) == []
     )
 
 
-def test_reading_repositories_needs_no_token(alice: Cli, tree: Path) -> None:
+def test_reading_repositories_needs_a_trust_anchor_but_no_token(alice: Cli, tree: Path) -> None:
     alice.call("repos", "add", "app", str(tree), "--actor", "alice", "--json").ok()
-    bare = alice.without_token()
-    assert [r["alias"] for r in bare.call("repos", "--json").ok()["repositories"]] == ["app"]
-    assert bare.call("repos").exit_code == 0
+    bare = alice.without_token().without_key()
+    bare.call("repos", "--json").error(4, "trust_root_not_configured")
+    pinned = bare.with_env(SPECIALISTS_TRUST_ROOT=alice.call("actors", "--json").ok()["trust_root"])
+    assert [r["alias"] for r in pinned.call("repos", "--json").ok()["repositories"]] == ["app"]
+    assert pinned.call("repos").exit_code == 0
 
 
 def test_help_describes_update_and_config(cli: Cli) -> None:

@@ -337,16 +337,16 @@ def test_creating_a_case_needs_an_actor(alice: Cli, tmp_path: Path) -> None:
     alice.call("research", "case-create", "--input", str(input_file), "--json").error(2, "actor_required")
 
 
-def test_protected_research_commands_are_refused_without_the_action_token(alice: Cli, tmp_path: Path) -> None:
+def test_protected_research_commands_are_refused_without_the_actors_key(alice: Cli, tmp_path: Path) -> None:
     case = created_case(alice, tmp_path)
-    bare = alice.without_token()
+    bare = alice.without_key()
     create(bare, write_json(tmp_path / "again.json", {"subject": SUBJECT, "evidence": [CODE]})).error(
-        4, "action_token_missing"
+        4, "actor_key_missing"
     )
     add = write_json(tmp_path / "add.json", {"evidence": [NOTE]})
     bare.call(
         "research", "evidence-add", case["case_id"], "--actor", "alice", "--input", str(add), "--json"
-    ).error(4, "action_token_missing")
+    ).error(4, "actor_key_missing")
     bare.call(
         "research",
         "evidence-deactivate",
@@ -355,21 +355,22 @@ def test_protected_research_commands_are_refused_without_the_action_token(alice:
         "--actor",
         "alice",
         "--json",
-    ).error(4, "action_token_missing")
+    ).error(4, "actor_key_missing")
     assert bare.call("research", "case-show", case["case_id"], "--json").ok() == case
     assert len(cases(bare)) == 1
 
 
-def test_a_case_is_not_created_with_another_deployments_token(alice: Cli, tmp_path: Path) -> None:
+def test_a_case_is_not_created_with_another_actors_key(alice: Cli, tmp_path: Path) -> None:
+    assert alice.call("actors", "register", "bob", "--name", "Bob", "--actor", "alice").exit_code == 0
     input_file = write_json(tmp_path / "case.json", {"subject": SUBJECT, "evidence": [CODE]})
-    create(alice.with_token("another-deployment-token-41c8e0"), input_file).error(4, "action_token_mismatch")
+    create(alice.as_actor("bob"), input_file).error(4, "actor_key_mismatch")
     assert cases(alice) == []
 
 
-def test_creating_a_case_without_a_token_in_a_new_state_directory_creates_no_store(tmp_path: Path) -> None:
-    cli = Cli.isolated(tmp_path, token=None)
+def test_creating_a_case_without_a_key_in_a_new_state_directory_creates_no_store(tmp_path: Path) -> None:
+    cli = Cli.isolated(tmp_path).without_key()
     input_file = write_json(tmp_path / "case.json", {"subject": SUBJECT, "evidence": [CODE]})
-    create(cli, input_file).error(4, "action_token_missing")
+    create(cli, input_file).error(4, "actor_key_missing")
     assert not cli.database.exists()
 
 

@@ -255,20 +255,20 @@ def test_a_case_with_26_active_records_is_refused_and_no_team_is_started(cli: Cl
     _not_started(cli, team_id)
 
 
-def test_team_start_without_the_action_token_is_refused_and_starts_nothing(cli: Cli, demo_case: str) -> None:
+def test_team_start_without_a_key_is_refused_and_starts_nothing(cli: Cli, demo_case: str) -> None:
     request, team_id = _fresh_request(cli)
 
-    _team_start(cli.without_token(), demo_case, request).error(4, "action_token_missing")
+    _team_start(cli.without_key(), demo_case, request).error(4, "actor_key_missing")
 
     _not_started(cli, team_id)
 
 
-def test_team_start_with_another_token_is_refused_by_the_worker_and_runs_no_job(
+def test_team_start_signed_with_a_key_nobody_holds_is_refused_by_the_worker_and_runs_no_job(
     cli: Cli, demo_case: str
 ) -> None:
     request, team_id = _fresh_request(cli)
 
-    _team_start(cli.with_token("another-deployments-token-42"), demo_case, request).error(4, "proof_invalid")
+    _team_start(cli.stranger(), demo_case, request).error(4, "actor_key_unknown")
 
     shown = cli.call("research", "team-show", team_id, "--json").ok()
     assert (shown["status"], shown["jobs_used"], shown["capture"]) == ("failed", 0, None)
@@ -472,10 +472,8 @@ def test_a_malformed_team_id_or_outcome_is_invalid_input(cli: Cli, demo_team: di
     ).error(2, "unknown_outcome")
 
 
-def test_adjudicate_and_team_cancel_without_the_action_token_are_refused(
-    cli: Cli, demo_team: dict[str, Any]
-) -> None:
-    bare = cli.without_token()
+def test_adjudicate_and_team_cancel_without_a_key_are_refused(cli: Cli, demo_team: dict[str, Any]) -> None:
+    bare = cli.without_key()
     bare.call(
         "research",
         "adjudicate",
@@ -488,9 +486,9 @@ def test_adjudicate_and_team_cancel_without_the_action_token_are_refused(
         "--outcome",
         "stop",
         "--json",
-    ).error(4, "action_token_missing")
+    ).error(4, "actor_key_missing")
     bare.call("research", "team-cancel", "--actor", "alice", "--id", demo_team["team_id"], "--json").error(
-        4, "action_token_missing"
+        4, "actor_key_missing"
     )
 
 

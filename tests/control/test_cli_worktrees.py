@@ -251,8 +251,8 @@ def test_prune_of_a_run_that_has_not_finished_is_refused_and_removes_nothing(dep
 def test_prune_without_a_valid_proof_is_refused_and_removes_nothing(deployment: Deployment) -> None:
     run_id = deployment.project(RunStatus.FAILED)
     made = deployment.worktree(run_id)
-    prune(deployment, run_id, deployment.cli.without_token()).error(4, "action_token_missing")
-    prune(deployment, run_id, deployment.cli.with_token(OTHER_TOKEN)).error(4, "proof_invalid")
+    prune(deployment, run_id, deployment.cli.without_key()).error(4, "actor_key_missing")
+    prune(deployment, run_id, deployment.cli.stranger()).error(4, "actor_key_mismatch")
     assert made.worktree.is_dir() and made.evidence_dir.is_dir()
     assert str(made.worktree) in deployment.git_lists()
 
