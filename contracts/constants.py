@@ -13,10 +13,6 @@ DEFAULT_NAMESPACE: Final = "default"
 DEFAULT_TASK_QUEUE: Final = "specialists"
 STATE_DIR_NAME: Final = "specialists"
 """The state directory's name under ``$XDG_STATE_HOME`` (or ``~/.local/state``)."""
-DEFAULT_STATE_DIR: Final = ".specialists"
-"""The relative state directory ``store.database.database_url_from_env`` (``python -m
-store.revisions``) falls back to until it reads :func:`default_state_dir`; the deployment's settings
-(``runtime.settings``) use :func:`default_state_dir`."""
 
 
 def default_state_dir(environ: Mapping[str, str]) -> str:
