@@ -1,12 +1,13 @@
 """Operator-facing errors: a stable snake_case code, a message and the CLI exit code.
 
 Exit codes follow docs/architecture.md "Exit codes": 2 invalid input (nothing written), 3 not found,
-4 refused by state, policy or a limit, 5 a required service unreachable, 6 verification failed.
+4 refused by state, policy or a limit, 5 a required service unreachable, 6 verification failed,
+7 a run waited for ended without success, 8 a wait timed out.
 """
 
 from __future__ import annotations
 
-from typing import ClassVar
+from typing import ClassVar, Final
 
 
 class OperatorError(Exception):
@@ -52,6 +53,18 @@ class VerificationFailed(OperatorError):
     """A verification check failed, e.g. a catalog source mismatch (exit 6)."""
 
     exit_code = 6
+
+
+RUN_ENDED_WITHOUT_SUCCESS_EXIT_CODE: Final = 7
+"""``--wait`` saw the run end ``failed``, ``expired`` or ``cancelled``: the CLI prints its final view
+(with its error) as it would any view, and exits 7."""
+
+
+class WaitTimedOut(OperatorError):
+    """``--wait --timeout SECONDS`` passed before the run needed a person or finished; the run is
+    left as it is (exit 8)."""
+
+    exit_code = 8
 
 
 class ErrorType:

@@ -23,14 +23,24 @@ WAIT_MARGIN_SECONDS = 30
 
 
 async def run_model_check(
-    client: Client, request: ModelCheckRequest, *, task_queue: str, wait_seconds: float
+    client: Client,
+    request: ModelCheckRequest,
+    *,
+    task_queue: str,
+    wait_seconds: float,
+    check_worker: bool = True,
 ) -> ModelCheckResult:
     """Start the check on ``task_queue`` and return its result.
 
-    Raises :class:`ServiceUnavailable` ``check_not_answered`` when no worker finishes it within
-    ``wait_seconds`` (the check is then terminated), or ``temporal_error`` when Temporal refuses it;
-    :class:`OperatorError` ``check_failed`` (exit 1) when the check workflow itself failed.
+    Raises :class:`ServiceUnavailable` ``no_worker`` before anything is started when no worker polls
+    ``task_queue`` (unless ``check_worker`` is false), ``check_not_answered`` when no worker finishes
+    it within ``wait_seconds`` (the check is then terminated), or ``temporal_error`` when Temporal
+    refuses it; :class:`OperatorError` ``check_failed`` (exit 1) when the check workflow itself failed.
     """
+    if check_worker:
+        from control.temporal import require_worker
+
+        await require_worker(client, task_queue)
     try:
         handle = await client.start_workflow(
             WorkflowType.MODEL_CHECK,

@@ -9,7 +9,11 @@ from control.output import safe_text, table
 if TYPE_CHECKING:
     from rich.console import Console
 
-    from contracts.runs import RunSummary, RunView
+    from contracts.errors import OperatorError
+    from contracts.runs import AuditEvent, RunSummary, RunView
+
+PROJECTION_SOURCE = "projection"
+"""``show --json`` ``source`` when the run's workflow could not be asked (else ``workflow``)."""
 
 
 def run_json(view: RunView) -> dict[str, Any]:
@@ -143,5 +147,68 @@ def render_list(console: Console, runs: list[RunSummary]) -> None:
                 ]
                 for r in runs
             ],
+        )
+    )
+
+
+def projection_json(summary: RunSummary, events: list[AuditEvent], reason: OperatorError) -> dict[str, Any]:
+    """``show --json`` when the run's workflow cannot be asked: the keys of a view (what the
+    projection does not hold — route, contract, result, review, decision, approval, error,
+    execution — is ``null``), the projected summary's own keys, ``source: "projection"``,
+    ``projected_at`` (when it was written) and ``unanswered`` (``{"code", "message"}``: why the
+    workflow was not asked)."""
+    data: dict[str, Any] = {
+        key: None
+        for key in (
+            "route",
+            "contract",
+            "result",
+            "review",
+            "decision",
+            "approval",
+            "error",
+            "request_digest",
+            "execution",
+        )
+    }
+    data.update(summary.model_dump(mode="json"))
+    data["audit"] = [event.model_dump(mode="json") for event in events]
+    data["source"] = PROJECTION_SOURCE
+    data["projected_at"] = data["updated_at"]
+    data["unanswered"] = reason.to_json()["error"]
+    return data
+
+
+def render_projection(
+    console: Console, summary: RunSummary, events: list[AuditEvent], reason: OperatorError
+) -> None:
+    """The last projected state of a run, labelled as such, with why the workflow was not asked."""
+    at = summary.updated_at.isoformat()
+    console.print(
+        safe_text(
+            f"{summary.run_id}: the LAST PROJECTED STATE, written at {at}, not the run's current view: "
+            f"{reason.message}"
+        )
+    )
+    rows = [
+        ["run", summary.run_id],
+        ["status", f"{summary.status.value} (as projected at {at})"],
+        ["tier", summary.tier.value if summary.tier else "-"],
+        ["automatic", "yes" if summary.automatic else "no"],
+        ["primary", summary.primary or "-"],
+        ["reviewer", summary.reviewer or "-"],
+        ["risk", summary.risk.value if summary.risk else "-"],
+        ["repository", summary.repo_alias or "-"],
+        ["title", summary.title],
+        ["contract sha256", summary.contract_sha256 or "-"],
+        ["created", summary.created_at.isoformat()],
+        ["projected at", at],
+    ]
+    console.print(table(f"run {summary.run_id} (last projected state)", ["", ""], rows))
+    console.print(
+        table(
+            "audit (as projected)",
+            ["seq", "at", "kind", "actor", "data"],
+            [[str(e.seq), e.at.isoformat(), e.kind, e.actor or "-", _short(e.data)] for e in events],
         )
     )

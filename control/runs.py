@@ -16,8 +16,10 @@ from typing import Any, TypeVar
 from temporalio.api.enums.v1 import EventType
 from temporalio.client import (
     Client,
+    WorkflowExecutionStatus,
     WorkflowQueryFailedError,
     WorkflowUpdateFailedError,
+    WorkflowUpdateRPCTimeoutOrCancelledError,
 )
 from temporalio.common import (
     SearchAttributeKey,
@@ -52,10 +54,20 @@ from contracts.runs import (
 )
 from contracts.search_attributes import SearchAttribute
 from contracts.temporal_names import RunMessage, WorkflowType
-from control.temporal import describe_memo, poll_view
+from control.temporal import START_WORKER_HINT, describe_memo, poll_view, require_worker
 
 RUN_WORKFLOW = WorkflowType.SPECIALIST_RUN
 QUERY_TIMEOUT = dt.timedelta(seconds=10)
+ANSWER_SECONDS = 5.0
+"""How long a command waits for a worker to answer a query (``show``) once one is polling."""
+UPDATE_ANSWER_SECONDS = 15.0
+"""How long a command waits for a worker to answer an update (enqueue, approve, execute, decide):
+its handler runs the authorisation activity, milliseconds when a worker is there."""
+RETRY_SECONDS = 1.0
+"""How often ``--wait`` asks again while no worker (or no Temporal) answers."""
+UNANSWERED_CODES = frozenset({"no_worker", "temporal_unreachable", "temporal_error"})
+"""What a patient wait (``--wait``) outlasts: nobody answered, which a restarted worker or server
+ends."""
 _STATUS_KEY = SearchAttributeKey.for_keyword(SearchAttribute.SPECIALIST_STATUS)
 _NOT_FOUND_CODES = frozenset({RefusalCode.UNKNOWN_ACTOR})
 Answer = TypeVar("Answer")
@@ -134,34 +146,92 @@ async def get_progress(client: Client, run_id: str) -> RunProgress | None:
     """The run's status and number of audit events by query ``status`` (a few bytes, where the
     view is kilobytes); ``None`` when the run's worker predates that query. Raises like
     :func:`get_view`."""
+    return await _progress(client, run_id)
+
+
+async def _progress(
+    client: Client, run_id: str, *, timeout: dt.timedelta = QUERY_TIMEOUT
+) -> RunProgress | None:
     try:
-        return await _query(client, run_id, RunMessage.STATUS, RunProgress)
+        return await _query(client, run_id, RunMessage.STATUS, RunProgress, timeout=timeout)
     except ServiceUnavailable as error:
         if error.code == "query_failed":
             return None
         raise
 
 
-async def _query(client: Client, run_id: str, name: RunMessage, result_type: type[Answer]) -> Answer:
+async def _query(
+    client: Client,
+    run_id: str,
+    name: RunMessage,
+    result_type: type[Answer],
+    *,
+    timeout: dt.timedelta = QUERY_TIMEOUT,
+) -> Answer:
     check_run_id(run_id)
     handle = client.get_workflow_handle(run_id)
     try:
-        answer: Answer = await handle.query(name, result_type=result_type, rpc_timeout=QUERY_TIMEOUT)
+        answer: Answer = await handle.query(name, result_type=result_type, rpc_timeout=timeout)
         return answer
     except RPCError as error:
         if error.status == RPCStatusCode.NOT_FOUND:
             raise NotFound("unknown_run", f"no run {run_id}") from None
-        if error.status in (RPCStatusCode.DEADLINE_EXCEEDED, RPCStatusCode.UNAVAILABLE):
+        # The server holds a query until a worker takes it; at the RPC's timeout it answers
+        # DEADLINE_EXCEEDED or CANCELLED ("Timeout expired").
+        if error.status in (RPCStatusCode.DEADLINE_EXCEEDED, RPCStatusCode.CANCELLED):
             raise ServiceUnavailable(
                 "no_worker",
-                f"no worker answered for run {run_id}: start one with `specialists worker` "
-                "(or `specialists dev`)",
+                f"no worker answered for run {run_id} within {timeout.total_seconds():g} s: "
+                + START_WORKER_HINT,
+            ) from None
+        if error.status == RPCStatusCode.UNAVAILABLE:
+            raise ServiceUnavailable(
+                "temporal_unreachable", f"Temporal did not answer for run {run_id}: {error.message}"
             ) from None
         raise ServiceUnavailable(
             "temporal_error", f"Temporal answered {error.status.name}: {error}"
         ) from None
     except WorkflowQueryFailedError as error:
         raise ServiceUnavailable("query_failed", f"run {run_id} could not answer: {error}") from None
+
+
+async def run_task_queue(client: Client, run_id: str) -> tuple[str, bool] | None:
+    """The task queue of the run's workflow and whether it is still running; ``None`` when Temporal
+    has no such workflow. Raises :class:`ServiceUnavailable` when Temporal does not answer."""
+    check_run_id(run_id)
+    try:
+        description = await client.get_workflow_handle(run_id).describe()
+    except RPCError as error:
+        if error.status == RPCStatusCode.NOT_FOUND:
+            return None
+        from control.temporal import temporal_error
+
+        raise temporal_error(error) from None
+    return description.task_queue, description.status == WorkflowExecutionStatus.RUNNING
+
+
+async def require_run_worker(client: Client, run_id: str) -> None:
+    """Refuse, before anything is sent, an action on a running run whose task queue no worker polls
+    (``no_worker``, exit 5, naming the queue and the fix); ``unknown_run`` (exit 3) for a run
+    Temporal does not know. A finished run needs no worker here: the action is refused as finished."""
+    found = await run_task_queue(client, run_id)
+    if found is None:
+        raise NotFound("unknown_run", f"no run {run_id}")
+    queue, running = found
+    if running:
+        await require_worker(client, queue)
+
+
+async def query_view(client: Client, run_id: str, *, within: float = ANSWER_SECONDS) -> RunView:
+    """The run's view for ``show``: asked only when a worker polls the run's task queue, and waited
+    for ``within`` seconds. Raises :class:`NotFound` (``unknown_run``) or
+    :class:`ServiceUnavailable` (``no_worker`` naming the queue and the fix, ``temporal_error``,
+    ``query_failed``) — fast when no worker polls."""
+    found = await run_task_queue(client, run_id)
+    if found is None:
+        raise NotFound("unknown_run", f"no run {run_id}")
+    await require_worker(client, found[0])
+    return await _query(client, run_id, RunMessage.VIEW, RunView, timeout=dt.timedelta(seconds=within))
 
 
 async def wait_for_view(
@@ -171,23 +241,65 @@ async def wait_for_view(
     *,
     timeout: float | None = 15.0,
     on_change: Callable[[RunView], None] | None = None,
+    patient: bool = False,
+    on_unanswered: Callable[[ServiceUnavailable | None], None] | None = None,
+    initial: RunView | None = None,
 ) -> RunView:
     """Poll the run's view until ``done(view)`` or ``timeout`` seconds (``None`` = no limit).
 
     The whole view is fetched first and then only when query ``status`` shows that the status or
     the number of audit events changed: every other poll would return the same view again.
-    """
-    last: tuple[RunView, RunProgress] | None = None
 
-    async def fetch() -> RunView:
+    ``patient`` (``--wait``): while no worker (or no Temporal) answers, keep asking every
+    :data:`RETRY_SECONDS` instead of failing — a worker that stops and starts again mid-run, or a
+    restarted server, only delays the wait; each query is bounded by what is left of ``timeout``.
+    ``on_unanswered`` hears when answers stop (the error) and when they come back (``None``).
+    ``initial`` is the view to return if the timeout passes before any answer.
+    """
+    loop = asyncio.get_running_loop()
+    deadline = None if timeout is None else loop.time() + timeout
+    last: tuple[RunView, RunProgress] | None = None
+    unanswered = False
+
+    def query_timeout() -> dt.timedelta:
+        if deadline is None:
+            return QUERY_TIMEOUT
+        left = max(0.1, deadline - loop.time())
+        return min(QUERY_TIMEOUT, dt.timedelta(seconds=left))
+
+    async def ask() -> RunView:
         nonlocal last
         if last is not None:
-            progress = await get_progress(client, run_id)
+            progress = await _progress(client, run_id, timeout=query_timeout())
             if progress == last[1]:
                 return last[0]
-        view = await get_view(client, run_id)
+        view = await _query(client, run_id, RunMessage.VIEW, RunView, timeout=query_timeout())
         last = (view, RunProgress(status=view.status, audit_events=len(view.audit)))
         return view
+
+    async def fetch() -> RunView:
+        nonlocal unanswered
+        while True:
+            try:
+                view = await ask()
+            except ServiceUnavailable as error:
+                if not patient or error.code not in UNANSWERED_CODES:
+                    raise
+                if not unanswered and on_unanswered is not None:
+                    on_unanswered(error)
+                unanswered = True
+                fallback = last[0] if last is not None else initial
+                if deadline is not None and loop.time() >= deadline:
+                    if fallback is None:
+                        raise
+                    return fallback
+                pause = RETRY_SECONDS if deadline is None else min(RETRY_SECONDS, deadline - loop.time())
+                await asyncio.sleep(max(0.0, pause))
+                continue
+            if unanswered and on_unanswered is not None:
+                on_unanswered(None)
+            unanswered = False
+            return view
 
     view = await poll_view(
         fetch,
@@ -210,18 +322,42 @@ async def _closed(client: Client, run_id: str, timeout: float = 10.0) -> None:
         await asyncio.wait_for(handle.result(), timeout=timeout)
 
 
+ENDED_WITHOUT_SUCCESS = frozenset({RunStatus.FAILED, RunStatus.EXPIRED, RunStatus.CANCELLED})
+"""Final statuses that are not a success: ``--wait`` exits 7 on them (docs/architecture.md "Exit
+codes")."""
+
+
 def settled(view: RunView) -> bool:
     """True when the run needs a person or has finished (what ``--wait`` waits for)."""
     return view.status.terminal or view.status.needs_person
 
 
-async def _update(client: Client, run_id: str, name: RunMessage, request: Any) -> ActionResult:
+async def _update(
+    client: Client, run_id: str, name: RunMessage, request: Any, *, answer_within: float | None = None
+) -> ActionResult:
+    """Send update ``name``; with ``answer_within``, only when a worker polls the run's task queue
+    (else ``no_worker`` before anything is sent) and waiting at most that many seconds for the
+    answer."""
     check_run_id(run_id)
     handle = client.get_workflow_handle(run_id)
-    if await describe_memo(handle) is None:
+    if answer_within is not None:
+        await require_run_worker(client, run_id)
+    elif await describe_memo(handle) is None:
         raise NotFound("unknown_run", f"no run {run_id}")
+    bound = None if answer_within is None else dt.timedelta(seconds=answer_within)
     try:
-        result: ActionResult = await handle.execute_update(name, request, result_type=ActionResult)
+        result: ActionResult = await handle.execute_update(
+            name, request, result_type=ActionResult, rpc_timeout=bound
+        )
+    except WorkflowUpdateRPCTimeoutOrCancelledError:
+        if answer_within is None:
+            raise
+        raise ServiceUnavailable(
+            "no_worker",
+            f"no worker answered {name} for run {run_id} within {answer_within:g} s: the request may "
+            f"still take effect when a worker takes it (`specialists show {run_id}` tells); "
+            + START_WORKER_HINT,
+        ) from None
     except WorkflowUpdateFailedError as error:
         cause = error.cause
         if isinstance(cause, ApplicationError):
@@ -240,10 +376,16 @@ async def _update(client: Client, run_id: str, name: RunMessage, request: Any) -
 
 
 async def enqueue_run(
-    client: Client, run_id: str, actor: str | None, proof: ActionProof | None = None
+    client: Client,
+    run_id: str,
+    actor: str | None,
+    proof: ActionProof | None = None,
+    *,
+    answer_within: float | None = None,
 ) -> ActionResult:
-    """Update ``enqueue``: a ``ready`` run moves to the queue."""
-    return await _update(client, run_id, RunMessage.ENQUEUE, EnqueueRequest(actor=actor, proof=proof))
+    """Update ``enqueue``: a ``ready`` run moves to the queue (``answer_within``: see :func:`_update`)."""
+    request = EnqueueRequest(actor=actor, proof=proof)
+    return await _update(client, run_id, RunMessage.ENQUEUE, request, answer_within=answer_within)
 
 
 async def decide_run(
@@ -253,39 +395,74 @@ async def decide_run(
     outcome: DecisionOutcome,
     note: str,
     proof: ActionProof | None = None,
+    *,
+    answer_within: float | None = None,
 ) -> ActionResult:
     """Update ``decide``: accept or reject a run awaiting a decision."""
     request = DecisionRequest(actor=actor, outcome=outcome, note=note, proof=proof)
-    return await _update(client, run_id, RunMessage.DECIDE, request)
+    return await _update(client, run_id, RunMessage.DECIDE, request, answer_within=answer_within)
 
 
 async def approve_run(
-    client: Client, run_id: str, actor: str, contract_sha256: str, proof: ActionProof | None = None
+    client: Client,
+    run_id: str,
+    actor: str,
+    contract_sha256: str,
+    proof: ActionProof | None = None,
+    *,
+    answer_within: float | None = None,
 ) -> RunView:
     """Update ``approve``: approve exactly the contract with ``contract_sha256``; returns the view."""
     request = ApproveRequest(actor=actor, contract_sha256=contract_sha256, proof=proof)
-    await _update(client, run_id, RunMessage.APPROVE, request)
+    await _update(client, run_id, RunMessage.APPROVE, request, answer_within=answer_within)
     return await wait_for_view(client, run_id, lambda v: v.status is not RunStatus.AWAITING_APPROVAL)
 
 
 async def execute_run(
-    client: Client, run_id: str, actor: str, proof: ActionProof | None = None
+    client: Client,
+    run_id: str,
+    actor: str,
+    proof: ActionProof | None = None,
+    *,
+    answer_within: float | None = None,
 ) -> ActionResult:
     """Update ``execute``: carry out an approved worktree run (accepted once). Raises the refusal
     (``not_approved``, ``already_executing``, an authorisation code) as
     an operator error."""
-    return await _update(client, run_id, RunMessage.EXECUTE, ExecuteRequest(actor=actor, proof=proof))
+    request = ExecuteRequest(actor=actor, proof=proof)
+    return await _update(client, run_id, RunMessage.EXECUTE, request, answer_within=answer_within)
 
 
 async def cancel_run(
-    client: Client, run_id: str, actor: str, reason: str, proof: ActionProof | None = None
+    client: Client,
+    run_id: str,
+    actor: str,
+    reason: str,
+    proof: ActionProof | None = None,
+    *,
+    require_answer: bool = False,
 ) -> RunView:
-    """Signal ``cancel`` after checking the run exists and has not finished.
+    """Signal ``cancel`` after checking the run exists and has not finished (with
+    ``require_answer``, refused with ``no_worker`` before anything is sent when no worker polls the
+    run's task queue: the cancel could not take effect, nor its refusal be seen).
 
     A signal has no answer: when the run records this cancel as refused (``action_refused``, e.g. a
     proof made with another token) and the run goes on, the refusal is raised like an update's.
     """
-    view = await get_view(client, run_id)
+    if require_answer:
+        found = await run_task_queue(client, run_id)
+        if found is None:
+            raise NotFound("unknown_run", f"no run {run_id}")
+        if not found[1]:
+            raise Refused(
+                "run_finished", f"run {run_id} {await _finished_as(client, run_id)}: nothing to cancel"
+            )
+        await require_worker(client, found[0])
+        view = await _query(
+            client, run_id, RunMessage.VIEW, RunView, timeout=dt.timedelta(seconds=ANSWER_SECONDS)
+        )
+    else:
+        view = await get_view(client, run_id)
     if view.status.terminal:
         raise Refused("run_finished", f"run {run_id} is {view.status.value}: nothing to cancel")
     seen = len(view.audit)
@@ -314,6 +491,17 @@ async def cancel_run(
         error_class: type[OperatorError] = NotFound if code in _NOT_FOUND_CODES else Refused
         raise error_class(code, str(refused.data.get("message") or "refused"))
     return view
+
+
+async def _finished_as(client: Client, run_id: str) -> str:
+    """How a closed run's workflow ended (``is accepted``, ...), read from its result: no worker is
+    needed for that."""
+    handle = client.get_workflow_handle(run_id, result_type=RunView)
+    try:
+        view = await asyncio.wait_for(handle.result(follow_runs=False), timeout=5)
+    except Exception:  # terminated, failed or timed out: its result says no more
+        return "has finished"
+    return f"is {view.status.value}"
 
 
 async def history_events(client: Client, run_id: str) -> list[dict[str, Any]]:

@@ -1,5 +1,5 @@
-"""Reading the run projection by id (the statuses worktree housekeeping needs) and counting the
-runs it shows active (``specialists status``)."""
+"""Reading the run projection by id (the statuses worktree housekeeping needs, the last projected
+state ``show`` falls back to) and counting the runs it shows active (``specialists status``)."""
 
 from __future__ import annotations
 
@@ -8,8 +8,9 @@ from collections.abc import Iterable
 from sqlalchemy import func, select
 from sqlalchemy.orm import Session
 
-from contracts.runs import TERMINAL_STATUSES
+from contracts.runs import TERMINAL_STATUSES, AuditEvent, RunSummary
 from store.engine import database_errors
+from store.runs import run_events, run_summary
 from store.schema import RunRow
 from store.store import Store
 
@@ -41,3 +42,14 @@ def active_run_count(store: Store) -> int:
     with database_errors(store.engine.url), Session(store.engine) as session:
         count = session.scalar(select(func.count()).select_from(RunRow).where(RunRow.status.not_in(final)))
         return int(count or 0)
+
+
+def projected_run(store: Store, run_id: str) -> tuple[RunSummary, list[AuditEvent]] | None:
+    """The run's last projected summary and the audit events projected with it, or ``None`` when
+    the projection does not know the run. Raises :class:`contracts.errors.ServiceUnavailable` when
+    the database cannot be reached."""
+    with database_errors(store.engine.url), Session(store.engine) as session:
+        row = session.get(RunRow, run_id)
+        if row is None:
+            return None
+        return run_summary(row), run_events(session, run_id)

@@ -91,7 +91,7 @@ def list_runs(
         query = query.where(RunRow.status == status)
     if tier is not None:
         query = query.where(RunRow.tier == tier.value)
-    return [_summary(row) for row in session.scalars(query)]
+    return [run_summary(row) for row in session.scalars(query)]
 
 
 def run_events(session: Session, run_id: str) -> list[AuditEvent]:
@@ -103,7 +103,8 @@ def run_events(session: Session, run_id: str) -> list[AuditEvent]:
     ]
 
 
-def _summary(row: RunRow) -> RunSummary:
+def run_summary(row: RunRow) -> RunSummary:
+    """A projected run's row as its summary."""
     return RunSummary(
         run_id=row.run_id,
         status=RunStatus(row.status),

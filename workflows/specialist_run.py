@@ -336,12 +336,23 @@ class SpecialistRunWorkflow:
 
     @workflow.update(name=RunMessage.ENQUEUE)
     async def enqueue(self, request: EnqueueRequest) -> ActionResult:
-        """Move a ``ready`` run to the queue."""
+        """Move a ``ready`` run to the queue — unless a cancel came first: a cancel authorised while
+        this enqueue was being authorised wins, and the enqueue is refused (``cancelling``, audited)
+        rather than recorded as ``enqueued`` on a run that ends ``cancelled``. Only the audit entry
+        and the answer differ: the commands are those of the accepted path, so recorded histories
+        replay unchanged."""
         refusal = await self._actions.authorize("enqueue", request.actor, proof=request.proof)
         if refusal is not None:
             return refusal
         if self._state.status is not RunStatus.READY:
             return self._actions.refuse("enqueue", request.actor, RefusalCode.NOT_READY, self._status_text())
+        if self._state.cancel is not None:
+            return self._actions.refuse(
+                "enqueue",
+                request.actor,
+                RefusalCode.CANCELLING,
+                "run is being cancelled: a cancel came first",
+            )
         self._state.enqueued = True
         self._state.audit.record(AuditKind.ENQUEUED, actor=request.actor)
         return ActionResult(accepted=True, status=RunStatus.QUEUED)
@@ -420,7 +431,8 @@ class SpecialistRunWorkflow:
     @workflow.update(name=RunMessage.EXECUTE)
     async def execute(self, request: ExecuteRequest) -> ActionResult:
         """Carry out an approved worktree run: by a registered human with a proof bound to the
-        approved contract digest; accepted once — a second or concurrent execute is refused."""
+        approved contract digest; accepted once — a second or concurrent execute is refused here,
+        audited as ``action_refused`` (the validator lets one through once an execute was accepted)."""
         digest = self._state.contract_sha256
         refusal = await self._actions.authorize("execute", request.actor, proof=request.proof, digest=digest)
         if refusal is not None:
@@ -437,12 +449,14 @@ class SpecialistRunWorkflow:
 
     @execute.validator
     def _validate_execute(self, request: ExecuteRequest) -> None:
+        # An execute of a run that is already executing (or executed) reaches the handler, which
+        # authorises it and refuses it there, audited as action_refused like an execute that lost a
+        # race while both were authorised: refused here it would leave no trace. Validators do not
+        # run on replay and a refused update never enters history, so this changes no recorded
+        # history; the handler's commands are those it always had for a refused execute.
         state = self._state
         if state.execute is not None:
-            raise ApplicationError(
-                f"run {self._run_id} is already executing or executed ({state.status.value})",
-                type=RefusalCode.ALREADY_EXECUTING,
-            )
+            return
         if state.status is not RunStatus.APPROVED:
             raise ApplicationError(
                 f"run {self._run_id} is {state.status.value}; only an approved run executes",

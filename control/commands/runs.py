@@ -8,10 +8,18 @@ only capture, and a create it refuses (automation off, an unknown override profi
 is unknown or unavailable, no model selected, ...) leaves a ``failed`` run whose error names the
 refusal; the command reports it with the refusal's own exit code and error code
 (:func:`control.runs.raise_if_creation_refused`).
+
+Every command here needs a worker to answer (the run's story, a query, an update's handler): with no
+worker polling the task queue it is refused at once, before anything is started or sent (exit 5
+``no_worker``, naming the queue, the namespace and ``specialists worker``). ``--wait`` then outlasts
+a worker that stops and starts again (and a restarted server): it keeps asking until one answers,
+up to ``--timeout`` (exit 8, the run left as it is); a run it sees end ``failed``, ``expired`` or
+``cancelled`` exits 7 after its final view is printed (docs/architecture.md "Exit codes").
 """
 
 import re
-from typing import Annotated, Any
+import sys
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
@@ -33,10 +41,74 @@ from control.commands.common import (
     task_queue,
 )
 
+if TYPE_CHECKING:
+    from collections.abc import Callable
+
+    from contracts.errors import ServiceUnavailable
+    from contracts.runs import RunView
+
 app = typer.Typer()
 
 MAX_NOTE_CHARS = 2000
 """Longest ``--note`` / ``--reason`` (kept in the audit trail)."""
+MAX_WAIT_SECONDS = 366 * 24 * 3600
+
+TimeoutOption = Annotated[
+    int | None,
+    typer.Option(
+        "--timeout",
+        min=1,
+        max=MAX_WAIT_SECONDS,
+        metavar="SECONDS",
+        help="With --wait: give up after SECONDS (exit 8); the run is left as it is.",
+    ),
+]
+
+
+def _check_timeout(wait: bool, timeout: int | None) -> None:
+    if timeout is not None and not wait:
+        raise InvalidInput("timeout_needs_wait", "--timeout SECONDS bounds --wait: give --wait too")
+
+
+def _unanswered(run_id: str) -> "Callable[[ServiceUnavailable | None], None]":
+    """What ``--wait`` says on stderr when answers stop (and when they come back)."""
+
+    def say(error: "ServiceUnavailable | None") -> None:
+        if error is None:
+            sys.stderr.write(f"{run_id}: answering again\n")
+        else:
+            sys.stderr.write(f"{run_id}: still waiting, nobody answers ({error.message})\n")
+        sys.stderr.flush()
+
+    return say
+
+
+def _waited(view: "RunView", timeout: int | None) -> "RunView":
+    """The view ``--wait`` ended with: :class:`WaitTimedOut` (exit 8) when it is still neither
+    waiting for a person nor finished."""
+    from contracts.errors import WaitTimedOut
+    from control.runs import settled
+
+    if not settled(view):
+        raise WaitTimedOut(
+            "wait_timeout",
+            f"run {view.run_id} is still {view.status.value} after --timeout {timeout} s; it is left "
+            f"as it is (`specialists show {view.run_id}` follows it)",
+        )
+    return view
+
+
+def _exit_unless_successful(view: "RunView") -> None:
+    """After ``--wait`` printed the final view: exit 7 when the run ended ``failed``, ``expired``
+    or ``cancelled``, with its error on stderr."""
+    from contracts.errors import RUN_ENDED_WITHOUT_SUCCESS_EXIT_CODE
+    from control.runs import ENDED_WITHOUT_SUCCESS
+
+    if view.status not in ENDED_WITHOUT_SUCCESS:
+        return
+    detail = f": {view.error.type}: {view.error.message}" if view.error is not None else ""
+    sys.stderr.write(f"run {view.run_id} ended {view.status.value}{detail}\n")
+    raise typer.Exit(RUN_ENDED_WITHOUT_SUCCESS_EXIT_CODE)
 
 
 @app.command("create")
@@ -62,6 +134,7 @@ def create_command(
     wait: Annotated[
         bool, typer.Option("--wait", help="Wait until the run needs a person or has finished.")
     ] = False,
+    timeout: TimeoutOption = None,
     as_json: JsonFlag = False,
 ) -> None:
     """Create a specialist run for a work item (a Temporal workflow)."""
@@ -70,7 +143,9 @@ def create_command(
     from contracts.work_item import WorkItem
     from control.inputs import parse_model, read_json_argument
     from control.runs import create_run, raise_if_creation_refused, request_digest, settled, wait_for_view
+    from control.temporal import require_worker
 
+    _check_timeout(wait, timeout)
     requested = parse_tier(tier)
     if automatic and requested is not None:
         raise InvalidInput("tier_conflict", "--automatic and --tier are exclusive: give one")
@@ -117,21 +192,36 @@ def create_command(
 
     async def go() -> tuple[Any, bool]:
         temporal = await client()
+        # Nothing is started without a worker to run it: the run would sit in routing unseen.
+        await require_worker(temporal, queue)
         view, deduplicated = await create_run(temporal, run_input, task_queue=queue)
         if wait and not settled(view):
-            view = await wait_for_view(temporal, run_id, settled, timeout=None, on_change=progress(as_json))
+            view = await wait_for_view(
+                temporal,
+                run_id,
+                settled,
+                timeout=timeout,
+                on_change=progress(as_json),
+                patient=True,
+                on_unanswered=_unanswered(run_id),
+                initial=view,
+            )
         return view, deduplicated
 
     view, deduplicated = run_async(go())
     raise_if_creation_refused(view)
+    if wait:
+        _waited(view, timeout)
     emit_run(view, as_json, {"deduplicated": deduplicated})
+    if wait:
+        _exit_unless_successful(view)
 
 
 @app.command("enqueue")
 def enqueue_command(run_id: RunArgument, actor: ActorOption = None, as_json: JsonFlag = False) -> None:
     """Move a ready run to the queue (protected)."""
     from control.actions import proof_for
-    from control.runs import check_run_id, enqueue_run, get_view
+    from control.runs import UPDATE_ANSWER_SECONDS, check_run_id, enqueue_run, get_view
 
     check_run_id(run_id)
     actor = require_actor(actor, "enqueue")
@@ -139,7 +229,7 @@ def enqueue_command(run_id: RunArgument, actor: ActorOption = None, as_json: Jso
 
     async def go() -> Any:
         temporal = await client()
-        await enqueue_run(temporal, run_id, actor, proof)
+        await enqueue_run(temporal, run_id, actor, proof, answer_within=UPDATE_ANSWER_SECONDS)
         return await get_view(temporal, run_id)
 
     emit_run(run_async(go()), as_json)
@@ -157,7 +247,7 @@ def decide_command(
     """Accept or reject a run that awaits a decision."""
     from contracts.runs import DecisionOutcome, RunStatus
     from control.actions import proof_for
-    from control.runs import check_run_id, decide_run, wait_for_view
+    from control.runs import UPDATE_ANSWER_SECONDS, check_run_id, decide_run, wait_for_view
 
     if accept == reject:
         raise InvalidInput("decision_required", "give exactly one of --accept or --reject")
@@ -172,7 +262,7 @@ def decide_command(
 
     async def go() -> Any:
         temporal = await client()
-        await decide_run(temporal, run_id, actor, outcome, note, proof)
+        await decide_run(temporal, run_id, actor, outcome, note, proof, answer_within=UPDATE_ANSWER_SECONDS)
         return await wait_for_view(
             temporal, run_id, lambda v: v.status is not RunStatus.AWAITING_DECISION, timeout=10.0
         )
@@ -200,7 +290,7 @@ def cancel_command(
     proof = proof_for(run_id=run_id, action="cancel", actor=actor)
 
     async def go() -> Any:
-        return await cancel_run(await client(), run_id, actor, reason, proof)
+        return await cancel_run(await client(), run_id, actor, reason, proof, require_answer=True)
 
     emit_run(run_async(go()), as_json)
 
@@ -217,7 +307,7 @@ def approve_command(
 ) -> None:
     """Approve a worktree or pr_ready run: exactly the contract whose digest you name (protected)."""
     from control.actions import proof_for
-    from control.runs import approve_run, check_run_id
+    from control.runs import UPDATE_ANSWER_SECONDS, approve_run, check_run_id
 
     check_run_id(run_id)
     if contract_sha256 is None or not re.fullmatch(r"[0-9a-f]{64}", contract_sha256):
@@ -230,7 +320,10 @@ def approve_command(
     proof = proof_for(run_id=run_id, action="approve", actor=actor, digest=contract_sha256)
 
     async def go() -> Any:
-        return await approve_run(await client(), run_id, actor, contract_sha256, proof)
+        temporal = await client()
+        return await approve_run(
+            temporal, run_id, actor, contract_sha256, proof, answer_within=UPDATE_ANSWER_SECONDS
+        )
 
     emit_run(run_async(go()), as_json)
 
@@ -243,6 +336,7 @@ def execute_command(
         bool,
         typer.Option("--wait", help="Wait until the run awaits a decision or has finished."),
     ] = False,
+    timeout: TimeoutOption = None,
     as_json: JsonFlag = False,
 ) -> None:
     """Execute an approved worktree run: its change is applied in a fresh worktree, checked and
@@ -252,13 +346,23 @@ def execute_command(
     from contracts.refusals import RefusalCode
     from contracts.runs import RunStatus
     from control.actions import proof_for
-    from control.runs import check_run_id, execute_run, get_view, settled, wait_for_view
+    from control.runs import (
+        UPDATE_ANSWER_SECONDS,
+        check_run_id,
+        execute_run,
+        get_view,
+        require_run_worker,
+        settled,
+        wait_for_view,
+    )
 
+    _check_timeout(wait, timeout)
     check_run_id(run_id)
     actor = require_actor(actor, "execute")
 
     async def go() -> Any:
         temporal = await client()
+        await require_run_worker(temporal, run_id)
         view = await get_view(temporal, run_id)
         # The workflow checks these again; checked here so that a run that cannot execute is refused
         # clearly, and before a proof bound to its contract digest is made.
@@ -275,11 +379,25 @@ def execute_command(
                 + (hint if view.status is RunStatus.AWAITING_APPROVAL else ""),
             )
         proof = proof_for(run_id=run_id, action="execute", actor=actor, digest=view.contract_sha256)
-        await execute_run(temporal, run_id, actor, proof)
+        await execute_run(temporal, run_id, actor, proof, answer_within=UPDATE_ANSWER_SECONDS)
         if wait:
-            return await wait_for_view(temporal, run_id, settled, timeout=None, on_change=progress(as_json))
+            return await wait_for_view(
+                temporal,
+                run_id,
+                settled,
+                timeout=timeout,
+                on_change=progress(as_json),
+                patient=True,
+                on_unanswered=_unanswered(run_id),
+                initial=view,
+            )
         return await wait_for_view(
             temporal, run_id, lambda v: v.status is not RunStatus.APPROVED, timeout=10.0
         )
 
-    emit_run(run_async(go()), as_json)
+    view = run_async(go())
+    if wait:
+        _waited(view, timeout)
+    emit_run(view, as_json)
+    if wait:
+        _exit_unless_successful(view)

@@ -344,8 +344,11 @@ def test_a_patch_that_does_not_apply_fails_the_run_closed_and_show_names_the_fai
 ) -> None:
     run_id = deployment.approved(alias=ELSEWHERE)["run_id"]
 
-    failed = deployment.cli.run("execute", run_id, "--actor", "alice", "--wait", "--json").ok()
+    result = deployment.cli.run("execute", run_id, "--actor", "alice", "--wait", "--json")
 
+    assert result.exit_code == 7, str(result)  # the run ended without success: its view, then exit 7
+    assert f"run {run_id} ended failed: patch_does_not_apply: " in result.stderr, str(result)
+    failed = result.json()
     assert failed["status"] == "failed"
     assert failed["error"]["type"] == "patch_does_not_apply"
     assert failed["execution"]["failure_type"] == "patch_does_not_apply"

@@ -13,6 +13,7 @@ from collections.abc import Iterator
 
 import pytest
 from temporalio.client import Client
+from temporalio.service import RPCError
 
 from contracts.errors import ServiceUnavailable
 from contracts.ids import new_check_id
@@ -163,11 +164,29 @@ def test_a_check_needs_the_actors_key(cli: Cli, server: WireServer) -> None:
     assert server.received == []
 
 
+async def test_a_check_with_no_worker_polling_is_refused_before_anything_is_started(
+    temporal_client: Client,
+) -> None:
+    request = ModelCheckRequest(check_id=new_check_id(), model_id="replay:demo", actor="alice")
+    queue = f"nobody-{uuid.uuid4().hex}"
+    with pytest.raises(ServiceUnavailable) as raised:
+        await run_model_check(temporal_client, request, task_queue=queue, wait_seconds=1.0)
+    assert raised.value.code == "no_worker"
+    assert queue in raised.value.message and "specialists worker" in raised.value.message
+    with pytest.raises(RPCError):  # no check workflow was started
+        await temporal_client.get_workflow_handle(request.check_id).describe()
+
+
 async def test_a_check_no_worker_answers_is_reported_and_terminated(temporal_client: Client) -> None:
+    # A worker that stops after the check was started (nobody polls here: the check is left alone).
     request = ModelCheckRequest(check_id=new_check_id(), model_id="replay:demo", actor="alice")
     with pytest.raises(ServiceUnavailable) as raised:
         await run_model_check(
-            temporal_client, request, task_queue=f"nobody-{uuid.uuid4().hex}", wait_seconds=1.0
+            temporal_client,
+            request,
+            task_queue=f"nobody-{uuid.uuid4().hex}",
+            wait_seconds=1.0,
+            check_worker=False,
         )
     assert raised.value.code == "check_not_answered"
     description = await temporal_client.get_workflow_handle(request.check_id).describe()

@@ -23,7 +23,7 @@ from contracts.runs import RunStatus, RunSummary
 from infra.devserver import DevServer
 from runtime.settings import Settings
 from store.database import open_store
-from tests.control.cli_harness import Cli, running_worker
+from tests.control.cli_harness import Cli, running_worker, wait_until
 
 CONFIGURATION_KEYS = {"catalog", "policy", "models", "repositories", "actors"}
 DEPLOYMENT_KEYS = {"state_dir", "temporal", "database", "runs"}
@@ -115,7 +115,10 @@ def test_status_names_the_workers_polling_the_task_queue(
     assert "none polling task queue" in cli.call("status").stdout
 
     with running_worker(cli.env, tmp_path / "worker.log"):
-        temporal = cli.call("status", "--json").ok()["temporal"]
+        # The worker's first polls reach the server a moment after it says it is polling.
+        temporal = wait_until(
+            lambda: (found := cli.call("status", "--json").ok()["temporal"])["workers"]["count"] and found
+        )
         shown = cli.call("status").stdout
     assert temporal["workers"]["count"] == 1
     (identity,) = temporal["workers"]["identities"]
