@@ -7,7 +7,7 @@ import asyncio
 import signal
 import sys
 from dataclasses import replace
-from typing import Any
+from typing import Any, Final
 
 from activities.config import ActivityConfig
 from activities.store_access import SharedStore
@@ -58,13 +58,7 @@ async def run_worker(stop: asyncio.Event | None = None) -> None:
         settings, budgets=RunBudgets.from_env(), action_token=token, trust_root=trust_root
     )
     if token is None and trust_root is None:
-        print(
-            "warning: neither SPECIALISTS_TRUST_ROOT nor an action token (SPECIALISTS_ACTION_TOKEN or "
-            "SPECIALISTS_ACTION_TOKEN_FILE): no actor can be verified, every protected action will be "
-            "refused",
-            file=sys.stderr,
-            flush=True,
-        )
+        _warn_unverifiable()
     stop = stop or asyncio.Event()
     loop = asyncio.get_running_loop()
     for signum in (signal.SIGINT, signal.SIGTERM):
@@ -83,6 +77,43 @@ async def run_worker(stop: asyncio.Event | None = None) -> None:
         )
         await stop.wait()
         await warming
+
+
+PROTECTED_COMMANDS: Final = (
+    "create --enqueue",
+    "create --automatic",
+    "enqueue",
+    "approve",
+    "execute",
+    "decide",
+    "cancel",
+    "models test",
+    "worktrees prune",
+    "research team-start",
+    "research adjudicate",
+    "research team-cancel",
+    "queue add, update, approve, reject, dispatch, done, park, release, reopen, capacity, autopilot",
+)
+"""The protected actions the worker verifies (``authorize_action``), as an operator sends them."""
+
+
+def _warn_unverifiable() -> None:
+    """One log line at start: which protected actions this worker will refuse, why, and the fix.
+
+    A worker verifies each protected action with the actor's public key in the store, and believes
+    the store's keys only through a trust anchor (docs/architecture.md "Protected actions"): without
+    ``SPECIALISTS_TRUST_ROOT`` or the action token it can verify none."""
+    import structlog
+
+    structlog.get_logger("specialists").warning(
+        "protected_actions_refused",
+        code="trust_root_not_configured",
+        actions=list(PROTECTED_COMMANDS),
+        reason="neither SPECIALISTS_TRUST_ROOT nor an action token (SPECIALISTS_ACTION_TOKEN or "
+        "SPECIALISTS_ACTION_TOKEN_FILE) is set, so no actor's key in the store can be verified",
+        fix="start the worker with SPECIALISTS_TRUST_ROOT (the trust_root `specialists actors --json` "
+        "shows) or the deployment's action token",
+    )
 
 
 def main() -> int:
