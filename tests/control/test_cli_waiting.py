@@ -224,6 +224,7 @@ def test_with_no_worker_polling_every_command_that_needs_one_says_so_at_once_and
         ("execute", run_id, "--actor", "alice"),
         ("decide", run_id, "--actor", "alice", "--accept"),
         ("cancel", run_id, "--actor", "alice"),
+        ("worktrees", "prune", run_id, "--actor", "alice"),
         ("show", run_id),  # the projection does not know the run either
     ):
         _no_worker(*_timed(cli, *args, "--json"), queue)
