@@ -58,6 +58,8 @@ from control.temporal import START_WORKER_HINT, describe_memo, poll_view, requir
 
 RUN_WORKFLOW = WorkflowType.SPECIALIST_RUN
 QUERY_TIMEOUT = dt.timedelta(seconds=10)
+QUERY_GRACE_SECONDS = 0.5
+"""Beyond a query's RPC timeout, how long before the CLI stops waiting for it itself."""
 ANSWER_SECONDS = 5.0
 """How long a command waits for a worker to answer a query (``show``) once one is polling."""
 UPDATE_ANSWER_SECONDS = 15.0
@@ -170,20 +172,26 @@ async def _query(
 ) -> Answer:
     check_run_id(run_id)
     handle = client.get_workflow_handle(run_id)
+    no_answer = ServiceUnavailable(
+        "no_worker",
+        f"no worker answered for run {run_id} within {timeout.total_seconds():g} s: " + START_WORKER_HINT,
+    )
     try:
-        answer: Answer = await handle.query(name, result_type=result_type, rpc_timeout=timeout)
+        # Bounded here too: the client may retry a query whose RPC timed out, doubling the wait.
+        answer: Answer = await asyncio.wait_for(
+            handle.query(name, result_type=result_type, rpc_timeout=timeout),
+            timeout=timeout.total_seconds() + QUERY_GRACE_SECONDS,
+        )
         return answer
+    except TimeoutError:
+        raise no_answer from None
     except RPCError as error:
         if error.status == RPCStatusCode.NOT_FOUND:
             raise NotFound("unknown_run", f"no run {run_id}") from None
         # The server holds a query until a worker takes it; at the RPC's timeout it answers
         # DEADLINE_EXCEEDED or CANCELLED ("Timeout expired").
         if error.status in (RPCStatusCode.DEADLINE_EXCEEDED, RPCStatusCode.CANCELLED):
-            raise ServiceUnavailable(
-                "no_worker",
-                f"no worker answered for run {run_id} within {timeout.total_seconds():g} s: "
-                + START_WORKER_HINT,
-            ) from None
+            raise no_answer from None
         if error.status == RPCStatusCode.UNAVAILABLE:
             raise ServiceUnavailable(
                 "temporal_unreachable", f"Temporal did not answer for run {run_id}: {error.message}"

@@ -26,6 +26,8 @@ from the start of its latest long poll (a minute at most: an idle worker polls a
 and keeps listing a worker that has stopped for minutes after (docs/architecture.md "Operator
 contract")."""
 DESCRIBE_TIMEOUT: Final = dt.timedelta(seconds=2)
+RECHECK_SECONDS: Final = 0.5
+"""How long :func:`require_worker` waits before it asks once more (a worker's first poll)."""
 START_WORKER_HINT: Final = "start one with `specialists worker` (or `specialists dev`)"
 
 
@@ -83,6 +85,11 @@ async def require_worker(client: Client, task_queue: str) -> list[Poller]:
     before anything that needs a worker to answer is sent."""
     pollers = await task_queue_pollers(client, task_queue)
     polling = [poller for poller in pollers if poller.fresh]
+    if not polling:
+        # A worker started a moment ago may not have reached the server with its first poll yet.
+        await asyncio.sleep(RECHECK_SECONDS)
+        pollers = await task_queue_pollers(client, task_queue)
+        polling = [poller for poller in pollers if poller.fresh]
     if not polling:
         raise no_worker_error(client, task_queue, pollers)
     return polling

@@ -180,10 +180,13 @@ async def run_prune(
 
     Raises the refusal (:class:`Refused` — ``run_not_finished``, an authorisation code,
     ``prune_in_progress`` — or :class:`NotFound` ``unknown_run``/``unknown_actor``);
-    :class:`ServiceUnavailable` ``prune_not_answered`` when no worker finishes it within
-    ``wait_seconds`` (it is then terminated); :class:`OperatorError` ``prune_failed`` when the removal
-    failed on a worker.
+    :class:`ServiceUnavailable` ``no_worker`` before anything is started when no worker polls
+    ``task_queue``, ``prune_not_answered`` when no worker finishes it within ``wait_seconds`` (it is
+    then terminated); :class:`OperatorError` ``prune_failed`` when the removal failed on a worker.
     """
+    from control.temporal import require_worker
+
+    await require_worker(client, task_queue)
     from temporalio.client import WorkflowFailureError
     from temporalio.common import WorkflowIDConflictPolicy, WorkflowIDReusePolicy
     from temporalio.exceptions import WorkflowAlreadyStartedError
