@@ -164,10 +164,10 @@ class ModelActivities:
         releaser: LeaseReleaser | None = None,
     ) -> None:
         self._config = config
-        self._replay = ReplayProvider(config.recordings_dir)
+        self._store = store or SharedStore(config.database_url, config.trust_anchor)
+        self._replay = ReplayProvider(config.recordings_dir, self._store.replay_recordings)
         self._providers: dict[str, ModelProvider] = {REPLAY_PROVIDER: self._replay}
         self._providers.update(providers or {})
-        self._store = store or SharedStore(config.database_url, config.trust_anchor)
         self._registered = registered or RegisteredProviders()
         self._releaser = releaser
 

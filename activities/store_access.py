@@ -22,6 +22,7 @@ class SharedStore:
         self._store: Store | None = None
         self._lock = threading.Lock()
         self._models: dict[str, ModelRecord] = {}
+        self._recordings: dict[str, str] = {}
 
     def get(self) -> Store:
         """The open store. Raises what :func:`store.database.open_store` raises."""
@@ -45,6 +46,18 @@ class SharedStore:
             record = self.get().get_model(model_id)
             self._models[model_id] = record
         return record
+
+    def replay_recordings(self, model_id: str) -> str | None:
+        """The recordings file of the registered replay model ``model_id`` (verified), or ``None``
+        when none is registered (the worker's built-in recordings answer then). Read from the store
+        once per worker, as registrations are: a registered file never changes (a deactivation
+        stops new runs capturing the model). Raises ``configuration_unverified``."""
+        text = self._recordings.get(model_id)
+        if text is None:
+            text = self.get().replay_recordings(model_id)
+            if text is not None:
+                self._recordings[model_id] = text
+        return text
 
     def warm(self) -> None:
         """Open the store now (from a background thread) so the first activity finds it ready.

@@ -77,7 +77,13 @@ class ModelSelectionRecord(BaseModel):
 
 
 REPLAY_PROVIDER = "replay"
-"""The built-in provider that answers from recordings; its ids need no registration."""
+"""The provider that answers from recordings (docs/architecture.md "Model selection")."""
+
+BUILT_IN_REPLAY_MODELS = ("replay:demo",)
+"""Replay models every worker answers from the recordings it ships with
+(``examples/recordings/<name>.json``); they need no registration and cannot be registered. Any other
+``replay:NAME`` answers from recordings an operator registered (``models add replay:NAME
+--recordings FILE``)."""
 
 REGISTRABLE_PROVIDERS = ("openai", "anthropic")
 """Providers an operator may register models for."""
@@ -89,9 +95,14 @@ MAX_MODEL_CEILING = 1000
 
 
 def is_replay_model(model_id: str) -> bool:
-    """Whether ``model_id`` names the built-in replay provider (``replay:*``)."""
+    """Whether ``model_id`` names the replay provider (``replay:*``)."""
     provider, sep, name = model_id.partition(":")
     return bool(sep and name) and provider == REPLAY_PROVIDER
+
+
+def is_built_in_replay_model(model_id: str) -> bool:
+    """Whether ``model_id`` is one of :data:`BUILT_IN_REPLAY_MODELS`."""
+    return model_id in BUILT_IN_REPLAY_MODELS
 
 
 class ModelRegistration(BaseModel):
@@ -138,3 +149,7 @@ class ModelRecord(BaseModel):
     active: bool = True
     deactivated_by: str | None = None
     deactivated_at: dt.datetime | None = None
+    recordings: int | None = None
+    """A registered replay model's number of recordings (``None`` for other providers)."""
+    recordings_sha256: str | None = None
+    """The sha256 of a registered replay model's recordings file as stored (canonical form)."""

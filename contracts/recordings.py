@@ -22,6 +22,7 @@ replay provider, ``models add replay:NAME --recordings FILE`` and the export of 
 
 from __future__ import annotations
 
+import hashlib
 import json
 from collections.abc import Iterable
 from enum import StrEnum
@@ -163,6 +164,11 @@ def parse_recordings(text: str) -> RecordingsFile:
     if problems:
         raise InvalidRecordings(problems)
     return parsed
+
+
+def recordings_sha256(text: str) -> str:
+    """The sha256 of a recordings file's text (UTF-8), as a registration records and shows it."""
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()
 
 
 def recordings_from_answers(answers: Iterable[Recording]) -> RecordingsFile:

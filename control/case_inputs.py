@@ -38,7 +38,7 @@ def read_input(path: Path, model: type[InputT], *, what: str, code: str) -> Inpu
     """
     from control.inputs import parse_model
 
-    raw = _read_bounded(path, MAX_INPUT_FILE_BYTES, what=f"{what} file", codes="input")
+    raw = read_bounded(path, MAX_INPUT_FILE_BYTES, what=f"{what} file", codes="input")
     try:
         data = json.loads(raw.decode("utf-8"))
     except UnicodeDecodeError:
@@ -66,7 +66,7 @@ def read_evidence_file(path: Path, *, label: str) -> str:
     """
     from contracts.research import MAX_EVIDENCE_CONTENT_BYTES
 
-    raw = _read_bounded(path, MAX_EVIDENCE_CONTENT_BYTES, what=f"{label} file", codes="evidence")
+    raw = read_bounded(path, MAX_EVIDENCE_CONTENT_BYTES, what=f"{label} file", codes="evidence")
     try:
         return raw.decode("utf-8")
     except UnicodeDecodeError as error:
@@ -130,7 +130,7 @@ _FILE_ERRORS: Final = {
 }
 
 
-def _read_bounded(path: Path, limit: int, *, what: str, codes: str) -> bytes:
+def read_bounded(path: Path, limit: int, *, what: str, codes: str) -> bytes:
     """The bytes of the regular file ``path``, refused when over ``limit`` bytes: checked on the open
     file before reading, and again while reading in case it grew. ``codes`` (``input`` or
     ``evidence``) picks the error codes of :data:`_FILE_ERRORS`."""

@@ -201,6 +201,8 @@ def model_json(record: ModelRecord) -> dict[str, Any]:
         "active": record.active,
         "deactivated_by": record.deactivated_by,
         "deactivated_at": _time(record.deactivated_at),
+        "recordings": record.recordings,
+        "recordings_sha256": record.recordings_sha256,
     }
 
 
@@ -292,18 +294,18 @@ def render_model_check(console: Console, result: ModelCheckResult) -> None:
 def render_registered_models(console: Console, registered: Sequence[ModelRecord]) -> None:
     if not registered:
         console.print(
-            "registered models: none (replay:* models are built in) — register one with "
+            "registered models: none (replay:demo is built in) — register one with "
             "`specialists models add provider:name --actor ID`"
         )
         return
     console.print(
         table(
-            "registered models (replay:* are built in)",
+            "registered models (replay:demo is built in)",
             ["id", "base url", "key variable", "timeout s", "ceiling", "added by", "added at", "state"],
             [
                 [
                     r.id,
-                    r.base_url or "-",
+                    r.base_url or _recordings_text(r),
                     r.api_key_env or "-",
                     str(r.timeout_s),
                     str(r.ceiling),
@@ -315,6 +317,12 @@ def render_registered_models(console: Console, registered: Sequence[ModelRecord]
             ],
         )
     )
+
+
+def _recordings_text(record: ModelRecord) -> str:
+    if record.recordings is None:
+        return "-"
+    return f"{record.recordings} recordings, sha256 {(record.recordings_sha256 or '')[:12]}"
 
 
 def state_text(active: bool, deactivated_by: str | None, deactivated_at: Any) -> str:

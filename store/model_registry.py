@@ -1,14 +1,17 @@
 """The model registry: models an operator registered for runs to call (docs/architecture.md "Model
 selection").
 
-``replay:*`` ids are built in and never registered. Only ``openai`` and ``anthropic`` models may be
-registered. A model's key is never stored: ``api_key_env`` names the environment variable the worker
-reads it from.
+``openai`` and ``anthropic`` models are registered with where to reach them; a model's key is never
+stored: ``api_key_env`` names the environment variable the worker reads it from. A ``replay:NAME``
+model is registered with its recordings file (checked by :func:`contracts.recordings.parse_recordings`
+and stored in canonical form, covered by the record's signature); the built-in replay models
+(:data:`contracts.models.BUILT_IN_REPLAY_MODELS`) are never registered.
 """
 
 from __future__ import annotations
 
 import datetime as dt
+import json
 import re
 import unicodedata
 from typing import Final
@@ -21,13 +24,18 @@ from sqlalchemy.orm import Session
 from contracts.errors import InvalidInput, NotFound, Refused
 from contracts.identity import RecordKind, Signer
 from contracts.models import (
+    BUILT_IN_REPLAY_MODELS,
+    DEFAULT_MODEL_CEILING,
+    DEFAULT_MODEL_TIMEOUT_S,
     REGISTRABLE_PROVIDERS,
     REPLAY_PROVIDER,
     ModelRecord,
     ModelRegistration,
     ModelSelection,
+    is_built_in_replay_model,
     is_replay_model,
 )
+from contracts.recordings import InvalidRecordings, RecordingsFile, parse_recordings, recordings_sha256
 from store.schema import ModelRow
 from store.trust import Trust, sign_row
 
@@ -36,6 +44,7 @@ API_KEY_ENV_PATTERN: Final = re.compile(r"[A-Z][A-Z0-9_]{0,55}_API_KEY")
 # variable meant for that: ``*_API_KEY``, never the deployment's own settings.
 RESERVED_ENV_PREFIX: Final = "SPECIALISTS_"
 MAX_BASE_URL_CHARS: Final = 2000
+REPLAY_NAME_PATTERN: Final = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,63}")
 
 
 def check_registration(registration: ModelRegistration) -> ModelRegistration:
@@ -43,8 +52,11 @@ def check_registration(registration: ModelRegistration) -> ModelRegistration:
     ``replay_is_built_in``, ``unknown_provider``, ``invalid_base_url`` or ``invalid_api_key_env``."""
     provider = registration.provider
     if provider == REPLAY_PROVIDER:
+        check_replay_id(registration.id)
         raise InvalidInput(
-            "replay_is_built_in", f"{registration.id!r}: replay models are built in and need no registration"
+            "recordings_required",
+            f"{registration.id!r}: a replay model answers from recordings: register it with "
+            '`models add replay:NAME --recordings FILE` (the README\'s "Replay recordings")',
         )
     if provider not in REGISTRABLE_PROVIDERS:
         raise InvalidInput(
@@ -62,6 +74,26 @@ def check_registration(registration: ModelRegistration) -> ModelRegistration:
             "model's endpoint, so it may name nothing else)",
         )
     return registration
+
+
+def check_replay_id(model_id: str) -> str:
+    """Return ``model_id`` if an operator may register it as a replay model; else raise
+    ``replay_is_built_in`` (a built-in replay model) or ``invalid_model_id`` (not ``replay:NAME`` with
+    NAME 1..64 letters, digits, ``.``, ``_`` or ``-``, starting with a letter or digit)."""
+    if is_built_in_replay_model(model_id):
+        raise InvalidInput(
+            "replay_is_built_in",
+            f"{model_id!r} is built in ({', '.join(BUILT_IN_REPLAY_MODELS)}) and cannot be registered: "
+            "choose another name",
+        )
+    name = model_id.partition(":")[2]
+    if not is_replay_model(model_id) or not REPLAY_NAME_PATTERN.fullmatch(name):
+        raise InvalidInput(
+            "invalid_model_id",
+            f"{model_id!r}: a replay model id is replay:NAME, NAME 1..64 letters, digits, '.', '_' or "
+            "'-', starting with a letter or digit",
+        )
+    return model_id
 
 
 def check_base_url(url: str) -> str:
@@ -105,27 +137,80 @@ def register_model(
     trust.require_signer(signer)
     if session.get(ModelRow, registration.id) is not None:
         raise _duplicate(registration.id)
-    row = ModelRow(
-        id=registration.id,
+    row = _new_row(
+        registration.id,
         provider=registration.provider,
         name=registration.name,
         base_url=registration.base_url,
         api_key_env=registration.api_key_env,
         timeout_s=registration.timeout_s,
         ceiling=registration.ceiling,
-        added_by=signer.actor_id,
-        added_at=at,
-        active=True,
-        deactivated_by=None,
-        deactivated_at=None,
+        recordings=None,
     )
+    return _insert(session, row, signer, at)
+
+
+def register_replay_model(
+    session: Session,
+    trust: Trust,
+    model_id: str,
+    recordings: RecordingsFile,
+    signer: Signer,
+    at: dt.datetime,
+) -> ModelRecord:
+    """Register ``model_id`` (``replay:NAME``) answering from ``recordings``, signed by ``signer``;
+    the file is stored in canonical form (:meth:`RecordingsFile.to_json`) and checked again. Raises
+    :func:`check_replay_id`'s errors, ``invalid_recordings``, the :meth:`Trust.require_signer`
+    refusals or ``duplicate_model``; nothing is written then."""
+    check_replay_id(model_id)
+    text = recordings.to_json()
+    try:
+        parse_recordings(text)  # the stored form must read back as a valid file
+    except InvalidRecordings as error:
+        raise InvalidInput("invalid_recordings", f"the recordings do not check: {error}") from None
+    trust.require_signer(signer)
+    if session.get(ModelRow, model_id) is not None:
+        raise _duplicate(model_id)
+    row = _new_row(
+        model_id,
+        provider=REPLAY_PROVIDER,
+        name=model_id.partition(":")[2],
+        base_url=None,
+        api_key_env=None,
+        timeout_s=DEFAULT_MODEL_TIMEOUT_S,
+        ceiling=DEFAULT_MODEL_CEILING,
+        recordings=text,
+    )
+    return _insert(session, row, signer, at)
+
+
+def _new_row(model_id: str, **fields: object) -> ModelRow:
+    return ModelRow(id=model_id, active=True, deactivated_by=None, deactivated_at=None, **fields)
+
+
+def _insert(session: Session, row: ModelRow, signer: Signer, at: dt.datetime) -> ModelRecord:
+    """Add the new model ``row`` by ``signer`` at ``at``, signed; ``duplicate_model`` when its id is
+    taken (a concurrent registration)."""
+    row.added_by = signer.actor_id
+    row.added_at = at
     sign_row(RecordKind.MODEL, row, signer, at)
     session.add(row)
     try:
         session.flush()
     except IntegrityError as exc:
-        raise _duplicate(registration.id) from exc
+        raise _duplicate(row.id) from exc
     return model_record(row)
+
+
+def replay_recordings(session: Session, trust: Trust, model_id: str) -> str | None:
+    """The recordings file of the registered replay model ``model_id`` (verified; active or not:
+    a run that captured it keeps calling it), or ``None`` when no replay model of that id is
+    registered. Raises ``configuration_unverified``."""
+    row = session.get(ModelRow, model_id)
+    if row is None or row.recordings is None:
+        return None
+    trust.require(RecordKind.MODEL, [row])
+    return row.recordings
 
 
 def deactivate_model(
@@ -170,8 +255,9 @@ def get_model(session: Session, trust: Trust, model_id: str) -> ModelRecord:
 
 
 def model_available(session: Session, trust: Trust, model_id: str) -> bool:
-    """Whether a new run may use ``model_id``: a replay id, or a registered, verified, active model."""
-    if is_replay_model(model_id):
+    """Whether a new run may use ``model_id``: a built-in replay model, or a registered (replay
+    models with their recordings), verified, active model."""
+    if is_built_in_replay_model(model_id):
         return True
     row = session.get(ModelRow, model_id)
     return row is not None and trust.problem(RecordKind.MODEL, row) is None and bool(row.active)
@@ -181,20 +267,16 @@ def require_usable(
     session: Session, trust: Trust, model_ids: list[str | None], *, registered_only: bool = True
 ) -> None:
     """Raise for the first of ``model_ids`` a new run may not use: ``unknown_model`` (not found:
-    neither a replay id nor registered; with ``registered_only`` false an unregistered id is left to
-    the model call to refuse), ``configuration_unverified`` or ``model_deactivated``."""
+    neither a built-in replay model nor registered; with ``registered_only`` false an unregistered
+    id is left to the model call to refuse), ``configuration_unverified`` or ``model_deactivated``."""
     for model_id in model_ids:
-        if model_id is None or is_replay_model(model_id):
+        if model_id is None or is_built_in_replay_model(model_id):
             continue
         row = session.get(ModelRow, model_id)
         if row is None and not registered_only:
             continue
         if row is None:
-            raise NotFound(
-                "unknown_model",
-                f"model {model_id!r} is not registered: add it with "
-                f"`specialists models add {model_id} --actor ID` first (replay:* models are built in)",
-            )
+            raise NotFound("unknown_model", _unregistered_hint(model_id))
         trust.require(RecordKind.MODEL, [row])
         if not row.active:
             raise Refused(
@@ -209,8 +291,23 @@ def require_selectable(session: Session, trust: Trust, selection: ModelSelection
     require_usable(session, trust, [selection.primary, *selection.fallbacks, selection.support])
 
 
+def _unregistered_hint(model_id: str) -> str:
+    if is_replay_model(model_id):
+        return (
+            f"replay model {model_id!r} has no recordings: the built-in ones are "
+            f"{', '.join(BUILT_IN_REPLAY_MODELS)}; register others with "
+            f"`specialists models add {model_id} --recordings FILE --actor ID`"
+        )
+    return (
+        f"model {model_id!r} is not registered: add it with "
+        f"`specialists models add {model_id} --actor ID` first"
+    )
+
+
 def model_record(row: ModelRow) -> ModelRecord:
     """The contract record of a stored model."""
+    # The stored text is the canonical form the signature covers: counted, not checked again.
+    recordings = None if row.recordings is None else len(json.loads(row.recordings)["recordings"])
     return ModelRecord(
         id=row.id,
         provider=row.provider,
@@ -224,6 +321,8 @@ def model_record(row: ModelRow) -> ModelRecord:
         active=bool(row.active),
         deactivated_by=row.deactivated_by,
         deactivated_at=row.deactivated_at,
+        recordings=recordings,
+        recordings_sha256=None if row.recordings is None else recordings_sha256(row.recordings),
     )
 
 

@@ -28,7 +28,7 @@ from sqlalchemy.engine import Dialect
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
 from sqlalchemy.types import TypeDecorator
 
-SCHEMA_REVISION: Final = "0009"
+SCHEMA_REVISION: Final = "0010"
 """The Alembic head this code expects; a store at another revision is not read without upgrading."""
 
 ACTOR_ID_LENGTH: Final = 64
@@ -257,6 +257,9 @@ class ModelRow(SignedRecord, Deactivatable, Base):
     ceiling: Mapped[int] = mapped_column(Integer)
     added_by: Mapped[str] = mapped_column(String(ACTOR_ID_LENGTH), ForeignKey("actors.id"))
     added_at: Mapped[dt.datetime] = mapped_column(UtcDateTime())
+    # A registered replay model's recordings file in canonical form (contracts.recordings); NULL
+    # for every other model.
+    recordings: Mapped[str | None] = mapped_column(Text)
 
 
 NONCE_LENGTH: Final = 64

@@ -33,6 +33,7 @@ from contracts.identity import ActorKey, RecordKind, Signer, TrustAnchor
 from contracts.models import ModelRecord, ModelRegistration, ModelSelection, ModelSelectionRecord
 from contracts.policy import AutomationPolicy
 from contracts.proofs import token_fingerprint
+from contracts.recordings import RecordingsFile
 from contracts.refusals import RefusalCode
 from contracts.research import CaseInput, EvidenceInput, EvidenceRecord, JobOutputRecord, ResearchCase
 from contracts.runs import AuditEvent, RunSummary
@@ -170,9 +171,9 @@ class Store:
 
     def select_registered_models(self, selection: ModelSelection, signer: Signer) -> ModelSelectionRecord:
         """Record ``selection`` as made by ``signer`` if every model in it is usable: a built-in
-        ``replay:*`` id or a registered, verified, active model. Raises ``unknown_model`` (not found,
-        naming the id), ``model_deactivated``, ``configuration_unverified`` or the signer refusals;
-        nothing is written then."""
+        replay model or a registered (replay models with recordings), verified, active model.
+        Raises ``unknown_model`` (not found, naming the id), ``model_deactivated``,
+        ``configuration_unverified`` or the signer refusals; nothing is written then."""
         with self._configuration(write=True) as (session, trust):
             model_registry.require_selectable(session, trust, selection)
             return model_selection.record_selection(session, trust, selection, signer, self._now())
@@ -205,6 +206,21 @@ class Store:
         with self._configuration(write=True) as (session, trust):
             return model_registry.register_model(session, trust, registration, signer, self._now())
 
+    def register_replay_model(self, model_id: str, recordings: RecordingsFile, signer: Signer) -> ModelRecord:
+        """Register the replay model ``model_id`` answering from ``recordings`` as ``signer``; see
+        :func:`store.model_registry.register_replay_model` for the rules."""
+        model_registry.check_replay_id(model_id)
+        with self._configuration(write=True) as (session, trust):
+            return model_registry.register_replay_model(
+                session, trust, model_id, recordings, signer, self._now()
+            )
+
+    def replay_recordings(self, model_id: str) -> str | None:
+        """The verified recordings file of the registered replay model ``model_id``, or ``None``
+        when none is registered. Raises ``configuration_unverified``."""
+        with self._configuration() as (session, trust):
+            return model_registry.replay_recordings(session, trust, model_id)
+
     def deactivate_model(self, model_id: str, signer: Signer) -> ModelRecord:
         """Deactivate the registered model ``model_id`` as ``signer`` (audited); see
         :func:`store.model_registry.deactivate_model`."""
@@ -221,7 +237,8 @@ class Store:
             return record
 
     def list_models(self) -> list[ModelRecord]:
-        """All registered models, by id (built-in replay models are not listed)."""
+        """All registered models, replay models with recordings included, by id (the built-in
+        replay models are not listed)."""
         with self._configuration() as (session, trust):
             return model_registry.list_models(session, trust)
 
@@ -232,8 +249,8 @@ class Store:
             return model_registry.get_model(session, trust, model_id)
 
     def model_available(self, model_id: str) -> bool:
-        """Whether a new run may use ``model_id``: always for ``replay:*``, else when it is
-        registered, verified and active."""
+        """Whether a new run may use ``model_id``: always for a built-in replay model, else when
+        it is registered, verified and active."""
         with self._configuration() as (session, trust):
             return model_registry.model_available(session, trust, model_id)
 

@@ -43,6 +43,7 @@ from contracts.identity import (
     canonical_time,
     verify_signature,
 )
+from contracts.recordings import recordings_sha256
 from contracts.refusals import RefusalCode
 from store.schema import ActorKeyRow, ActorRow
 
@@ -109,6 +110,9 @@ def model_content(row: Any) -> dict[str, Any]:
         "active": bool(row.active),
         "deactivated_by": row.deactivated_by,
         "deactivated_at": _time(row.deactivated_at),
+        # Only a registered replay model has recordings: the other records' canonical form (and
+        # the signatures made over it before recordings existed) is unchanged.
+        **({} if row.recordings is None else {"recordings_sha256": recordings_sha256(row.recordings)}),
     }
 
 

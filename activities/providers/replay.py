@@ -1,6 +1,9 @@
-"""The ``replay`` provider: answers from recorded structured responses in a file.
+"""The ``replay`` provider: answers from recorded structured responses (docs/architecture.md "Model
+selection").
 
-Model id ``replay:<name>`` reads ``<recordings dir>/<name>.json``::
+Model id ``replay:<name>`` answers from the recordings an operator registered for it (``models add
+replay:<name> --recordings FILE``, read through ``registered``), else from the worker's built-in
+``<recordings dir>/<name>.json``. Both have the format of :mod:`contracts.recordings`::
 
     {"recordings": [{"profile": "...", "kind": "analysis" | "review" | "change", "title": "...",
                      "response": { ...a SpecialistOutput... }}]}
@@ -18,11 +21,13 @@ import difflib
 import json
 import re
 import threading
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from pathlib import Path
 
 from activities.providers.base import CompletionRequest, JobIdentity, ProviderError
-from contracts.errors import ErrorType
+from contracts.errors import ErrorType, OperatorError
+from contracts.models import REPLAY_PROVIDER, is_built_in_replay_model
+from contracts.recordings import parse_recordings, recordings_sha256
 
 _NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$")
 
@@ -37,11 +42,18 @@ class ReplayMiss(ProviderError):
         self.model = model
 
 
-class ReplayProvider:
-    """Serves recordings from ``recordings_dir``."""
+RegisteredRecordings = Callable[[str], str | None]
+"""The recordings file registered for a replay model id (``replay:<name>``), or ``None``."""
 
-    def __init__(self, recordings_dir: Path) -> None:
+
+class ReplayProvider:
+    """Serves the recordings ``registered`` holds for a model, else those in ``recordings_dir``."""
+
+    def __init__(self, recordings_dir: Path, registered: RegisteredRecordings | None = None) -> None:
         self._dir = recordings_dir
+        self._registered = registered
+        # Registered files by sha256 of their text: parsed once per worker.
+        self._registered_tables: dict[str, dict[tuple[str, str, str], str]] = {}
         # Parsed files by name, with the (mtime, size) they were parsed at: a call re-reads a file
         # only when it changed, not on every call (sync activities run in a thread pool).
         self._tables: dict[str, tuple[tuple[int, int], dict[tuple[str, str, str], str]]] = {}
@@ -50,6 +62,9 @@ class ReplayProvider:
     def _load(self, name: str) -> dict[tuple[str, str, str], str]:
         if not _NAME.fullmatch(name):
             raise ProviderError(ErrorType.MODEL_NOT_CONFIGURED, f"replay model name {name!r} is not valid")
+        registered = self._registered_table(name)
+        if registered is not None:
+            return registered
         path = self._dir / f"{name}.json"
         try:
             stat = path.stat()
@@ -64,6 +79,27 @@ class ReplayProvider:
         if version is not None:
             with self._lock:
                 self._tables[name] = (version, table)
+        return table
+
+    def _registered_table(self, name: str) -> dict[tuple[str, str, str], str] | None:
+        model_id = f"{REPLAY_PROVIDER}:{name}"
+        if self._registered is None or is_built_in_replay_model(model_id):
+            return None  # a built-in name is never registered: no store read
+        try:
+            text = self._registered(model_id)
+        except OperatorError as error:  # configuration_unverified: a forged or unsigned row
+            raise ProviderError(
+                ErrorType.MODEL_NOT_CONFIGURED, f"{model_id}: {error.code}: {error.message}"
+            ) from None
+        if text is None:
+            return None
+        digest = recordings_sha256(text)
+        with self._lock:
+            table = self._registered_tables.get(digest)
+        if table is None:
+            table = parse_recordings(text).table()
+            with self._lock:
+                self._registered_tables[digest] = table
         return table
 
     def _parse(self, path: Path) -> dict[tuple[str, str, str], str]:

@@ -3,6 +3,7 @@
 model one tiny request through a worker (``test``). ``add``, ``select`` and ``deactivate`` change the
 store (protected: signed with the actor's key); ``test`` is a protected workflow."""
 
+from pathlib import Path
 from typing import Annotated, Any
 
 import typer
@@ -60,11 +61,16 @@ def models_add_command(
     ceiling: Annotated[
         int | None, typer.Option("--ceiling", help="In-flight calls across all workers, 1..1000 (5).")
     ] = None,
+    recordings: Annotated[
+        Path | None,
+        typer.Option("--recordings", help="replay:NAME only: the recordings file it answers from."),
+    ] = None,
     actor: ActorOption = None,
     as_json: JsonFlag = False,
 ) -> None:
-    """Register a model runs may be given (its key stays in the worker's environment)."""
-    from contracts.models import ModelRegistration
+    """Register a model runs may be given (its key stays in the worker's environment), or a replay
+    model answering from a recordings file (README "Replay recordings")."""
+    from contracts.models import ModelRegistration, is_replay_model
     from control import views
     from control.inputs import parse_model
     from control.keys import require_signer
@@ -72,6 +78,13 @@ def models_add_command(
     from store.model_registry import check_registration
 
     actor = actor_required(actor, "registering a model")
+    if is_replay_model(model_id) or recordings is not None:
+        given = {"--base-url": base_url, "--api-key-env": api_key_env, "--timeout-s": timeout_s}
+        given["--ceiling"] = ceiling
+        _add_replay(
+            model_id, recordings, [flag for flag, value in given.items() if value is not None], actor, as_json
+        )
+        return
     payload: dict[str, Any] = {"id": model_id, "base_url": base_url, "api_key_env": api_key_env}
     if timeout_s is not None:
         payload["timeout_s"] = timeout_s
@@ -89,6 +102,76 @@ def models_add_command(
         {"model": views.model_json(record)},
         as_json,
         lambda console: views.render_registered_models(console, [record]),
+    )
+
+
+def _add_replay(model_id: str, recordings: Path | None, flags: list[str], actor: str, as_json: bool) -> None:
+    from contracts.errors import InvalidInput
+    from contracts.models import is_replay_model
+    from control import views
+    from control.keys import require_signer
+    from control.output import emit
+    from control.recordings_files import read_recordings
+    from store.model_registry import check_replay_id
+
+    if not is_replay_model(model_id):
+        raise InvalidInput("invalid_model_id", f"--recordings is for replay:NAME models, not {model_id!r}")
+    if flags:
+        raise InvalidInput(
+            "invalid_model_registration",
+            f"a replay model answers from its recordings: {', '.join(flags)} do not apply",
+        )
+    check_replay_id(model_id)
+    if recordings is None:
+        raise InvalidInput(
+            "recordings_required",
+            f"{model_id!r}: a replay model answers from recordings: give --recordings FILE",
+        )
+    parsed = read_recordings(recordings)
+    signer = require_signer(actor)
+    with open_configuration_store() as store:
+        record = store.register_replay_model(model_id, parsed, signer)
+    emit(
+        {"model": views.model_json(record)},
+        as_json,
+        lambda console: views.render_registered_models(console, [record]),
+    )
+
+
+@app.command("export-recordings")
+def models_export_recordings_command(
+    run_ids: Annotated[list[str], typer.Argument(metavar="RUN_ID...", help="Finished runs to record.")],
+    output: Annotated[Path, typer.Option("--output", help="The new recordings file to write.")],
+    as_json: JsonFlag = False,
+) -> None:
+    """Write the answers of finished runs (analysis and review, whichever model gave them) to a new
+    recordings file, for `models add replay:NAME --recordings FILE` (asks a worker for each run)."""
+    from control.output import emit, safe_text
+    from control.recordings_files import recordings_of, write_recordings
+    from control.runs import check_run_id, query_view
+
+    for run_id in run_ids:
+        check_run_id(run_id)
+
+    async def go() -> Any:
+        connected = await client()
+        return [await query_view(connected, run_id) for run_id in run_ids]
+
+    recordings = recordings_of(run_async(go()))
+    write_recordings(output, recordings)
+    data = {
+        "output": str(output),
+        "runs": list(run_ids),
+        "recordings": [
+            {"profile": r.profile, "kind": r.kind.value, "title": r.title} for r in recordings.recordings
+        ],
+    }
+    emit(
+        data,
+        as_json,
+        lambda console: console.print(
+            safe_text(f"wrote {len(recordings.recordings)} recordings from {len(run_ids)} run(s) to {output}")
+        ),
     )
 
 

@@ -184,3 +184,66 @@ def test_demo_recordings_cover_analysis_and_review_of_the_slow_query_example() -
     review = json.loads(provider.complete(_request("backend-architect", JobKind.REVIEW, title, name="demo")))
     assert analysis["role"] == "database-optimizer" and "verdict" not in analysis
     assert review["role"] == "backend-architect" and review["verdict"] == "agree"
+
+
+# ------------------------------------------------------------------ recordings an operator registered
+
+_DEMO_ENTRY = json.loads((DEFAULT_RECORDINGS_DIR / "demo.json").read_text(encoding="utf-8"))["recordings"][0]
+
+
+def _registered_file(title: str) -> str:
+    from contracts.recordings import parse_recordings
+
+    entry = {**_DEMO_ENTRY, "title": title}
+    return parse_recordings(json.dumps({"recordings": [entry]})).to_json()
+
+
+def test_a_registered_replay_model_answers_from_its_registered_recordings(tmp_path: Path) -> None:
+    looked_up: list[str] = []
+
+    def registered(model_id: str) -> str | None:
+        looked_up.append(model_id)
+        return _registered_file("Drill title") if model_id == "replay:drill" else None
+
+    provider = ReplayProvider(tmp_path, registered)
+    raw = provider.complete(_request(_DEMO_ENTRY["profile"], JobKind.ANALYSIS, "Drill title", name="drill"))
+    assert json.loads(raw) == _DEMO_ENTRY["response"]
+    assert provider.check("drill") == 1
+    with pytest.raises(ProviderError) as miss:
+        provider.complete(_request(_DEMO_ENTRY["profile"], JobKind.ANALYSIS, "Drill titel", name="drill"))
+    assert miss.value.error_type == ErrorType.REPLAY_NO_RECORDING
+    assert "nearest recorded key" in miss.value.message and "'Drill title'" in miss.value.message
+    assert set(looked_up) == {"replay:drill"}
+
+
+def test_a_built_in_replay_model_is_never_looked_up_in_the_store() -> None:
+    def registered(model_id: str) -> str | None:
+        raise AssertionError(f"looked up {model_id}")
+
+    provider = ReplayProvider(DEFAULT_RECORDINGS_DIR, registered)
+    assert provider.check("demo") > 0
+
+
+def test_an_unregistered_name_falls_back_to_the_workers_recordings_directory(recordings: Path) -> None:
+    provider = ReplayProvider(recordings, lambda model_id: None)
+    raw = provider.complete(_request("db", JobKind.ANALYSIS, "Slow query"))
+    assert json.loads(raw)["role"] == "db-analysis"
+
+
+def test_an_unverified_registration_fails_the_call_as_not_configured(tmp_path: Path) -> None:
+    from contracts.errors import Refused
+
+    def registered(model_id: str) -> str | None:
+        raise Refused("configuration_unverified", f"model {model_id!r} does not verify")
+
+    with pytest.raises(ProviderError) as refused:
+        ReplayProvider(tmp_path, registered).check("forged")
+    assert refused.value.error_type == ErrorType.MODEL_NOT_CONFIGURED
+    assert "configuration_unverified" in refused.value.message and "replay:forged" in refused.value.message
+
+
+def test_the_built_in_replay_models_are_exactly_the_recordings_the_worker_ships() -> None:
+    from contracts.models import BUILT_IN_REPLAY_MODELS
+
+    shipped = sorted(f"replay:{path.stem}" for path in DEFAULT_RECORDINGS_DIR.glob("*.json"))
+    assert sorted(BUILT_IN_REPLAY_MODELS) == shipped

@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import json
 import re
 from pathlib import Path
 
 import pytest
 
+from activities.config import DEFAULT_RECORDINGS_DIR
 from catalog.loader import load_catalog
 from tests.control.cli_harness import ISO_UTC, Cli
 from tests.store.git_repository import make_working_tree
@@ -140,9 +142,13 @@ def test_models_with_none_selected_say_so_plainly(cli: Cli) -> None:
     assert not cli.state_dir.exists()
 
 
-def test_model_selection_keeps_a_history_newest_first(alice: Cli) -> None:
+def test_model_selection_keeps_a_history_newest_first(alice: Cli, tmp_path: Path) -> None:
     for model in ("openai:gpt-x", "openai:llama3:8b"):
         alice.call("models", "add", model, "--actor", "alice", "--json").ok()
+    demo = json.loads((DEFAULT_RECORDINGS_DIR / "demo.json").read_text(encoding="utf-8"))
+    cheap = tmp_path / "cheap.json"
+    cheap.write_text(json.dumps({"recordings": demo["recordings"][:1]}), encoding="utf-8")
+    alice.call("models", "add", "replay:cheap", "--recordings", str(cheap), "--actor", "alice", "--json").ok()
     first = alice.run(
         "models",
         "select",

@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import json
 import re
 from pathlib import Path
 
 import pytest
 
+from activities.config import DEFAULT_RECORDINGS_DIR
 from tests.control.cli_harness import ISO_UTC, Cli
 
 EMPTY = {"selected": False, "current": None, "history": [], "registered": []}
@@ -37,9 +39,10 @@ def test_added_model_is_listed(alice: Cli) -> None:
     model = added["model"]
     assert set(model) == {
         "id", "provider", "name", "base_url", "api_key_env", "timeout_s", "ceiling", "added_by", "added_at",
-        "active", "deactivated_by", "deactivated_at",
+        "active", "deactivated_by", "deactivated_at", "recordings", "recordings_sha256",
     }  # fmt: skip
     assert (model["active"], model["deactivated_by"], model["deactivated_at"]) == (True, None, None)
+    assert (model["recordings"], model["recordings_sha256"]) == (None, None)
     assert (model["id"], model["provider"], model["name"]) == ("openai:gpt-4.1", "openai", "gpt-4.1")
     assert (model["base_url"], model["api_key_env"]) == ("http://127.0.0.1:8080/v1", "OPENAI_API_KEY")
     assert (model["timeout_s"], model["ceiling"], model["added_by"]) == (90, 2, "alice")
@@ -116,16 +119,24 @@ def test_registration_needs_the_actors_key(alice: Cli) -> None:
     assert alice.call("models", "--json").ok() == EMPTY
 
 
-def test_selection_takes_registered_and_replay_models(alice: Cli) -> None:
+def test_selection_takes_registered_and_replay_models(alice: Cli, tmp_path: Path) -> None:
     alice.call("models", "add", "openai:gpt-4.1", "--actor", "alice", "--json").ok()
     alice.call("models", "add", "anthropic:claude", "--actor", "alice", "--json").ok()
+    demo = json.loads((DEFAULT_RECORDINGS_DIR / "demo.json").read_text(encoding="utf-8"))
+    cheap = tmp_path / "cheap.json"
+    cheap.write_text(json.dumps({"recordings": demo["recordings"][:1]}), encoding="utf-8")
+    alice.call("models", "add", "replay:cheap", "--recordings", str(cheap), "--actor", "alice", "--json").ok()
     selected = alice.call(
         "models", "select", "--primary", "openai:gpt-4.1", "--fallback", "anthropic:claude",
         "--fallback", "replay:demo", "--support", "replay:cheap", "--actor", "alice", "--json",
     ).ok()  # fmt: skip
     assert selected["current"]["primary"] == "openai:gpt-4.1"
     assert selected["current"]["fallbacks"] == ["anthropic:claude", "replay:demo"]
-    assert [model["id"] for model in selected["registered"]] == ["anthropic:claude", "openai:gpt-4.1"]
+    assert [model["id"] for model in selected["registered"]] == [
+        "anthropic:claude",
+        "openai:gpt-4.1",
+        "replay:cheap",
+    ]
 
 
 @pytest.mark.parametrize(
@@ -137,6 +148,7 @@ def test_selection_takes_registered_and_replay_models(alice: Cli) -> None:
             "anthropic:x",
         ),
         (["--primary", "openai:gpt-4.1", "--support", "slow:demo"], "slow:demo"),
+        (["--primary", "replay:doesnotexist"], "replay:doesnotexist"),
     ],
 )  # fmt: skip
 def test_selecting_an_unknown_model_is_not_found(alice: Cli, args: list[str], missing: str) -> None:

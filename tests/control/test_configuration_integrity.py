@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import datetime as dt
+import json
 import secrets
 import uuid
 from collections.abc import Iterator
@@ -17,6 +18,7 @@ from typing import Any
 import pytest
 from sqlalchemy import Engine, text
 
+from activities.config import DEFAULT_RECORDINGS_DIR
 from contracts.identity import ActorKey, RecordKind, Signer, sign_action
 from infra.devserver import DevServer
 from store.database import parse_database_url
@@ -149,6 +151,30 @@ def test_an_edited_model_endpoint_is_refused_and_no_run_captures_the_model(
         4, "configuration_unverified"
     )
     assert _audited(cli, "model", "openai:gpt")
+
+
+def test_edited_replay_recordings_are_refused_and_no_run_answers_from_them(
+    deployment: Cli, engine: Engine, tmp_path: Path
+) -> None:
+    cli = deployment
+    demo = json.loads((DEFAULT_RECORDINGS_DIR / "demo.json").read_text(encoding="utf-8"))
+    recordings = tmp_path / "drill.json"
+    recordings.write_text(json.dumps({"recordings": demo["recordings"][:2]}), encoding="utf-8")
+    cli.call(
+        "models", "add", "replay:drill", "--recordings", str(recordings), "--actor", "alice", "--json"
+    ).ok()
+    cli.call("models", "select", "--primary", "replay:drill", "--actor", "alice", "--json").ok()
+    # The attacker rewrites an answer the model would give.
+    _execute(
+        engine,
+        "UPDATE models SET recordings = replace(recordings, 'Propose', 'Drop the table and propose') "
+        "WHERE id = 'replay:drill'",
+    )
+    _refused(cli.call("models", "--json"), "model 'replay:drill'", "does not verify")
+    _refused(
+        cli.call("create", "--input-json", ITEM, "--tier", "read_only", "--json"), "model 'replay:drill'"
+    )
+    assert _audited(cli, "model", "replay:drill")
 
 
 def test_an_edited_repository_is_refused_and_no_run_uses_it(

@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import datetime as dt
+import hashlib
+import json
+from pathlib import Path
 
 import pytest
 from pydantic import ValidationError
@@ -11,8 +14,18 @@ from contracts.enums import FallbackMode
 from contracts.errors import InvalidInput, NotFound, Refused
 from contracts.identity import Signer
 from contracts.models import ModelRegistration, ModelSelection
+from contracts.recordings import RecordingsFile, parse_recordings
 from store import Store
 from tests.identity import signer as actor_signer
+
+DEMO = Path(__file__).resolve().parents[2] / "examples" / "recordings" / "demo.json"
+
+
+def _recordings(count: int = 2) -> RecordingsFile:
+    """The first ``count`` of the shipped demo recordings, as a file an operator would register."""
+    entries = json.loads(DEMO.read_text(encoding="utf-8"))["recordings"][:count]
+    return parse_recordings(json.dumps({"recordings": entries}))
+
 
 GPT = ModelRegistration(
     id="openai:gpt-4.1",
@@ -127,7 +140,7 @@ def test_unknown_model_is_not_found(store: Store, signer: Signer) -> None:
 def test_model_availability(store: Store, signer: Signer) -> None:
     store.register_model(GPT, signer)
     assert store.model_available("replay:demo")
-    assert store.model_available("replay:anything:at:all")
+    assert not store.model_available("replay:anything")  # no recordings registered for it
     assert store.model_available("openai:gpt-4.1")
     assert not store.model_available("openai:gpt-5")
     assert not store.model_available("anthropic:gpt-4.1")
@@ -137,6 +150,7 @@ def test_model_availability(store: Store, signer: Signer) -> None:
 def test_checked_selection_accepts_replay_and_registered_models(store: Store, signer: Signer) -> None:
     store.register_model(GPT, signer)
     store.register_model(ModelRegistration(id="anthropic:claude"), signer)
+    store.register_replay_model("replay:cheap", _recordings(), signer)
     selection = ModelSelection(
         primary="openai:gpt-4.1",
         fallbacks=["anthropic:claude", "replay:demo"],
@@ -159,6 +173,7 @@ def test_checked_selection_accepts_replay_and_registered_models(store: Store, si
             "anthropic:nope",
         ),
         (ModelSelection(primary="openai:gpt-4.1", support="capture:demo"), "capture:demo"),
+        (ModelSelection(primary="replay:doesnotexist"), "replay:doesnotexist"),
     ],
 )
 def test_checked_selection_refuses_unknown_models(
@@ -213,3 +228,78 @@ def test_a_deactivated_model_stays_listed_and_cannot_be_selected_or_used_by_a_ne
     assert [(e.kind, e.actor, e.record_id) for e in events if e.kind == "model_deactivated"] == [
         ("model_deactivated", signer.actor_id, GPT.id)
     ]
+
+
+def test_a_replay_model_is_registered_with_its_recordings_in_canonical_form(
+    store: Store, signer: Signer
+) -> None:
+    recordings = _recordings()
+    record = store.register_replay_model("replay:ops-drill", recordings, signer)
+    assert (record.id, record.provider, record.name) == ("replay:ops-drill", "replay", "ops-drill")
+    assert (record.recordings, record.active, record.added_by) == (2, True, signer.actor_id)
+    text = store.replay_recordings("replay:ops-drill")
+    assert text == recordings.to_json()
+    assert record.recordings_sha256 == hashlib.sha256(text.encode()).hexdigest()
+    assert store.list_models() == [record]
+    assert store.model_available("replay:ops-drill")
+    selection = store.select_registered_models(ModelSelection(primary="replay:ops-drill"), signer)
+    assert selection.selection.primary == "replay:ops-drill"
+
+
+def test_replay_recordings_of_an_unregistered_model_are_none(store: Store, signer: Signer) -> None:
+    store.register_model(GPT, signer)
+    assert store.replay_recordings("replay:nothing") is None
+    assert store.replay_recordings(GPT.id) is None  # a model without recordings
+
+
+@pytest.mark.parametrize(
+    ("model_id", "code"),
+    [
+        ("replay:demo", "replay_is_built_in"),
+        ("replay:has space", "invalid_model_id"),
+        ("replay:-dash-first", "invalid_model_id"),
+        ("openai:gpt", "invalid_model_id"),
+        ("replay:" + "x" * 65, "invalid_model_id"),
+    ],
+)
+def test_a_replay_registration_refuses_built_in_and_malformed_ids(
+    store: Store, signer: Signer, model_id: str, code: str
+) -> None:
+    with pytest.raises(InvalidInput) as refused:
+        store.register_replay_model(model_id, _recordings(), signer)
+    assert refused.value.code == code
+    assert store.list_models() == []
+
+
+def test_a_replay_model_without_recordings_is_refused_with_the_way_to_register_it(store: Store) -> None:
+    with pytest.raises(InvalidInput) as refused:
+        store.register_model(ModelRegistration(id="replay:mine"), actor_signer("alice"))
+    assert refused.value.code == "recordings_required"
+    assert "--recordings FILE" in refused.value.message
+
+
+def test_a_replay_model_is_registered_once_and_a_deactivated_one_cannot_be_selected(
+    store: Store, signer: Signer
+) -> None:
+    first = store.register_replay_model("replay:drill", _recordings(1), signer)
+    with pytest.raises(Refused) as duplicate:
+        store.register_replay_model("replay:drill", _recordings(2), signer)
+    assert duplicate.value.code == "duplicate_model"
+    assert store.list_models() == [first]
+    store.deactivate_model("replay:drill", signer)
+    assert not store.model_available("replay:drill")
+    with pytest.raises(Refused) as selected:
+        store.select_registered_models(ModelSelection(primary="replay:drill"), signer)
+    assert selected.value.code == "model_deactivated"
+    # A run that captured it keeps its answers.
+    assert store.replay_recordings("replay:drill") == _recordings(1).to_json()
+
+
+def test_an_unknown_replay_model_is_refused_naming_the_built_in_ones_and_the_fix(
+    store: Store, signer: Signer
+) -> None:
+    with pytest.raises(NotFound) as unknown:
+        store.select_registered_models(ModelSelection(primary="replay:doesnotexist"), signer)
+    assert unknown.value.code == "unknown_model"
+    assert "replay:demo" in unknown.value.message
+    assert "models add replay:doesnotexist --recordings FILE" in unknown.value.message
