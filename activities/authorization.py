@@ -28,7 +28,14 @@ from temporalio import activity
 from activities.config import ActivityConfig
 from activities.store_access import SharedStore
 from contracts.errors import OperatorError, ServiceUnavailable
-from contracts.identity import action_signature_valid, proof_is_fresh
+from contracts.identity import (
+    action_signature_valid,
+    delegation_in_force,
+    delegation_problem,
+    fingerprint_of,
+    proof_is_fresh,
+)
+from contracts.proofs import SessionDelegation
 from contracts.refusals import RefusalCode
 from contracts.runs import AuthorizeRequest, AuthorizeResult
 from contracts.temporal_names import ActivityName
@@ -52,8 +59,9 @@ class AuthorizationActivities:
         can verify nothing), ``actor_deactivated``, ``actor_key_retired`` (an earlier key of the
         actor), ``actor_key_unknown`` (a key no actor holds), ``actor_key_missing``,
         ``proof_missing``, ``proof_invalid`` (another actor's key, another action, target or digest,
-        a proof of the shared token), ``proof_expired``, ``proof_replayed`` (the proof's nonce was
-        spent by another workflow execution).
+        a proof of the shared token, a session delegation that is not the actor's), ``proof_expired``,
+        ``proof_replayed`` (the proof's nonce was spent by another workflow execution),
+        ``session_expired`` (a Mission Control session's delegation is over).
         """
         result = self._decide(request)
         run_logger(request.run_id, activity="authorize_action").info(
@@ -69,9 +77,13 @@ class AuthorizationActivities:
             return _refused(RefusalCode.ACTOR_REQUIRED, f"{request.action} needs --actor ID")
         proof = request.proof
         store = self._store.get()
+        delegation = proof.delegation if proof is not None else None
         try:
             if proof is None or proof.key is None:
                 store.require_active_actor(request.actor)
+            elif delegation is not None:
+                # A session key acts for the actor: the actor's own key in force signed the delegation.
+                public_key = store.action_key(request.actor, delegation.actor_key)
             else:
                 public_key = store.action_key(request.actor, proof.key)
         except ServiceUnavailable:
@@ -89,6 +101,11 @@ class AuthorizationActivities:
                 "a proof of the shared action token is no longer accepted: sign with your actor key "
                 "(SPECIALISTS_ACTOR_KEY_FILE)",
             )
+        if delegation is not None:
+            refusal = _delegation_refusal(delegation, public_key, proof.key, request.actor)
+            if refusal is not None:
+                return refusal
+            public_key = delegation.session_key
         if not action_signature_valid(
             public_key,
             proof,
@@ -118,6 +135,29 @@ class AuthorizationActivities:
         if not spent:
             return _refused(RefusalCode.PROOF_REPLAYED, "this proof was already used")
         return AuthorizeResult(allowed=True)
+
+
+def _delegation_refusal(
+    delegation: SessionDelegation, actor_public_key: str, proof_key: str, actor: str
+) -> AuthorizeResult | None:
+    """A refusal unless ``delegation`` is ``actor``'s, signed by their key in force, in its window,
+    and names the key that signed the proof (docs/architecture.md "Mission Control")."""
+    if delegation.actor != actor:
+        return _refused(
+            RefusalCode.PROOF_INVALID, f"the session belongs to {delegation.actor}, not to {actor}"
+        )
+    if fingerprint_of(delegation.session_key) != proof_key:
+        return _refused(RefusalCode.PROOF_INVALID, "the proof was not signed by the session's key")
+    problem = delegation_problem(delegation, actor_public_key)
+    if problem is not None:
+        return _refused(RefusalCode.PROOF_INVALID, problem)
+    if not delegation_in_force(delegation, dt.datetime.now(dt.UTC)):
+        return _refused(
+            RefusalCode.SESSION_EXPIRED,
+            f"the session runs from {delegation.issued_at.isoformat()} to "
+            f"{delegation.expires_at.isoformat()}: sign in again",
+        )
+    return None
 
 
 def _refused(code: str, message: str) -> AuthorizeResult:

@@ -37,9 +37,12 @@ from cryptography.exceptions import InvalidSignature, UnsupportedAlgorithm
 from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey, Ed25519PublicKey
 
-from contracts.proofs import PROOF_CLOCK_SKEW, PROOF_MAX_AGE, ActionProof
+from contracts.proofs import PROOF_CLOCK_SKEW, PROOF_MAX_AGE, ActionProof, SessionDelegation
 
 ACTION_DOMAIN: Final = "specialists/action/v2"
+DELEGATION_DOMAIN: Final = "specialists/session-delegation/v1"
+MAX_SESSION: Final = dt.timedelta(hours=12)
+"""The longest a session key may act for its actor (a working day)."""
 RECORD_DOMAIN: Final = "specialists/configuration-record/v1"
 ANCHOR_LABEL: Final = b"specialists/trust-anchor/v1\n"
 
@@ -323,6 +326,94 @@ def action_signature_valid(
         key=proof.key,
     )
     return verify_signature(public_key, proof.signature, message)
+
+
+# --------------------------------------------------------------------------------------- delegation
+
+
+def canonical_delegation(
+    *, actor: str, actor_key: str, session_key: str, issued_at: dt.datetime, expires_at: dt.datetime
+) -> bytes:
+    """The exact bytes an actor signs to let ``session_key`` act for them until ``expires_at``."""
+    return _canonical_json(
+        {
+            "actor": actor,
+            "actor_key": actor_key,
+            "domain": DELEGATION_DOMAIN,
+            "expires_at": canonical_time(expires_at),
+            "issued_at": canonical_time(issued_at),
+            "session_key": session_key,
+        }
+    )
+
+
+def sign_delegation(
+    signer: Signer, *, session_key: str, issued_at: dt.datetime, expires_at: dt.datetime
+) -> SessionDelegation:
+    """``signer``'s delegation of their actions to ``session_key`` (a public key, base64) from
+    ``issued_at`` to ``expires_at``."""
+    message = canonical_delegation(
+        actor=signer.actor_id,
+        actor_key=signer.fingerprint,
+        session_key=session_key,
+        issued_at=issued_at,
+        expires_at=expires_at,
+    )
+    return SessionDelegation(
+        actor=signer.actor_id,
+        actor_key=signer.fingerprint,
+        session_key=session_key,
+        issued_at=issued_at,
+        expires_at=expires_at,
+        signature=signer.sign(message),
+    )
+
+
+def delegation_problem(delegation: SessionDelegation, actor_public_key: str) -> str | None:
+    """Why ``delegation`` is not a valid one, or ``None``: not the signature of ``actor_public_key``
+    (the actor's key in force), or a window reversed or longer than :data:`MAX_SESSION`."""
+    message = canonical_delegation(
+        actor=delegation.actor,
+        actor_key=delegation.actor_key,
+        session_key=delegation.session_key,
+        issued_at=delegation.issued_at,
+        expires_at=delegation.expires_at,
+    )
+    if not verify_signature(actor_public_key, delegation.signature, message):
+        return f"the session was not signed by {delegation.actor}'s key"
+    if not delegation.issued_at < delegation.expires_at <= delegation.issued_at + MAX_SESSION:
+        return f"a session lasts at most {int(MAX_SESSION.total_seconds() // 3600)} hours"
+    return None
+
+
+def delegation_in_force(delegation: SessionDelegation, now: dt.datetime) -> bool:
+    """Whether ``now`` is inside the delegation's window (its start with :data:`PROOF_CLOCK_SKEW`)."""
+    return delegation.issued_at - PROOF_CLOCK_SKEW <= now < delegation.expires_at
+
+
+def sign_delegated_action(
+    session: ActorKey,
+    delegation: SessionDelegation,
+    *,
+    action: str,
+    target: str,
+    digest: str,
+    issued_at: dt.datetime,
+    nonce: str,
+) -> ActionProof:
+    """The session key's proof of ``action`` on ``target`` for the delegating actor, carrying the
+    delegation. ``session`` must be the key ``delegation`` names."""
+    if session.public_key != delegation.session_key:
+        raise KeyMaterialError("the session key is not the delegated one")
+    proof = sign_action(
+        Signer(delegation.actor, session),
+        action=action,
+        target=target,
+        digest=digest,
+        issued_at=issued_at,
+        nonce=nonce,
+    )
+    return proof.model_copy(update={"delegation": delegation})
 
 
 def proof_is_fresh(proof: ActionProof, now: dt.datetime) -> bool:

@@ -35,10 +35,31 @@ KeyFingerprint = Annotated[str, StringConstraints(pattern=r"^[0-9a-f]{64}$")]
 Signature = Annotated[str, StringConstraints(pattern=r"^[A-Za-z0-9+/]{86}==$")]
 
 
+PublicKeyText = Annotated[str, StringConstraints(pattern=r"^[A-Za-z0-9+/]{43}=$")]
+"""A raw 32-byte Ed25519 public key, standard base64 (44 characters)."""
+
+
+class SessionDelegation(BaseModel):
+    """An actor's signed statement that the session key ``session_key`` may sign protected actions
+    in their name from ``issued_at`` until ``expires_at`` (a Mission Control sign-in,
+    docs/architecture.md "Mission Control"). ``actor_key`` is the fingerprint of the actor's own key
+    that made ``signature`` (:func:`contracts.identity.canonical_delegation`)."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    actor: Annotated[str, StringConstraints(min_length=1, max_length=64)]
+    actor_key: KeyFingerprint
+    session_key: PublicKeyText
+    issued_at: dt.datetime
+    expires_at: dt.datetime
+    signature: Signature
+
+
 class ActionProof(BaseModel):
     """What a protected request carries: when, a one-time nonce, and either the actor's signature
     (``key`` + ``signature``, the only form accepted) or, in histories recorded before per-person
-    keys, an HMAC of the action token (``mac``)."""
+    keys, an HMAC of the action token (``mac``). With ``delegation`` the signature is made by the
+    delegated session key (``key`` is its fingerprint) and the delegation carries the actor's own."""
 
     model_config = ConfigDict(frozen=True, extra="forbid")
 
@@ -47,6 +68,7 @@ class ActionProof(BaseModel):
     mac: Mac | None = None
     key: KeyFingerprint | None = None
     signature: Signature | None = None
+    delegation: SessionDelegation | None = None
 
     @model_validator(mode="after")
     def _one_form(self) -> ActionProof:
@@ -55,6 +77,8 @@ class ActionProof(BaseModel):
             raise ValueError("a signed proof carries both its key fingerprint and its signature")
         if signed == (self.mac is not None):
             raise ValueError("a proof carries either a signature (key + signature) or a mac, not both")
+        if self.delegation is not None and not signed:
+            raise ValueError("a delegated proof is signed by the session key")
         return self
 
     @property

@@ -35,6 +35,8 @@ class RefusalCode(StrEnum):
     PROOF_INVALID = "proof_invalid"
     PROOF_EXPIRED = "proof_expired"
     PROOF_REPLAYED = "proof_replayed"
+    SESSION_EXPIRED = "session_expired"
+    """A Mission Control session's delegation is over: the person signs in again."""
     AUTHORIZATION_UNAVAILABLE = "authorization_unavailable"
     FORBIDDEN = "forbidden"
     """A refusal that named no code (never expected from the authorisation activity)."""
@@ -77,6 +79,7 @@ AUTHORISATION_REFUSALS: Final = frozenset(
         RefusalCode.PROOF_INVALID,
         RefusalCode.PROOF_EXPIRED,
         RefusalCode.PROOF_REPLAYED,
+        RefusalCode.SESSION_EXPIRED,
     }
 )
 """The refusals of the authorisation activity itself (who the actor is, and the proof)."""

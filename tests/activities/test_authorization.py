@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import dataclasses
 import datetime as dt
+import secrets
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -16,7 +17,7 @@ from temporalio.testing import ActivityEnvironment
 from activities.authorization import AuthorizationActivities
 from activities.config import ActivityConfig
 from activities.store_access import SharedStore
-from contracts.identity import ActorKey, TrustAnchor
+from contracts.identity import ActorKey, Signer, TrustAnchor, sign_action, sign_delegation
 from contracts.proofs import ActionProof
 from contracts.runs import AuthorizeRequest
 from tests.identity import key_of, signer
@@ -225,3 +226,91 @@ def test_the_replay_refusal_is_logged(shared: SharedStore, capsys: pytest.Captur
     _authorize(shared, signature=signature, workflow_run_id=SECOND_EXECUTION)
     captured = capsys.readouterr()
     assert "proof_replayed" in captured.out + captured.err
+
+
+# ------------------------------------------------------------ session keys (Mission Control sign-in)
+
+SESSION = ActorKey.generate()
+
+
+def _delegated(
+    *,
+    actor: str = ACTOR,
+    by: ActorKey | None = None,
+    session: ActorKey = SESSION,
+    signing: ActorKey | None = None,
+    issued_at: dt.datetime | None = None,
+    lasts: dt.timedelta = dt.timedelta(hours=8),
+    run_id: str = RUN_ID,
+    action: str = "approve",
+) -> ActionProof:
+    """A proof of ``action`` on ``run_id`` signed by ``signing`` (default: the session key) and
+    carrying ``by``'s (default: ``actor``'s own key) delegation to ``session``."""
+    start = issued_at or dt.datetime.now(dt.UTC) - dt.timedelta(minutes=1)
+    delegation = sign_delegation(
+        Signer(actor, by or key_of(actor)),
+        session_key=session.public_key,
+        issued_at=start,
+        expires_at=start + lasts,
+    )
+    made = sign_action(
+        Signer(actor, signing or session),
+        action=action,
+        target=run_id,
+        digest=DIGEST,
+        issued_at=dt.datetime.now(dt.UTC),
+        nonce=secrets.token_hex(16),
+    )
+    return made.model_copy(update={"delegation": delegation})
+
+
+def test_a_session_key_the_actor_delegated_to_acts_for_that_actor(shared: SharedStore) -> None:
+    assert _authorize(shared, signature=_delegated()) == (True, None)
+    assert _authorize(shared, actor="bob", signature=_delegated(actor="bob")) == (True, None)
+
+
+_DELEGATION_REFUSALS = {
+    "alices_session_sent_as_bob": ({"actor": "bob", "signature": _delegated()}, "proof_invalid"),
+    "delegation_signed_by_another_actors_key": (
+        {"actor": "bob", "signature": _delegated(actor="bob", by=key_of(ACTOR))},
+        "proof_invalid",
+    ),
+    "action_signed_by_another_key_than_the_session": (
+        {"signature": _delegated(signing=ActorKey.generate())},
+        "proof_invalid",
+    ),
+    "another_run": ({"signature": _delegated(run_id=OTHER_RUN)}, "proof_invalid"),
+    "a_session_longer_than_twelve_hours": (
+        {"signature": _delegated(lasts=dt.timedelta(hours=13))},
+        "proof_invalid",
+    ),
+    "an_ended_session": (
+        {"signature": _delegated(issued_at=NOW - dt.timedelta(hours=9), lasts=dt.timedelta(hours=8))},
+        "session_expired",
+    ),
+    "a_session_that_begins_later": (
+        {"signature": _delegated(issued_at=NOW + dt.timedelta(hours=1))},
+        "session_expired",
+    ),
+    "a_deactivated_actors_session": (
+        {"actor": "carol", "signature": _delegated(actor="carol")},
+        "actor_deactivated",
+    ),
+    "a_delegation_by_a_key_nobody_holds": (
+        {"signature": _delegated(by=ActorKey.generate())},
+        "actor_key_unknown",
+    ),
+}
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "code"), list(_DELEGATION_REFUSALS.values()), ids=list(_DELEGATION_REFUSALS)
+)
+def test_each_session_refusal_has_its_code(shared: SharedStore, kwargs: dict[str, object], code: str) -> None:
+    assert _authorize(shared, **kwargs) == (False, code)  # type: ignore[arg-type]
+
+
+def test_a_delegated_proof_is_spent_once(shared: SharedStore) -> None:
+    made = _delegated()
+    assert _authorize(shared, signature=made, workflow_run_id="first") == (True, None)
+    assert _authorize(shared, signature=made, workflow_run_id="second") == (False, "proof_replayed")
