@@ -5,7 +5,7 @@ VENV   := .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 
-.PHONY: demo test lint typecheck unit dev bench clean
+.PHONY: demo test lint typecheck unit dev bench screenshots clean
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -42,6 +42,10 @@ BENCHES := $(sort $(wildcard bench/*_bench.py))
 
 bench: $(STAMP)
 	@for script in $(BENCHES); do echo "== $$script" >&2; $(BIN)/python $$script || exit 1; done
+
+# The README's Mission Control screenshots, taken by the browser tests in headless Chromium.
+screenshots: $(STAMP)
+	MISSION_CONTROL_SCREENSHOTS="$(CURDIR)/docs/screenshots" $(BIN)/pytest -q tests/control/web/test_mission_control_browser.py
 
 clean:
 	rm -rf $(VENV) .specialists .pytest_cache .mypy_cache .ruff_cache

@@ -47,8 +47,9 @@ GROUPS: Final = (
     ("research", "app", "research", ("research",)),
     ("worktrees", "app", "worktrees", ("worktrees",)),
     ("queue", "app", "queue", ("queue",)),
+    ("web", "app", "web", ("web",)),
 )
-LONG_RUNNING: Final = frozenset({"worker", "dev"})
+LONG_RUNNING: Final = frozenset({"worker", "dev", "web"})
 """Commands that keep running (a worker): they load pydantic plugins as configured."""
 
 

@@ -1,0 +1,265 @@
+"""Mission Control's HTTP routes (docs/architecture.md "Mission Control").
+
+Every page has a JSON twin under ``/api`` with the same data. Pages but the sign-in page need a
+session (HTML: a redirect to ``/sign-in``; JSON: 401 ``not_signed_in``); every POST needs the form's
+CSRF token. Operator errors become a page (or ``{"error": {"code", "message"}}``) with the HTTP status
+of their class; nothing the browser sends is a path, a command or a repository: run ids are checked
+against their pattern and actions are the fixed routes below.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Final
+
+from fastapi import FastAPI, Request
+from fastapi.responses import HTMLResponse, JSONResponse, RedirectResponse, Response
+from fastapi.staticfiles import StaticFiles
+
+from contracts.errors import InvalidInput, OperatorError, Refused
+from control.web import console
+from control.web.console import Deployment
+from control.web.rendering import environment
+from control.web.security import (
+    CSRF_FIELD,
+    PRESESSION_COOKIE,
+    SESSION_COOKIE,
+    CookieSigner,
+    SecurityHeaders,
+    set_cookie,
+    tokens_match,
+)
+from control.web.sessions import SESSION_LENGTH, Session, Sessions
+
+STATIC: Final = Path(__file__).resolve().parent / "static"
+MAX_FORM_FIELD: Final = 8192
+PRESESSION_SECONDS: Final = 600
+ACTIONS: Final = ("approve", "execute", "decide", "cancel")
+
+
+@dataclass
+class WebSettings:
+    """How the console is served: ``tls`` when it is reached over HTTPS (Secure cookies, HSTS)."""
+
+    tls: bool = False
+
+
+def create_app(deployment: Deployment, settings: WebSettings | None = None) -> FastAPI:
+    """The Mission Control application for ``deployment``."""
+    settings = settings or WebSettings()
+    sessions = Sessions()
+    cookies = CookieSigner(int(SESSION_LENGTH.total_seconds()))
+    presession = CookieSigner(PRESESSION_SECONDS)
+    templates = environment()
+    app = FastAPI(title="Mission Control", docs_url=None, redoc_url=None, openapi_url=None)
+    app.add_middleware(SecurityHeaders, tls=settings.tls)
+    app.mount("/static", StaticFiles(directory=STATIC), name="static")
+
+    def page(name: str, status: int = 200, **context: Any) -> HTMLResponse:
+        html = templates.get_template(name).render(**context)
+        return HTMLResponse(html, status_code=status)
+
+    def current(request: Request) -> Session | None:
+        session_id = cookies.read(request.cookies.get(SESSION_COOKIE))
+        return None if session_id is None else sessions.get(session_id)
+
+    def failed(error: OperatorError, session: Session | None, *, api: bool) -> Response:
+        status = console.status_of(error)
+        if api:
+            return JSONResponse(error.to_json(), status_code=status)
+        return page("error.html", status, session=session, code=error.code, message=error.message)
+
+    def not_signed_in(api: bool) -> Response:
+        if api:
+            return JSONResponse(
+                {"error": {"code": "not_signed_in", "message": "sign in at /sign-in"}}, status_code=401
+            )
+        return RedirectResponse("/sign-in", status_code=303)
+
+    async def form_of(request: Request, session: Session) -> dict[str, str]:
+        """The POSTed form, after its CSRF token is checked; every field a string within bounds."""
+        form = await request.form()
+        fields: dict[str, str] = {}
+        for name, value in form.items():
+            if not isinstance(value, str) or len(value) > MAX_FORM_FIELD:
+                raise InvalidInput("invalid_form", f"the form field {name!r} is not text within bounds")
+            fields[name] = value
+        if not tokens_match(session.csrf, fields.get(CSRF_FIELD)):
+            raise Refused("csrf_token_invalid", "the form's CSRF token is missing or not this session's")
+        return fields
+
+    # ------------------------------------------------------------------------------------ sign-in
+
+    @app.get("/sign-in")
+    async def sign_in_page(request: Request) -> Response:
+        if current(request) is not None:
+            return RedirectResponse("/", status_code=303)
+        return _sign_in(request, None)
+
+    def _sign_in(request: Request, error: OperatorError | None) -> Response:
+        challenge = sessions.challenge()
+        token = presession.read(request.cookies.get(PRESESSION_COOKIE)) or _new_token()
+        response = page(
+            "sign_in.html",
+            400 if error is not None else 200,
+            session=None,
+            code=challenge.code(),
+            expires_at=challenge.expires_at,
+            csrf=token,
+            error=error,
+        )
+        set_cookie(
+            response, PRESESSION_COOKIE, presession.sign(token), max_age=PRESESSION_SECONDS, tls=settings.tls
+        )
+        return response
+
+    @app.post("/sign-in")
+    async def sign_in(request: Request) -> Response:
+        form = await request.form()
+        expected = presession.read(request.cookies.get(PRESESSION_COOKIE))
+        given = form.get(CSRF_FIELD)
+        if expected is None or not tokens_match(expected, given):
+            error: OperatorError = Refused(
+                "csrf_token_invalid", "the sign-in form's CSRF token is missing or wrong"
+            )
+            return failed(error, None, api=False)
+        token = form.get("token")
+        try:
+            if not isinstance(token, str):
+                raise InvalidInput("invalid_token", "paste the token `specialists web sign-in` printed")
+            session = sessions.complete(token, lambda actor, key: console.action_key(deployment, actor, key))
+        except OperatorError as refused:
+            return _sign_in(request, refused)
+        response = RedirectResponse("/", status_code=303)
+        set_cookie(
+            response,
+            SESSION_COOKIE,
+            cookies.sign(session.session_id),
+            max_age=int(SESSION_LENGTH.total_seconds()),
+            tls=settings.tls,
+        )
+        response.delete_cookie(PRESESSION_COOKIE, path="/")
+        return response
+
+    @app.post("/sign-out")
+    async def sign_out(request: Request) -> Response:
+        session = current(request)
+        if session is None:
+            return not_signed_in(False)
+        try:
+            await form_of(request, session)
+        except OperatorError as error:
+            return failed(error, session, api=False)
+        sessions.end(session.session_id)
+        response = RedirectResponse("/sign-in", status_code=303)
+        response.delete_cookie(SESSION_COOKIE, path="/")
+        return response
+
+    # ------------------------------------------------------------------------------------- pages
+
+    async def overview(request: Request, api: bool) -> Response:
+        session = current(request)
+        if session is None:
+            return not_signed_in(api)
+        try:
+            data = await console.overview(deployment)
+        except OperatorError as error:
+            return failed(error, session, api=api)
+        if api:
+            return JSONResponse(data)
+        return page("overview.html", session=session, data=data)
+
+    @app.get("/")
+    async def overview_page(request: Request) -> Response:
+        return await overview(request, api=False)
+
+    @app.get("/api/overview")
+    async def overview_api(request: Request) -> Response:
+        return await overview(request, api=True)
+
+    async def run_list(request: Request, api: bool) -> Response:
+        session = current(request)
+        if session is None:
+            return not_signed_in(api)
+        status = request.query_params.get("status") or None
+        try:
+            data = console.runs(deployment, status)
+        except OperatorError as error:
+            return failed(error, session, api=api)
+        if api:
+            return JSONResponse(data)
+        return page("runs.html", session=session, data=data, status=status)
+
+    @app.get("/runs")
+    async def runs_page(request: Request) -> Response:
+        return await run_list(request, api=False)
+
+    @app.get("/api/runs")
+    async def runs_api(request: Request) -> Response:
+        return await run_list(request, api=True)
+
+    async def one_run(request: Request, run_id: str, api: bool, notice: str | None = None) -> Response:
+        session = current(request)
+        if session is None:
+            return not_signed_in(api)
+        try:
+            view, data = await console.run(deployment, run_id)
+        except OperatorError as error:
+            return failed(error, session, api=api)
+        if api:
+            return JSONResponse(data)
+        return page("run.html", session=session, run=data, view=view, notice=notice, csrf=session.csrf)
+
+    @app.get("/runs/{run_id}")
+    async def run_page(request: Request, run_id: str) -> Response:
+        done = request.query_params.get("done")
+        return await one_run(request, run_id, api=False, notice=done if done in ACTIONS else None)
+
+    @app.get("/api/runs/{run_id}")
+    async def run_api(request: Request, run_id: str) -> Response:
+        return await one_run(request, run_id, api=True)
+
+    # ----------------------------------------------------------------------------------- actions
+
+    async def act(request: Request, run_id: str, action: str) -> Response:
+        session = current(request)
+        if session is None:
+            return not_signed_in(False)
+        try:
+            form = await form_of(request, session)
+            if action == "approve":
+                await console.approve(deployment, session, run_id, form.get("contract_sha256", ""))
+            elif action == "execute":
+                await console.execute(deployment, session, run_id, form.get("contract_sha256", ""))
+            elif action == "decide":
+                await console.decide(
+                    deployment, session, run_id, form.get("outcome", ""), form.get("note", "")
+                )
+            else:
+                await console.cancel(deployment, session, run_id, form.get("reason", ""))
+        except OperatorError as error:
+            return failed(error, session, api=False)
+        return RedirectResponse(f"/runs/{run_id}?done={action}", status_code=303)
+
+    def action_route(action: str) -> Any:
+        async def handler(request: Request, run_id: str) -> Response:
+            return await act(request, run_id, action)
+
+        return handler
+
+    for action in ACTIONS:
+        app.post(f"/runs/{{run_id}}/{action}", name=action)(action_route(action))
+
+    @app.get("/healthz")
+    async def healthz() -> Response:
+        return JSONResponse({"ok": True, "at": dt.datetime.now(dt.UTC).isoformat()})
+
+    return app
+
+
+def _new_token() -> str:
+    import secrets
+
+    return secrets.token_urlsafe(32)

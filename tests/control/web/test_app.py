@@ -1,0 +1,242 @@
+"""Mission Control over HTTP (FastAPI's test client against the real app and a real SQLite store; no
+Temporal server: the pages that need one say so): hardening headers on every response, sign-in with a
+delegation the actor's own key signed, the session cookie's flags, CSRF on every form, pages and their
+JSON twins behind the session, and refusals that name their code."""
+
+from __future__ import annotations
+
+import datetime as dt
+import re
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from fastapi.testclient import TestClient
+
+from contracts.errors import ServiceUnavailable
+from contracts.identity import ActorKey, Signer, sign_delegation
+from control.commands.common import default_policy_record
+from control.web.app import WebSettings, create_app
+from control.web.console import Deployment
+from control.web.sessions import Challenge, delegation_token
+from store.database import open_store
+from store.store import Store
+from tests.identity import STORE_ANCHOR, bootstrap, key_of, register
+
+
+@pytest.fixture
+def store_url(tmp_path: Path) -> Iterator[str]:
+    url = f"sqlite:///{tmp_path / 'specialists.db'}"
+    store = open_store(url, create=True, anchor=STORE_ANCHOR)
+    with store:
+        alice = bootstrap(store)
+        register(store, "bob", alice)
+        register(store, "carol", alice)
+        store.deactivate_actor("carol", alice)
+    yield url
+
+
+def _deployment(url: str) -> Deployment:
+    async def unreachable() -> Any:
+        raise ServiceUnavailable("temporal_unreachable", "no Temporal server in this test")
+
+    def store() -> Store:
+        return open_store(url, create=False, anchor=STORE_ANCHOR)
+
+    return Deployment(
+        task_queue="web-tests", connect=unreachable, open_store=store, default_policy=default_policy_record
+    )
+
+
+def _client(url: str, *, tls: bool = False) -> TestClient:
+    base = "https://console.test" if tls else "http://console.test"
+    return TestClient(
+        create_app(_deployment(url), WebSettings(tls=tls)), base_url=base, follow_redirects=False
+    )
+
+
+@pytest.fixture
+def client(store_url: str) -> TestClient:
+    return _client(store_url)
+
+
+def _challenge(client: TestClient) -> tuple[Challenge, str]:
+    page = client.get("/sign-in")
+    assert page.status_code == 200
+    code = re.search(r"specialists web sign-in (\S+) --actor", page.text)
+    csrf = re.search(r'name="csrf_token" value="([^"]+)"', page.text)
+    assert code is not None and csrf is not None
+    return Challenge.from_code(code.group(1)), csrf.group(1)
+
+
+def _token(challenge: Challenge, actor: str, key: ActorKey | None = None) -> str:
+    delegation = sign_delegation(
+        Signer(actor, key or key_of(actor)),
+        session_key=challenge.session_key,
+        issued_at=challenge.issued_at,
+        expires_at=challenge.expires_at,
+    )
+    return delegation_token(delegation)
+
+
+def _signed_in(client: TestClient, actor: str = "alice") -> str:
+    challenge, csrf = _challenge(client)
+    answer = client.post("/sign-in", data={"token": _token(challenge, actor), "csrf_token": csrf})
+    assert answer.status_code == 303 and answer.headers["location"] == "/", answer.text
+    overview = client.get("/")
+    assert overview.status_code == 200, overview.text
+    found = re.search(r'name="csrf_token" value="([^"]+)"', overview.text)
+    assert found is not None
+    return found.group(1)
+
+
+def _error_code(html: str) -> str:
+    found = re.search(r'data-testid="error-code">([^<]+)<', html)
+    assert found is not None, html
+    return found.group(1)
+
+
+def test_every_response_carries_the_hardening_headers(client: TestClient) -> None:
+    for answer in (
+        client.get("/sign-in"),
+        client.get("/"),
+        client.get("/api/runs"),
+        client.get("/static/app.css"),
+    ):
+        csp = answer.headers["content-security-policy"]
+        assert "script-src 'self'" in csp and "frame-ancestors 'none'" in csp and "'unsafe-inline'" not in csp
+        assert answer.headers["x-frame-options"] == "DENY"
+        assert answer.headers["x-content-type-options"] == "nosniff"
+        assert answer.headers["referrer-policy"] == "no-referrer"
+        assert answer.headers["cache-control"] == "no-store"
+        assert "strict-transport-security" not in answer.headers
+
+
+def test_pages_need_a_session_and_json_twins_answer_401(client: TestClient) -> None:
+    for path in ("/", "/runs", "/runs/SOR-0123456789ABCDEF"):
+        answer = client.get(path)
+        assert (answer.status_code, answer.headers["location"]) == (303, "/sign-in")
+    for path in ("/api/overview", "/api/runs", "/api/runs/SOR-0123456789ABCDEF"):
+        answer = client.get(path)
+        assert answer.status_code == 401
+        assert answer.json()["error"]["code"] == "not_signed_in"
+    answer = client.post("/runs/SOR-0123456789ABCDEF/approve", data={"contract_sha256": "a" * 64})
+    assert (answer.status_code, answer.headers["location"]) == (303, "/sign-in")
+
+
+def test_signing_in_with_the_actors_delegation_opens_a_session_with_a_strict_cookie(store_url: str) -> None:
+    client = _client(store_url)
+    challenge, csrf = _challenge(client)
+    answer = client.post("/sign-in", data={"token": _token(challenge, "alice"), "csrf_token": csrf})
+    assert answer.status_code == 303
+    cookie = next(h for h in answer.headers.get_list("set-cookie") if h.startswith("mc_session="))
+    flags = {part.strip().lower() for part in cookie.split(";")[1:]}
+    assert {"httponly", "samesite=strict", "path=/"} <= flags
+    assert "secure" not in flags
+    assert 'signed in as <strong data-testid="actor">alice</strong>' in client.get("/").text
+
+    secure = _client(store_url, tls=True)
+    challenge, csrf = _challenge(secure)
+    answer = secure.post("/sign-in", data={"token": _token(challenge, "alice"), "csrf_token": csrf})
+    cookie = next(h for h in answer.headers.get_list("set-cookie") if h.startswith("mc_session="))
+    assert "secure" in {part.strip().lower() for part in cookie.split(";")[1:]}
+    assert secure.get("/").headers["strict-transport-security"] == "max-age=31536000"
+
+
+@pytest.mark.parametrize(
+    ("actor", "key", "code"),
+    [
+        ("alice", "bob", "proof_invalid"),  # bob's key claiming alice
+        ("bob", "alice", "proof_invalid"),
+        ("carol", "carol", "actor_deactivated"),
+        ("mallory", "mallory", "unknown_actor"),
+        ("alice", "stranger", "actor_key_unknown"),
+    ],
+)
+def test_a_sign_in_not_signed_by_the_actors_key_in_force_is_refused(
+    client: TestClient, actor: str, key: str, code: str
+) -> None:
+    challenge, csrf = _challenge(client)
+    signing = ActorKey.generate() if key == "stranger" else key_of(key)
+    answer = client.post("/sign-in", data={"token": _token(challenge, actor, signing), "csrf_token": csrf})
+    assert answer.status_code == 400
+    assert _error_code(answer.text) == code
+    assert client.get("/").status_code == 303  # still signed out
+
+
+def test_a_sign_in_token_is_good_for_its_own_challenge_once(client: TestClient, store_url: str) -> None:
+    challenge, csrf = _challenge(client)
+    token = _token(challenge, "alice")
+    assert client.post("/sign-in", data={"token": token, "csrf_token": csrf}).status_code == 303
+    again = _client(store_url)
+    _other, other_csrf = _challenge(again)
+    answer = again.post("/sign-in", data={"token": token, "csrf_token": other_csrf})
+    assert _error_code(answer.text) == "unknown_challenge"  # another console's (or a used) challenge
+    garbage = again.post("/sign-in", data={"token": "not a token", "csrf_token": other_csrf})
+    assert _error_code(garbage.text) == "invalid_token"
+
+
+def test_the_sign_in_form_needs_its_own_csrf_token(client: TestClient) -> None:
+    challenge, _csrf = _challenge(client)
+    answer = client.post("/sign-in", data={"token": _token(challenge, "alice"), "csrf_token": "guess"})
+    assert answer.status_code == 409 and _error_code(answer.text) == "csrf_token_invalid"
+    answer = client.post("/sign-in", data={"token": _token(challenge, "alice")})
+    assert _error_code(answer.text) == "csrf_token_invalid"
+
+
+def test_every_action_form_needs_the_sessions_csrf_token(client: TestClient) -> None:
+    csrf = _signed_in(client)
+    for action in ("approve", "execute", "decide", "cancel"):
+        answer = client.post(f"/runs/SOR-0123456789ABCDEF/{action}", data={"contract_sha256": "a" * 64})
+        assert answer.status_code == 409 and _error_code(answer.text) == "csrf_token_invalid"
+        wrong = client.post(f"/runs/SOR-0123456789ABCDEF/{action}", data={"csrf_token": csrf[::-1]})
+        assert _error_code(wrong.text) == "csrf_token_invalid"
+    assert client.post("/sign-out", data={}).status_code == 409
+
+
+def test_a_run_id_that_is_not_one_is_refused_before_anything_is_asked(client: TestClient) -> None:
+    csrf = _signed_in(client)
+    answer = client.get("/runs/..%2F..%2Fetc")
+    assert answer.status_code in (400, 404)
+    api = client.get("/api/runs/not-a-run")
+    assert api.status_code == 400 and api.json()["error"]["code"] == "invalid_run_id"
+    post = client.post("/runs/not-a-run/approve", data={"csrf_token": csrf, "contract_sha256": "a" * 64})
+    assert post.status_code == 400 and _error_code(post.text) == "invalid_run_id"
+    bad_digest = client.post(
+        "/runs/SOR-0123456789ABCDEF/approve", data={"csrf_token": csrf, "contract_sha256": "x"}
+    )
+    assert _error_code(bad_digest.text) == "contract_digest_required"
+
+
+def test_the_overview_and_runs_answer_from_the_store_and_say_when_temporal_does_not(
+    client: TestClient,
+) -> None:
+    _signed_in(client)
+    overview = client.get("/api/overview").json()
+    assert overview["policy"]["mode"] == default_policy_record().policy.mode.value
+    assert overview["queue"] == {"available": False, "reason": "temporal_unreachable"}
+    assert {"id", "name", "reviewer", "work_class"} <= set(overview["roster"][0])
+    assert client.get("/api/runs").json() == {"runs": []}
+    assert client.get("/api/runs?status=nonsense").json()["error"]["code"] == "unknown_status"
+    run = client.get("/api/runs/SOR-0123456789ABCDEF")
+    assert run.status_code == 503 and run.json()["error"]["code"] == "temporal_unreachable"
+
+
+def test_signing_out_ends_the_session(client: TestClient) -> None:
+    csrf = _signed_in(client)
+    answer = client.post("/sign-out", data={"csrf_token": csrf})
+    assert (answer.status_code, answer.headers["location"]) == (303, "/sign-in")
+    assert client.get("/").status_code == 303
+
+
+def test_an_ended_session_signs_the_person_out() -> None:
+    from control.web.sessions import Sessions
+
+    now = [dt.datetime(2026, 12, 2, 8, 0, tzinfo=dt.UTC)]
+    sessions = Sessions(now=lambda: now[0])
+    challenge = sessions.challenge()
+    session = sessions.complete(_token(challenge, "alice"), lambda actor, key: key_of(actor).public_key)
+    assert sessions.get(session.session_id) is session
+    now[0] = challenge.expires_at
+    assert sessions.get(session.session_id) is None

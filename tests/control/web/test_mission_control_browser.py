@@ -1,0 +1,226 @@
+"""Mission Control in a real browser (headless Chromium driven by Playwright) against a real dev server,
+a worker process and the console process: a person signs in with their own key (which never reaches
+the console), approves exactly the digest a worktree run shows, runs it in its worktree, sees the diff
+git computed and accepts it; a stale digest, a form without its CSRF token and one actor's token
+claiming another are refused and change nothing; hostile model output renders inert.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from activities.config import DEFAULT_RECORDINGS_DIR
+from contracts.identity import ActorKey, Signer, sign_delegation
+from infra.devserver import DevServer
+from tests.control.cli_harness import SLOW_QUERY, Cli, running_worker
+from tests.control.test_cli_execute import ALIAS, make_orders_repository
+from tests.control.web.browser import api, browser, require_chromium, running_console, screenshot, sign_in
+
+HOSTILE_TITLE = "Review the dashboard export for injected markup"
+
+
+def _hostile_recordings(path: Path) -> Path:
+    """``replay:hostile``'s recordings: the demo's slow-query answers under another title, their text
+    replaced by markup, script, event handlers, a ``javascript:`` link and a bidi override."""
+    data = json.loads((DEFAULT_RECORDINGS_DIR / "demo.json").read_text(encoding="utf-8"))
+    title = json.loads(SLOW_QUERY.read_text(encoding="utf-8"))["title"]
+    entries = []
+    for entry in data["recordings"]:
+        if entry["title"] != title or entry["kind"] == "change":
+            continue
+        response = dict(entry["response"])
+        finding = dict(response["findings"][0])
+        finding["title"] = '<script>window.__pwned = 1</script><img src=x onerror="window.__pwned = 2">'
+        finding["detail"] = '<a href="javascript:window.__pwned=3">click</a> admin\u202etxt.exe'
+        response["findings"] = [finding, *response["findings"][1:]]
+        response["axis"] = "<b onmouseover=alert(1)>axis</b>"
+        entries.append({**entry, "title": HOSTILE_TITLE, "response": response})
+    path.write_text(json.dumps({"recordings": entries}), encoding="utf-8")
+    return path
+
+
+@pytest.fixture(scope="module")
+def deployment(temporal_dev_server: DevServer, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
+    require_chromium()
+    root = tmp_path_factory.mktemp("mission-control")
+    repository = make_orders_repository(root / "orders")
+    cli = Cli.isolated(
+        root,
+        SPECIALISTS_TEMPORAL_ADDRESS=temporal_dev_server.address,
+        SPECIALISTS_TASK_QUEUE=f"mission-control-{uuid.uuid4().hex}",
+    )
+    cli.run("actors", "register", "alice", "--name", "Alice", "--json").ok()
+    cli.run("actors", "register", "bob", "--name", "Bob", "--actor", "alice", "--json").ok()
+    cli.run("models", "select", "--primary", "replay:demo", "--actor", "alice", "--json").ok()
+    cli.run("repos", "add", ALIAS, str(repository), "--actor", "alice", "--json").ok()
+    hostile = _hostile_recordings(root / "hostile.json")
+    cli.run(
+        "models", "add", "replay:hostile", "--recordings", str(hostile), "--actor", "alice", "--json"
+    ).ok()
+    with (
+        running_worker(cli.env, root / "worker.log"),
+        running_console(cli, root / "console.log") as base,
+        browser() as chromium,
+    ):
+        yield cli, base, chromium, root
+
+
+def _worktree_run(cli: Cli) -> dict[str, Any]:
+    item = {**json.loads(SLOW_QUERY.read_text(encoding="utf-8")), "repo_alias": ALIAS}
+    created = cli.run("create", "--input-json", json.dumps(item), "--tier", "worktree", "--json").ok()
+    assert created["status"] == "awaiting_approval", created
+    return created
+
+
+def _wait_for_status(page: Any, base: str, run_id: str, wanted: set[str], timeout: float = 60.0) -> str:
+    deadline = dt.datetime.now(dt.UTC) + dt.timedelta(seconds=timeout)
+    while True:
+        status = str(api(page, base, f"/api/runs/{run_id}")["status"])
+        if status in wanted:
+            return status
+        assert dt.datetime.now(dt.UTC) < deadline, f"run {run_id} still {status}"
+        page.wait_for_timeout(300)
+
+
+def test_sign_in_approve_the_shown_digest_run_in_worktree_see_the_diff_and_accept(deployment: Any) -> None:
+    cli, base, chromium, root = deployment
+    page = chromium.new_page()
+    sign_in(page, base, cli, "alice")
+    screenshot(page, "overview", root)
+    run = _worktree_run(cli)
+    run_id, digest = run["run_id"], run["contract_sha256"]
+
+    page.goto(f"{base}/runs/{run_id}")
+    assert page.get_by_test_id("status").inner_text() == "awaiting_approval"
+    assert page.get_by_test_id("approve-digest").inner_text() == digest
+    screenshot(page, "run-awaiting-approval", root)
+    page.get_by_test_id("approve").click()
+    page.wait_for_url(f"{base}/runs/{run_id}?done=approve")
+    assert _wait_for_status(page, base, run_id, {"approved"}) == "approved"
+
+    page.goto(f"{base}/runs/{run_id}")
+    page.get_by_test_id("execute").click()
+    page.wait_for_load_state()
+    assert page.url == f"{base}/runs/{run_id}?done=execute", page.content()
+    assert _wait_for_status(page, base, run_id, {"awaiting_decision", "failed"}) == "awaiting_decision"
+
+    page.goto(f"{base}/runs/{run_id}")
+    assert "reports.sql" in page.get_by_test_id("files").inner_text() or "migrations/" in (
+        page.get_by_test_id("files").inner_text()
+    )
+    assert page.locator("pre.diff span.add").count() > 0
+    assert page.get_by_test_id("verdict").count() == 1  # the blinded review beside the findings
+    screenshot(page, "run-diff-and-review", root)
+    page.get_by_test_id("accept").click()
+    page.wait_for_url(f"{base}/runs/{run_id}?done=decide")
+    assert _wait_for_status(page, base, run_id, {"accepted"}) == "accepted"
+
+    shown = cli.run("show", run_id, "--json").ok()
+    approved = [e for e in shown["audit"] if e["kind"] == "approved"]
+    assert approved and approved[0]["actor"] == "alice"
+    assert approved[0]["data"]["contract_sha256"] == digest
+    assert shown["decision"]["actor"] == "alice"
+
+
+def test_a_stale_digest_is_refused_and_the_run_stays_awaiting_approval(deployment: Any) -> None:
+    cli, base, chromium, _root = deployment
+    page = chromium.new_page()
+    sign_in(page, base, cli, "alice")
+    run_id = _worktree_run(cli)["run_id"]
+    page.goto(f"{base}/runs/{run_id}")
+    page.evaluate("document.querySelector('input[name=contract_sha256]').value = 'a'.repeat(64)")
+    page.get_by_test_id("approve").click()
+    assert page.get_by_test_id("error-code").inner_text() == "stale_contract_digest"
+    assert api(page, base, f"/api/runs/{run_id}")["status"] == "awaiting_approval"
+
+
+def test_a_form_without_its_csrf_token_is_refused_and_changes_nothing(deployment: Any) -> None:
+    cli, base, chromium, _root = deployment
+    page = chromium.new_page()
+    sign_in(page, base, cli, "alice")
+    run_id = _worktree_run(cli)["run_id"]
+    page.goto(f"{base}/runs/{run_id}")
+    page.evaluate("document.querySelector('[data-testid=approve-form] input[name=csrf_token]').remove()")
+    page.get_by_test_id("approve").click()
+    assert page.get_by_test_id("error-code").inner_text() == "csrf_token_invalid"
+    page.goto(f"{base}/runs/{run_id}")
+    page.evaluate("document.querySelector('[data-testid=approve-form] input[name=csrf_token]').value = 'x'")
+    page.get_by_test_id("approve").click()
+    assert page.get_by_test_id("error-code").inner_text() == "csrf_token_invalid"
+    view = cli.run("show", run_id, "--json").ok()
+    assert view["status"] == "awaiting_approval"
+    assert "approved" not in [e["kind"] for e in view["audit"]]
+
+
+def test_one_actor_cannot_sign_in_or_act_as_another(deployment: Any) -> None:
+    cli, base, chromium, _root = deployment
+    page = chromium.new_page()
+    page.goto(f"{base}/sign-in")
+    code = page.get_by_test_id("sign-in-command").inner_text().split()[3]
+    # bob's CLI refuses to sign as alice before anything is made ...
+    cli.as_actor("bob").run("web", "sign-in", code, "--actor", "alice", "--json").error(
+        4, "actor_key_mismatch"
+    )
+    # ... and a token made with bob's key claiming alice is refused by the console.
+    from control.web.sessions import Challenge, delegation_token
+
+    challenge = Challenge.from_code(code)
+    bobs_key = ActorKey.from_pem(cli.key_file("bob").read_bytes())
+    forged = sign_delegation(
+        Signer("alice", bobs_key),
+        session_key=challenge.session_key,
+        issued_at=challenge.issued_at,
+        expires_at=challenge.expires_at,
+    )
+    page.fill("#token", delegation_token(forged))
+    page.click("button[type=submit]")
+    assert page.get_by_test_id("error-code").inner_text() == "proof_invalid"
+    assert page.get_by_test_id("actor").count() == 0
+
+    # Signed in as bob, every action is bob's: the run's audit names bob, never alice.
+    sign_in(page, base, cli.as_actor("bob"), "bob")
+    run_id = _worktree_run(cli)["run_id"]
+    page.goto(f"{base}/runs/{run_id}")
+    page.get_by_test_id("cancel").click()
+    page.wait_for_url(f"{base}/runs/{run_id}?done=cancel")
+    view = cli.run("show", run_id, "--json").ok()
+    cancels = [e for e in view["audit"] if e["kind"] in ("cancel_requested", "cancelled")]
+    assert cancels and {e["actor"] for e in cancels if e["actor"]} == {"bob"}
+
+
+def test_hostile_model_output_renders_inert(deployment: Any) -> None:
+    cli, base, chromium, root = deployment
+    cli.run("models", "select", "--primary", "replay:hostile", "--actor", "alice", "--json").ok()
+    try:
+        item = {**json.loads(SLOW_QUERY.read_text(encoding="utf-8")), "title": HOSTILE_TITLE}
+        created = cli.run(
+            "create", "--input-json", json.dumps(item), "--tier", "read_only", "--enqueue",
+            "--actor", "alice", "--wait", "--timeout", "120", "--json",
+        ).ok()  # fmt: skip
+    finally:
+        cli.run("models", "select", "--primary", "replay:demo", "--actor", "alice", "--json").ok()
+    assert created["status"] == "awaiting_decision", created
+    page = chromium.new_page()
+    dialogs: list[str] = []
+    page.on("dialog", lambda dialog: (dialogs.append(dialog.message), dialog.dismiss()))
+    sign_in(page, base, cli, "alice")
+    page.goto(f"{base}/runs/{created['run_id']}")
+    findings = page.locator(".findings").first
+    text = findings.inner_text()
+    assert "<script>window.__pwned = 1</script>" in text  # shown as text
+    assert "⟨U+202E⟩" in text  # the bidi override made visible
+    assert findings.locator("script, img, a, b").count() == 0
+    page.locator(".meta").first.hover()
+    assert page.evaluate("window.__pwned === undefined")
+    assert dialogs == []
+    headers = page.request.get(f"{base}/runs/{created['run_id']}").headers
+    assert "script-src 'self'" in headers["content-security-policy"]
+    assert headers["x-frame-options"] == "DENY"
+    screenshot(page, "run-hostile-output", root)

@@ -1,0 +1,27 @@
+"""Untrusted text in Mission Control's templates: escaped, with control and format characters made
+visible, whatever template prints it."""
+
+from __future__ import annotations
+
+from control.web.rendering import diff_lines, environment, visible
+
+
+def test_control_and_format_characters_are_shown_not_obeyed() -> None:
+    assert visible("admin\u202etxt.exe") == "admin⟨U+202E⟩txt.exe"
+    assert visible("zero\u200bwidth\x1b[31m") == "zero⟨U+200B⟩width⟨U+001B⟩[31m"
+    assert visible("line one\nline two\ttabbed") == "line one\nline two\ttabbed"
+    assert visible("café ✓") == "café ✓"
+    assert visible(None) == ""
+    assert visible(3) == 3
+
+
+def test_every_printed_value_is_escaped_and_made_visible() -> None:
+    template = environment().from_string("<p>{{ value }}</p><p>{{ items | join(', ') }}</p>")
+    html = template.render(value="<script>alert(1)</script>\u202e", items=["<b>", 'a"b'])
+    assert html == ("<p>&lt;script&gt;alert(1)&lt;/script&gt;⟨U+202E⟩</p><p>&lt;b&gt;, a&#34;b</p>")
+
+
+def test_a_diff_is_classed_by_line() -> None:
+    diff = "diff --git a/x b/x\n--- a/x\n+++ b/x\n@@ -1 +1 @@\n-old\n+new\n same"
+    assert [kind for kind, _ in diff_lines(diff)] == ["file", "file", "file", "hunk", "del", "add", "ctx"]
+    assert diff_lines(None) == []
