@@ -57,9 +57,9 @@ def create_app(deployment: Deployment, settings: WebSettings | None = None) -> F
     app.add_middleware(SecurityHeaders, tls=settings.tls)
     app.mount("/static", StaticFiles(directory=STATIC), name="static")
 
-    def page(name: str, status: int = 200, **context: Any) -> HTMLResponse:
+    def page(name: str, http_status: int = 200, **context: Any) -> HTMLResponse:
         html = templates.get_template(name).render(**context)
-        return HTMLResponse(html, status_code=status)
+        return HTMLResponse(html, status_code=http_status)
 
     def current(request: Request) -> Session | None:
         session_id = cookies.read(request.cookies.get(SESSION_COOKIE))

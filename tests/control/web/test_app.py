@@ -240,3 +240,42 @@ def test_an_ended_session_signs_the_person_out() -> None:
     assert sessions.get(session.session_id) is session
     now[0] = challenge.expires_at
     assert sessions.get(session.session_id) is None
+
+
+def test_the_runs_page_lists_the_projection_escaped_and_filtered(client: TestClient, store_url: str) -> None:
+    from contracts.enums import Tier
+    from contracts.runs import RunStatus, RunSummary
+
+    at = dt.datetime(2026, 12, 2, 9, 0, tzinfo=dt.UTC)
+    store = open_store(store_url, create=False, anchor=STORE_ANCHOR)
+    with store:
+        for index, status in enumerate((RunStatus.READY, RunStatus.ACCEPTED)):
+            store.project_run(
+                RunSummary(
+                    run_id=f"SOR-000000000000000{index}",
+                    status=status,
+                    tier=Tier.READ_ONLY,
+                    automatic=False,
+                    primary="database-optimizer",
+                    reviewer="backend-architect",
+                    risk=None,
+                    repo_alias=None,
+                    title="<img src=x onerror=alert(1)> slow query",
+                    contract_sha256=None,
+                    request_id=None,
+                    created_at=at,
+                    updated_at=at,
+                ),
+                [],
+            )
+    _signed_in(client)
+    page = client.get("/runs")
+    assert page.status_code == 200
+    assert "&lt;img src=x onerror=alert(1)&gt; slow query" in page.text and "<img" not in page.text
+    ready = client.get("/runs?status=ready")
+    assert "SOR-0000000000000000" in ready.text and "SOR-0000000000000001" not in ready.text
+    assert [r["run_id"] for r in client.get("/api/runs?status=accepted").json()["runs"]] == [
+        "SOR-0000000000000001"
+    ]
+    overview = client.get("/").text
+    assert "SOR-0000000000000000" in overview and "SOR-0000000000000001" not in overview  # active runs only
