@@ -19,7 +19,7 @@ from fastapi.responses import HTMLResponse, JSONResponse, RedirectResponse, Resp
 from fastapi.staticfiles import StaticFiles
 
 from contracts.errors import InvalidInput, OperatorError, Refused
-from control.web import console
+from control.web import brief, console
 from control.web.console import Deployment
 from control.web.rendering import environment
 from control.web.security import (
@@ -78,15 +78,17 @@ def create_app(deployment: Deployment, settings: WebSettings | None = None) -> F
             )
         return RedirectResponse("/sign-in", status_code=303)
 
-    async def form_of(request: Request, session: Session) -> dict[str, str]:
-        """The POSTed form, after its CSRF token is checked; every field a string within bounds."""
+    async def form_of(request: Request, session: Session) -> dict[str, list[str]]:
+        """The POSTed form (each field's values, in order), after its CSRF token is checked; every
+        value text within bounds (no file uploads)."""
         form = await request.form()
-        fields: dict[str, str] = {}
-        for name, value in form.items():
+        fields: dict[str, list[str]] = {}
+        for name, value in form.multi_items():
             if not isinstance(value, str) or len(value) > MAX_FORM_FIELD:
                 raise InvalidInput("invalid_form", f"the form field {name!r} is not text within bounds")
-            fields[name] = value
-        if not tokens_match(session.csrf, fields.get(CSRF_FIELD)):
+            # Browsers send a textarea's line breaks as CRLF; the text the person typed has LF.
+            fields.setdefault(name, []).append(value.replace("\r\n", "\n"))
+        if not tokens_match(session.csrf, _last(fields, CSRF_FIELD)):
             raise Refused("csrf_token_invalid", "the form's CSRF token is missing or not this session's")
         return fields
 
@@ -230,15 +232,14 @@ def create_app(deployment: Deployment, settings: WebSettings | None = None) -> F
         try:
             form = await form_of(request, session)
             if action == "approve":
-                await console.approve(deployment, session, run_id, form.get("contract_sha256", ""))
+                await console.approve(deployment, session, run_id, _last(form, "contract_sha256"))
             elif action == "execute":
-                await console.execute(deployment, session, run_id, form.get("contract_sha256", ""))
+                await console.execute(deployment, session, run_id, _last(form, "contract_sha256"))
             elif action == "decide":
-                await console.decide(
-                    deployment, session, run_id, form.get("outcome", ""), form.get("note", "")
-                )
+                outcome, note = _last(form, "outcome"), _last(form, "note")
+                await console.decide(deployment, session, run_id, outcome, note)
             else:
-                await console.cancel(deployment, session, run_id, form.get("reason", ""))
+                await console.cancel(deployment, session, run_id, _last(form, "reason"))
         except OperatorError as error:
             return failed(error, session, api=False)
         return RedirectResponse(f"/runs/{run_id}?done={action}", status_code=303)
@@ -252,11 +253,85 @@ def create_app(deployment: Deployment, settings: WebSettings | None = None) -> F
     for action in ACTIONS:
         app.post(f"/runs/{{run_id}}/{action}", name=action)(action_route(action))
 
+    # -------------------------------------------------------------------------------- work brief
+
+    @app.get("/brief")
+    async def brief_page(request: Request) -> Response:
+        session = current(request)
+        if session is None:
+            return not_signed_in(False)
+        try:
+            offered = brief.options(deployment)
+        except OperatorError as error:
+            return failed(error, session, api=False)
+        return page("brief.html", session=session, offered=offered, fields={}, preview=None, error=None)
+
+    @app.post("/brief")
+    async def brief_submit(request: Request) -> Response:
+        session = current(request)
+        if session is None:
+            return not_signed_in(False)
+        fields: dict[str, list[str]] = {}
+        offered: dict[str, Any] = {}
+        try:
+            fields = await form_of(request, session)
+            offered = brief.options(deployment)
+            item, tier, override = brief.read_request(brief.request_from_form(fields), offered)
+            action = _last(fields, "action")
+            if action == "preview":
+                shown = brief.preview(deployment, item, tier, override)
+                return page(
+                    "brief.html", session=session, offered=offered, fields=fields, preview=shown, error=None
+                )
+            if action not in brief.ACTIONS:
+                raise InvalidInput("invalid_form", "choose preview, save or queue")
+            run_id = await brief.create(deployment, session, item, tier, override, queue=action == "queue")
+        except OperatorError as error:
+            if error.code == "csrf_token_invalid" or not offered:
+                return failed(error, session, api=False)
+            return page(
+                "brief.html", console.status_of(error), session=session, offered=offered, fields=fields,
+                preview=None, error=error,
+            )  # fmt: skip
+        return RedirectResponse(f"/runs/{run_id}", status_code=303)
+
+    @app.get("/api/brief")
+    async def brief_api(request: Request) -> Response:
+        session = current(request)
+        if session is None:
+            return not_signed_in(True)
+        try:
+            return JSONResponse(brief.options(deployment))
+        except OperatorError as error:
+            return failed(error, session, api=True)
+
+    @app.post("/api/route")
+    async def route_api(request: Request) -> Response:
+        """The route preview as JSON: ``{"work_item": {...}, "tier": "...", "override": {...}}``
+        (read-only; the same checks as the form)."""
+        session = current(request)
+        if session is None:
+            return not_signed_in(True)
+        try:
+            body = await request.json()
+        except ValueError:
+            return failed(InvalidInput("invalid_json", "the body is not JSON"), session, api=True)
+        try:
+            parsed, tier, route_override = brief.read_request(body, brief.options(deployment))
+            return JSONResponse(brief.preview(deployment, parsed, tier, route_override))
+        except OperatorError as error:
+            return failed(error, session, api=True)
+
     @app.get("/healthz")
     async def healthz() -> Response:
         return JSONResponse({"ok": True, "at": dt.datetime.now(dt.UTC).isoformat()})
 
     return app
+
+
+def _last(fields: dict[str, list[str]], name: str) -> str:
+    values = fields.get(name)
+    return values[-1] if values else ""
 
 
 def _new_token() -> str:

@@ -279,3 +279,66 @@ def test_the_runs_page_lists_the_projection_escaped_and_filtered(client: TestCli
     ]
     overview = client.get("/").text
     assert "SOR-0000000000000000" in overview and "SOR-0000000000000001" not in overview  # active runs only
+
+
+def test_the_work_brief_previews_a_route_and_writes_nothing(client: TestClient) -> None:
+    csrf = _signed_in(client)
+    assert "Work brief" in client.get("/brief").text
+    form = {
+        "csrf_token": csrf, "action": "preview", "title": "Audit the slow query on the orders report",
+        "description": "A sequential scan over 90 million rows.", "domain": "database", "roles": "dba",
+        "task_type": "audit", "evidence_refs": "plan:orders-report-explain\nlog:pg-slow", "tier": "read_only",
+        "risk_flags": ["production", "customer_data"],
+    }  # fmt: skip
+    answer = client.post("/brief", data=form)
+    assert answer.status_code == 200, answer.text
+    assert 'data-testid="preview-primary">database-optimizer<' in answer.text
+    assert "checked" in answer.text  # the form keeps what was entered
+    api = client.post(
+        "/api/route",
+        json={"work_item": {"title": "Audit the slow query", "domain": "database"}, "tier": "worktree"},
+    ).json()
+    assert api["route"]["primary"] == "database-optimizer" and api["route"]["effective_tier"] == "worktree"
+    assert client.get("/api/runs").json() == {"runs": []}  # nothing was created
+
+
+@pytest.mark.parametrize(
+    ("changes", "code"),
+    [
+        ({"title": "bell\x07 in a title"}, "invalid_work_item"),
+        ({"evidence_refs": "no-kind-here"}, "invalid_work_item"),
+        ({"repo_alias": "../../etc"}, "invalid_work_item"),
+        ({"repo_alias": "payments-api"}, "unknown_repository"),  # well formed, not allow-listed
+        ({"tier": "root"}, "tier_required"),
+        ({"override_profile": "general-orchestrator"}, "override_reason_required"),
+        ({"override_profile": "attacker", "override_reason": "x"}, "unknown_profile"),
+        ({"action": "run-shell"}, "invalid_form"),
+    ],
+)
+def test_a_brief_that_breaks_a_rule_is_refused_naming_it(
+    client: TestClient, changes: dict[str, str], code: str
+) -> None:
+    csrf = _signed_in(client)
+    form = {
+        "csrf_token": csrf,
+        "action": "save",
+        "title": "Audit the slow query",
+        "tier": "read_only",
+        **changes,
+    }
+    answer = client.post("/brief", data=form)
+    assert answer.status_code == 400, answer.text
+    assert _error_code(answer.text) == code
+
+
+def test_a_previewed_brief_comes_back_as_typed_with_browser_line_breaks_undone(client: TestClient) -> None:
+    csrf = _signed_in(client)
+    form = {
+        "csrf_token": csrf, "action": "preview", "title": "Audit the slow query", "tier": "read_only",
+        "description": "line one\r\nline two", "evidence_refs": "log:pg-slow\r\nplan:explain",
+    }  # fmt: skip
+    answer = client.post("/brief", data=form)
+    assert answer.status_code == 200, answer.text
+    assert "log:pg-slow\nplan:explain</textarea>" in answer.text
+    assert "line one\nline two</textarea>" in answer.text
+    assert "U+000D" not in answer.text

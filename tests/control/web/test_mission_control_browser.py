@@ -224,3 +224,32 @@ def test_hostile_model_output_renders_inert(deployment: Any) -> None:
     assert "script-src 'self'" in headers["content-security-policy"]
     assert headers["x-frame-options"] == "DENY"
     screenshot(page, "run-hostile-output", root)
+
+
+def test_a_work_brief_is_routed_then_queued_as_a_read_only_run(deployment: Any) -> None:
+    cli, base, chromium, root = deployment
+    item = json.loads(SLOW_QUERY.read_text(encoding="utf-8"))
+    page = chromium.new_page()
+    sign_in(page, base, cli, "alice")
+    page.goto(f"{base}/brief")
+    page.fill("#title", item["title"])
+    page.fill("#description", item["description"])
+    page.fill("#domain", item["domain"])
+    page.fill("#roles", ",".join(item["roles"]))
+    page.select_option("#task_type", item["task_type"])
+    page.fill("#evidence_refs", "\n".join(item["evidence_refs"]))
+    page.select_option("#repo_alias", ALIAS)
+    page.select_option("#tier", "read_only")
+    page.get_by_test_id("preview").click()
+    assert page.get_by_test_id("preview-primary").inner_text() == "database-optimizer"
+    assert page.get_by_test_id("preview-tier").inner_text() == "read_only"
+    assert page.input_value("#title") == item["title"]  # the form keeps what was entered
+    screenshot(page, "work-brief", root)
+    page.get_by_test_id("queue").click()
+    page.wait_for_url(f"{base}/runs/SOR-*")
+    run_id = page.url.rsplit("/", 1)[1]
+    status = _wait_for_status(page, base, run_id, {"awaiting_decision", "failed"})
+    shown = cli.run("show", run_id, "--json").ok()
+    assert status == "awaiting_decision", shown["error"]
+    created = next(e for e in shown["audit"] if e["kind"] == "run_created")
+    assert created["data"]["title"] == item["title"] and shown["tier"] == "read_only"
