@@ -20,6 +20,7 @@ from fastapi.staticfiles import StaticFiles
 
 from contracts.errors import InvalidInput, OperatorError, Refused
 from control.web import brief, console
+from control.web import queue_board as queue_board_data
 from control.web.console import Deployment
 from control.web.rendering import environment
 from control.web.security import (
@@ -67,9 +68,14 @@ def create_app(deployment: Deployment, settings: WebSettings | None = None) -> F
 
     def failed(error: OperatorError, session: Session | None, *, api: bool) -> Response:
         status = console.status_of(error)
+        shown = error.to_json()
         if api:
-            return JSONResponse(error.to_json(), status_code=status)
-        return page("error.html", status, session=session, code=error.code, message=error.message)
+            return JSONResponse(shown, status_code=status)
+        # A queue refusal carries the gaps or the allowed moves as extra keys: shown as they are.
+        extra = {k: v for k, v in shown["error"].items() if k not in ("code", "message")}
+        return page(
+            "error.html", status, session=session, code=error.code, message=error.message, extra=extra
+        )
 
     def not_signed_in(api: bool) -> Response:
         if api:
@@ -252,6 +258,46 @@ def create_app(deployment: Deployment, settings: WebSettings | None = None) -> F
 
     for action in ACTIONS:
         app.post(f"/runs/{{run_id}}/{action}", name=action)(action_route(action))
+
+    # ------------------------------------------------------------------------------------- queue
+
+    async def queue_board(request: Request, api: bool) -> Response:
+        session = current(request)
+        if session is None:
+            return not_signed_in(api)
+        try:
+            data = await queue_board_data.board(deployment)
+        except OperatorError as error:
+            return failed(error, session, api=api)
+        if api:
+            return JSONResponse(data)
+        done = request.query_params.get("done")
+        notice = done if done in queue_board_data.MOVES else None
+        return page("queue.html", session=session, data=data, csrf=session.csrf, notice=notice)
+
+    @app.get("/queue")
+    async def queue_page(request: Request) -> Response:
+        return await queue_board(request, api=False)
+
+    @app.get("/api/queue")
+    async def queue_api(request: Request) -> Response:
+        return await queue_board(request, api=True)
+
+    @app.post("/queue/{key}/{move}")
+    async def queue_move(request: Request, key: str, move: str) -> Response:
+        session = current(request)
+        if session is None:
+            return not_signed_in(False)
+        try:
+            form = await form_of(request, session)
+            fields = {
+                name: _last(form, name)
+                for name in ("reason", "note", "confirm_high_risk", "override_capacity")
+            }
+            await queue_board_data.move(deployment, session, key, move, fields)
+        except OperatorError as error:
+            return failed(error, session, api=False)
+        return RedirectResponse(f"/queue?done={move}", status_code=303)
 
     # -------------------------------------------------------------------------------- work brief
 

@@ -253,3 +253,51 @@ def test_a_work_brief_is_routed_then_queued_as_a_read_only_run(deployment: Any) 
     assert status == "awaiting_decision", shown["error"]
     created = next(e for e in shown["audit"] if e["kind"] == "run_created")
     assert created["data"]["title"] == item["title"] and shown["tier"] == "read_only"
+
+
+def _queue_item(page: Any, base: str, title: str) -> dict[str, Any]:
+    items = [item for column in api(page, base, "/api/queue")["columns"].values() for item in column]
+    return next(item for item in items if item["title"] == title)
+
+
+def test_the_queue_board_shows_gaps_approves_dispatches_and_a_person_marks_done(deployment: Any) -> None:
+    from tests.workflows.queue_harness import SLOW_QUERY_ITEM
+
+    cli, base, chromium, root = deployment
+    thin = cli.run(
+        "queue", "add", "--input-json", json.dumps({"title": "Orders are slow"}), "--actor", "alice", "--json"
+    ).ok()
+    full = cli.run(
+        "queue", "add", "--input-json", json.dumps(SLOW_QUERY_ITEM), "--actor", "alice", "--json"
+    ).ok()
+    page = chromium.new_page()
+    sign_in(page, base, cli, "alice")
+    page.goto(f"{base}/queue")
+    thin_key, full_key = thin["item"]["key"], full["item"]["key"]
+    assert "repo_alias" in page.get_by_test_id(f"gaps-{thin_key}").inner_text()
+    page.get_by_test_id(f"approve-{thin_key}").click()
+    assert page.get_by_test_id("error-code").inner_text() == "item_contract_incomplete"
+    assert "gaps" in page.get_by_test_id("error-extra").inner_text()  # every gap, named at once
+
+    page.goto(f"{base}/queue")
+    page.get_by_test_id(f"approve-{full_key}").click()
+    page.wait_for_url(f"{base}/queue?done=approve")
+    approved = _queue_item(page, base, SLOW_QUERY_ITEM["title"])
+    assert approved["status"] == "approved"
+    key = approved["key"]  # renamed into its repository's series at approval
+    screenshot(page, "queue-board", root)
+    page.get_by_test_id(f"dispatch-{key}").click()
+    page.wait_for_url(f"{base}/queue?done=dispatch")
+    deadline = dt.datetime.now(dt.UTC) + dt.timedelta(seconds=90)
+    while _queue_item(page, base, SLOW_QUERY_ITEM["title"])["status"] != "human-review":
+        assert dt.datetime.now(dt.UTC) < deadline, _queue_item(page, base, SLOW_QUERY_ITEM["title"])
+        page.wait_for_timeout(500)
+    page.goto(f"{base}/queue")
+    page.get_by_test_id(f"done-{key}").click()
+    page.wait_for_url(f"{base}/queue?done=done")
+    assert _queue_item(page, base, SLOW_QUERY_ITEM["title"])["status"] == "done"
+    shown = cli.run("queue", "show", key, "--json").ok()["item"]
+    done = [
+        event for event in shown["events"] if event["kind"] == "moved" and event["data"].get("to") == "done"
+    ]
+    assert done and done[-1]["actor"] == "alice"

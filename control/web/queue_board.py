@@ -1,0 +1,115 @@
+"""The goal queue's board in Mission Control (docs/architecture.md "Goal queue", "Mission Control"):
+the items by status with each one's spec completeness, attention and the operator moves its status
+allows, the fleet line and the keys ready to dispatch; and the moves, made through
+:mod:`control.queue` exactly as ``specialists queue`` makes them, every proof signed by the person's
+session key.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any, Final
+
+from contracts.errors import InvalidInput, NotFound
+from contracts.queue_items import ITEM_KEY_PATTERN, MAX_EVENT_REASON_CHARS, QueueStatus
+from contracts.queue_transitions import Mover, QueueMove, allowed_moves
+
+if TYPE_CHECKING:
+    from contracts.proofs import ActionProof
+    from contracts.queue_messages import QueueView
+    from control.web.console import Deployment
+    from control.web.sessions import Session
+
+MOVES: Final = ("approve", "reject", "dispatch", "done", "park", "release", "reopen")
+"""The moves the board offers (the operator's, from the transition table)."""
+
+
+def check_key(key: str) -> str:
+    """``key`` when it is an item key; else ``invalid_key``."""
+    if ITEM_KEY_PATTERN.fullmatch(key) is None:
+        raise InvalidInput(
+            "invalid_key", f"{key!r} is not an item key (a series and a number, such as ORD-12)"
+        )
+    return key
+
+
+async def _view(deployment: Deployment, key: str | None = None) -> QueueView:
+    from control.queue import queue_view
+    from control.temporal import require_worker
+
+    client = await deployment.client()
+    await require_worker(client, deployment.task_queue)
+    return await queue_view(client, deployment.task_queue, key)
+
+
+async def board(deployment: Deployment) -> dict[str, Any]:
+    """``queue list`` as the board shows it: each status's items (with the moves an operator may make
+    from there), the counts, the fleet line, the ready keys and the autopilot setting."""
+    from control.queue_views import listing_json
+
+    view = await _view(deployment)
+    listing = listing_json(view)
+    columns: dict[str, list[dict[str, Any]]] = {status.value: [] for status in QueueStatus}
+    for item in listing["items"]:
+        moves = [
+            row.move.value
+            for row in allowed_moves(QueueStatus(item["status"]), Mover.OPERATOR)
+            if row.move.value in MOVES
+        ]
+        columns[item["status"]].append({**item, "moves": sorted(set(moves), key=MOVES.index)})
+    return {**listing, "columns": columns}
+
+
+async def move(
+    deployment: Deployment, session: Session, key: str, name: str, fields: dict[str, str]
+) -> dict[str, Any]:
+    """Make the operator move ``name`` on item ``key`` (``reason`` for approve, reject, park, release
+    and reopen; ``note`` for done; ``confirm_high_risk`` and ``override_capacity`` for dispatch).
+    Raises the queue's refusals (``transition_refused`` with the allowed moves,
+    ``item_contract_incomplete`` with every gap, ...) as operator errors."""
+    from contracts.ids import new_run_id
+    from contracts.queue_messages import UNKNOWN_ITEM, ItemAnswer, MoveRequest, QueueAction
+    from contracts.temporal_names import QueueMessage
+    from control.queue import accept_and_complete, dispatch_request, queue_update, reject_failed_run
+    from control.queue_views import item_json
+
+    check_key(key)
+    if name not in MOVES:
+        raise InvalidInput("invalid_move", f"{name!r} is not a move the board makes")
+    reason = fields.get("reason", "") or fields.get("note", "")
+    if len(reason) > MAX_EVENT_REASON_CHARS:
+        raise InvalidInput(
+            "reason_too_long", f"the reason has {len(reason)} characters; at most {MAX_EVENT_REASON_CHARS}"
+        )
+
+    def sign(target: str, action: str, digest: str) -> ActionProof:
+        return session.proof(action=action, target=target, digest=digest)
+
+    client = await deployment.client()
+    queue = deployment.task_queue
+    view = await _view(deployment, key)
+    if not view.items:
+        renamed = (
+            f": it was renamed to {view.renamed_to} at its approval" if view.renamed_to else " in the queue"
+        )
+        raise NotFound(UNKNOWN_ITEM, f"no item {key}{renamed}")
+    item = view.items[0]
+    if name == QueueMove.DISPATCH.value:
+        request = dispatch_request(
+            item, session.actor, sign, run_id=new_run_id(),
+            confirm_high_risk=fields.get("confirm_high_risk") == "yes",
+            override_capacity=fields.get("override_capacity") == "yes",
+        )  # fmt: skip
+        await reject_failed_run(client, item, session.actor, sign)
+        answer = await queue_update(client, queue, QueueMessage.DISPATCH, request, ItemAnswer)
+        assert answer.item is not None
+        return item_json(answer.item, run_id=request.run.run_id)
+    if name == QueueMove.DONE.value:
+        answer, run_id = await accept_and_complete(client, queue, item, session.actor, reason, sign)
+        assert answer.item is not None
+        return item_json(answer.item, run_id=run_id)
+    message = QueueMessage(name)
+    moved = MoveRequest(actor=session.actor, key=key, reason=reason)
+    signed = moved.model_copy(update={"proof": sign(key, QueueAction(f"queue_{name}"), moved.digest())})
+    answer = await queue_update(client, queue, message, signed, ItemAnswer)
+    assert answer.item is not None
+    return item_json(answer.item)
