@@ -36,6 +36,7 @@ from contracts.runs import DecisionOutcome, RunInput, RunStatus, RunView
 from contracts.work_item import WorkItem
 from control.demo_views import (
     diff_stat_lines,
+    mission_control_lines,
     print_routes,
     print_summary,
     print_team,
@@ -389,6 +390,8 @@ def main() -> int:
         "(start the server again with `specialists dev` to browse the demo's runs); "
         "`specialists list` lists them from the projection."
     )
+    for line in mission_control_lines(settings.state_dir, DEMO_ACTOR):
+        print(line)
     if team is None or team.status is not TeamStatus.AWAITING_HUMAN_REVIEW:
         status = "did not run" if team is None else f"ended {team.status.value}: {team.error}"
         unfinished.append(f"the research team {status}")

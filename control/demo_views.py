@@ -167,3 +167,15 @@ def print_summary(results: list[tuple[str, RunView]]) -> None:
             if location is not None:
                 kept = "/".join(Path(location.worktree).parts[-3:])
                 out.print(f"  worktree attempt {location.attempt} is kept in the state directory: {kept}")
+
+
+def mission_control_lines(state_dir: Path, actor: str, port: int = 8400) -> list[str]:
+    """How to look at the demo's runs in Mission Control and sign in as its operator (whose key file
+    the demo made in its state directory)."""
+    env = f"SPECIALISTS_STATE_DIR={state_dir}"
+    key = f"SPECIALISTS_ACTOR_KEY_FILE={state_dir / f'{actor}.key'}"
+    return [
+        f"Mission Control: with `make dev` running, `{env} specialists web` serves http://127.0.0.1:{port}/",
+        f"  sign in as {actor}: `{env} {key} specialists web sign-in CODE --actor {actor}` "
+        "with the CODE its sign-in page shows, then paste the token it prints",
+    ]

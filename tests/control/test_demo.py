@@ -72,3 +72,13 @@ def test_the_recorded_change_applies_to_the_demo_repository_and_passes_the_execu
 def test_the_diff_stat_of_a_failed_execution_says_why() -> None:
     record = ExecutionRecord(actor="demo-operator", failure_type="patch_does_not_apply")
     assert diff_stat_lines(record) == ["no change evidence (execution failed: patch_does_not_apply)"]
+
+
+def test_the_demo_says_how_to_open_mission_control_and_sign_in_as_its_operator(tmp_path: Path) -> None:
+    from control.demo_views import mission_control_lines
+
+    lines = mission_control_lines(tmp_path, "demo-operator")
+    assert "specialists web` serves http://127.0.0.1:8400/" in lines[0]
+    assert f"SPECIALISTS_STATE_DIR={tmp_path}" in lines[0]
+    assert f"SPECIALISTS_ACTOR_KEY_FILE={tmp_path / 'demo-operator.key'}" in lines[1]
+    assert "specialists web sign-in CODE --actor demo-operator" in lines[1]
