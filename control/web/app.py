@@ -19,7 +19,7 @@ from fastapi.responses import HTMLResponse, JSONResponse, RedirectResponse, Resp
 from fastapi.staticfiles import StaticFiles
 
 from contracts.errors import InvalidInput, OperatorError, Refused
-from control.web import brief, console
+from control.web import brief, console, research
 from control.web import queue_board as queue_board_data
 from control.web.console import Deployment
 from control.web.rendering import environment
@@ -298,6 +298,70 @@ def create_app(deployment: Deployment, settings: WebSettings | None = None) -> F
         except OperatorError as error:
             return failed(error, session, api=False)
         return RedirectResponse(f"/queue?done={move}", status_code=303)
+
+    # ---------------------------------------------------------------------------------- research
+
+    async def research_list(request: Request, api: bool) -> Response:
+        session = current(request)
+        if session is None:
+            return not_signed_in(api)
+        try:
+            data = await research.overview(deployment)
+        except OperatorError as error:
+            return failed(error, session, api=api)
+        if api:
+            return JSONResponse(data)
+        return page("research.html", session=session, data=data)
+
+    @app.get("/research")
+    async def research_page(request: Request) -> Response:
+        return await research_list(request, api=False)
+
+    @app.get("/api/research")
+    async def research_api(request: Request) -> Response:
+        return await research_list(request, api=True)
+
+    async def one_team(request: Request, team_id: str, api: bool) -> Response:
+        session = current(request)
+        if session is None:
+            return not_signed_in(api)
+        try:
+            data = await research.team(deployment, team_id)
+        except OperatorError as error:
+            return failed(error, session, api=api)
+        if api:
+            return JSONResponse(data)
+        done = request.query_params.get("done")
+        return page(
+            "team.html", session=session, team=data, csrf=session.csrf, outcomes=research.OUTCOMES,
+            notice=done if done in ("adjudicate", "stop") else None,
+        )  # fmt: skip
+
+    @app.get("/research/teams/{team_id}")
+    async def team_page(request: Request, team_id: str) -> Response:
+        return await one_team(request, team_id, api=False)
+
+    @app.get("/api/research/teams/{team_id}")
+    async def team_api(request: Request, team_id: str) -> Response:
+        return await one_team(request, team_id, api=True)
+
+    @app.post("/research/teams/{team_id}/{action}")
+    async def team_action(request: Request, team_id: str, action: str) -> Response:
+        session = current(request)
+        if session is None:
+            return not_signed_in(False)
+        try:
+            form = await form_of(request, session)
+            if action == "adjudicate":
+                stage, outcome, note = _last(form, "stage"), _last(form, "outcome"), _last(form, "note")
+                await research.adjudicate(deployment, session, team_id, stage, outcome, note)
+            elif action == "stop":
+                await research.stop(deployment, session, team_id, _last(form, "reason"))
+            else:
+                raise InvalidInput("invalid_action", "a team is adjudicated or stopped")
+        except OperatorError as error:
+            return failed(error, session, api=False)
+        return RedirectResponse(f"/research/teams/{team_id}?done={action}", status_code=303)
 
     # -------------------------------------------------------------------------------- work brief
 

@@ -342,3 +342,25 @@ def test_a_previewed_brief_comes_back_as_typed_with_browser_line_breaks_undone(c
     assert "log:pg-slow\nplan:explain</textarea>" in answer.text
     assert "line one\nline two</textarea>" in answer.text
     assert "U+000D" not in answer.text
+
+
+def test_research_and_queue_pages_need_a_session_and_check_their_ids(client: TestClient) -> None:
+    for path in ("/research", "/queue", "/research/teams/RTM-0000000000000000"):
+        assert client.get(path).status_code == 303
+    assert client.get("/api/research").status_code == 401
+    csrf = _signed_in(client)
+    bad = client.get("/api/research/teams/not-a-team")
+    assert bad.status_code == 400 and bad.json()["error"]["code"] == "invalid_team_id"
+    move = client.post("/queue/not-a-key/approve", data={"csrf_token": csrf})
+    assert move.status_code == 400 and _error_code(move.text) == "invalid_key"
+    unknown = client.post("/queue/ORD-1/merge", data={"csrf_token": csrf})
+    assert unknown.status_code == 400 and _error_code(unknown.text) == "invalid_move"
+    wrong = client.post("/research/teams/RTM-0000000000000000/publish", data={"csrf_token": csrf})
+    assert wrong.status_code == 400 and _error_code(wrong.text) == "invalid_action"
+    stage = client.post(
+        "/research/teams/RTM-0000000000000000/adjudicate",
+        data={"csrf_token": csrf, "stage": "9", "outcome": "stop"},
+    )
+    assert _error_code(stage.text) == "invalid_stage"
+    no_csrf = client.post("/research/teams/RTM-0000000000000000/stop", data={})
+    assert _error_code(no_csrf.text) == "csrf_token_invalid"

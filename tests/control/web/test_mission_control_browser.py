@@ -301,3 +301,49 @@ def test_the_queue_board_shows_gaps_approves_dispatches_and_a_person_marks_done(
         event for event in shown["events"] if event["kind"] == "moved" and event["data"].get("to") == "done"
     ]
     assert done and done[-1]["actor"] == "alice"
+
+
+def test_a_blocked_research_team_is_seen_stage_by_stage_and_stopped_by_adjudication(deployment: Any) -> None:
+    cli, base, chromium, root = deployment
+    subject = {"kind": "vulnerability", "identifier": "CVE-2026-0404", "title": "No recording <b>here</b>"}
+    evidence = [{"kind": "code", "content": "eval(template)", "source_ref": "repo@abc:render.py#L1"}]
+    case_file = root / "unrecorded-case.json"
+    case_file.write_text(json.dumps({"subject": subject, "evidence": evidence}), encoding="utf-8")
+    case_id = cli.run(
+        "research", "case-create", "--actor", "alice", "--input", str(case_file), "--json"
+    ).ok()["case_id"]
+    request = root / f"team-{uuid.uuid4().hex}.json"
+    request.write_text(json.dumps({"request_id": uuid.uuid4().hex}), encoding="utf-8")
+    team = cli.run(
+        "research", "team-start", "--actor", "alice", "--case-id", case_id, "--input", str(request),
+        "--wait", "--json", timeout=120,
+    ).ok()  # fmt: skip
+    assert team["status"] == "blocked", team
+    page = chromium.new_page()
+    sign_in(page, base, cli, "alice")
+    page.goto(f"{base}/research")
+    assert team["team_id"] in page.get_by_test_id("teams").inner_text()
+    assert "No recording <b>here</b>" in page.get_by_test_id("cases").inner_text()  # shown, not rendered
+    page.goto(f"{base}/research/teams/{team['team_id']}")
+    assert page.get_by_test_id("team-status").inner_text() == "blocked"
+    assert "replay_no_recording" in page.get_by_test_id("block").inner_text()
+    screenshot(page, "research-team-blocked", root)
+    page.select_option("#outcome", "accept_primary")  # not an outcome a blocked stage takes
+    page.get_by_test_id("adjudicate").click()
+    assert page.get_by_test_id("error-code").inner_text() == "outcome_not_allowed"
+    page.goto(f"{base}/research/teams/{team['team_id']}")
+    page.select_option("#outcome", "stop")
+    page.fill("input[name=note]", "no recording: stop here")
+    page.get_by_test_id("adjudicate").click()
+    page.wait_for_url(f"{base}/research/teams/{team['team_id']}?done=adjudicate")
+    deadline = dt.datetime.now(dt.UTC) + dt.timedelta(seconds=30)
+    while api(page, base, f"/api/research/teams/{team['team_id']}")["status"] != "failed":
+        assert dt.datetime.now(dt.UTC) < deadline
+        page.wait_for_timeout(300)
+    shown = api(page, base, f"/api/research/teams/{team['team_id']}")
+    adjudication = shown["stages"][0]["adjudication"]
+    assert (adjudication["outcome"], adjudication["actor"], adjudication["note"]) == (
+        "stop",
+        "alice",
+        "no recording: stop here",
+    )
