@@ -28,7 +28,7 @@ from sqlalchemy.engine import Dialect
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
 from sqlalchemy.types import TypeDecorator
 
-SCHEMA_REVISION: Final = "0010"
+SCHEMA_REVISION: Final = "0011"
 """The Alembic head this code expects; a store at another revision is not read without upgrading."""
 
 ACTOR_ID_LENGTH: Final = 64
@@ -116,6 +116,22 @@ class ActorRow(SignedRecord, Deactivatable, Base):
     name: Mapped[str] = mapped_column(String(ACTOR_NAME_LENGTH))
     registered_by: Mapped[str | None] = mapped_column(String(ACTOR_ID_LENGTH), ForeignKey("actors.id"))
     registered_at: Mapped[dt.datetime] = mapped_column(UtcDateTime())
+
+
+class SessionKeyRow(Base):
+    """A session key an actor delegated to (a Mission Control sign-in): the
+    :class:`contracts.proofs.SessionDelegation` its own key ``actor_key`` signed, letting the session
+    key sign configuration records for it from ``issued_at`` until ``expires_at``. Never edited."""
+
+    __tablename__ = "session_keys"
+
+    fingerprint: Mapped[str] = mapped_column(String(FINGERPRINT_LENGTH), primary_key=True)
+    actor_id: Mapped[str] = mapped_column(String(ACTOR_ID_LENGTH), ForeignKey("actors.id"))
+    actor_key: Mapped[str] = mapped_column(String(FINGERPRINT_LENGTH))
+    public_key: Mapped[str] = mapped_column(String(PUBLIC_KEY_LENGTH))
+    issued_at: Mapped[dt.datetime] = mapped_column(UtcDateTime())
+    expires_at: Mapped[dt.datetime] = mapped_column(UtcDateTime())
+    signature: Mapped[str] = mapped_column(String(SIGNATURE_LENGTH))
 
 
 class ActorKeyRow(SignedRecord, Base):

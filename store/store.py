@@ -32,7 +32,7 @@ from contracts.errors import InvalidInput, NotFound, OperatorError, Refused
 from contracts.identity import ActorKey, RecordKind, Signer, TrustAnchor
 from contracts.models import ModelRecord, ModelRegistration, ModelSelection, ModelSelectionRecord
 from contracts.policy import AutomationPolicy
-from contracts.proofs import token_fingerprint
+from contracts.proofs import SessionDelegation, token_fingerprint
 from contracts.recordings import RecordingsFile
 from contracts.refusals import RefusalCode
 from contracts.research import CaseInput, EvidenceInput, EvidenceRecord, JobOutputRecord, ResearchCase
@@ -47,6 +47,7 @@ from store import (
     repositories,
     research,
     runs,
+    session_keys,
     spent_proofs,
     worktree_claims,
 )
@@ -133,6 +134,12 @@ class Store:
         _check_limit(limit)
         with self._configuration() as (session, trust):
             return automation_policy.policy_history(session, trust, limit)
+
+    def record_session(self, delegation: SessionDelegation) -> None:
+        """Record a Mission Control session's delegation so configuration records its session key
+        signs verify; see :func:`store.session_keys.record_session` for the refusals."""
+        with self._configuration(write=True) as (session, trust):
+            session_keys.record_session(session, trust, delegation, self._now())
 
     def set_policy(self, policy: AutomationPolicy, signer: Signer) -> PolicyRecord:
         """Set the automation policy as ``signer`` and return the policy now in force.

@@ -41,16 +41,21 @@ from contracts.identity import (
     anchor_matches,
     canonical_record,
     canonical_time,
+    delegation_problem,
+    fingerprint_of,
     verify_signature,
 )
+from contracts.proofs import PROOF_CLOCK_SKEW, SessionDelegation
 from contracts.recordings import recordings_sha256
 from contracts.refusals import RefusalCode
-from store.schema import ActorKeyRow, ActorRow
+from store.schema import ActorKeyRow, ActorRow, SessionKeyRow
 
 _ACTORS: Table = ActorRow.__table__  # type: ignore[assignment]
 _KEYS: Table = ActorKeyRow.__table__  # type: ignore[assignment]
 _ALL_ACTORS: Final = select(_ACTORS)
 _ALL_KEYS: Final = select(_KEYS)
+_SESSIONS: Table = SessionKeyRow.__table__  # type: ignore[assignment]
+_ALL_SESSIONS: Final = select(_SESSIONS)
 
 NO_SIGNATURE: Final = "it carries no signature"
 
@@ -243,6 +248,7 @@ class Trust:
         self._anchor = anchor
         self._actors: dict[str, Any] = {row.id: row for row in session.execute(_ALL_ACTORS)}
         self._keys: dict[str, Any] = {row.fingerprint: row for row in session.execute(_ALL_KEYS)}
+        self._sessions: dict[str, Any] = {row.fingerprint: row for row in session.execute(_ALL_SESSIONS)}
         self._by_actor: dict[str, list[Any]] = {}
         for key in sorted(self._keys.values(), key=lambda k: (k.added_at, k.fingerprint)):
             self._by_actor.setdefault(key.actor_id, []).append(key)
@@ -352,11 +358,72 @@ class Trust:
 
     # Full verification
 
+    def session_problem(self, fingerprint: str) -> str | None:
+        """Why the session key ``fingerprint`` is not a verified delegation, or ``None``: its actor's
+        key in force at its start signed it, over a window of at most
+        :data:`contracts.identity.MAX_SESSION`, while the actor was active."""
+        row = self._sessions.get(fingerprint)
+        if row is None:
+            return "no such session key"
+        key = self._keys.get(row.actor_key)
+        if key is None or key.actor_id != row.actor_id:
+            return f"its delegation names key {row.actor_key[:16]}…, which {row.actor_id!r} does not hold"
+        if fingerprint_of(row.public_key) != fingerprint:
+            return "its fingerprint is not its public key's"
+        key_problem = self.key_problem(key.fingerprint)
+        if key_problem is not None:
+            return f"the key that delegated it is not verified ({key_problem})"
+        delegation = SessionDelegation(
+            actor=row.actor_id,
+            actor_key=row.actor_key,
+            session_key=row.public_key,
+            issued_at=row.issued_at,
+            expires_at=row.expires_at,
+            signature=row.signature,
+        )
+        problem = delegation_problem(delegation, key.public_key)
+        if problem is not None:
+            return f"its delegation does not verify ({problem})"
+        # In force when the session began (or, for a key added moments after its challenge was
+        # made, when it was added): not already replaced by a newer key.
+        if not self._in_force_at(key, max(row.issued_at, key.added_at)):
+            return f"the key that delegated it was not {row.actor_id!r}'s key in force at its start"
+        if not self._active_at(row.actor_id, row.issued_at):
+            return f"{row.actor_id!r} was not an active actor at its start"
+        return None
+
+    def _session_signed_problem(self, kind: RecordKind, row: Any, session: Any) -> str:
+        """Why ``row``, signed with the session key ``session``, is not verified ('' when it is)."""
+        if session.actor_id != row.signed_by:
+            return (
+                f"it names {row.signed_by!r} as its signer but is signed with a session of "
+                f"{session.actor_id!r}"
+            )
+        if not self._signature_ok(kind, row, session.public_key):
+            return "its signature does not verify (the row was changed after it was signed)"
+        problem = self.session_problem(session.fingerprint)
+        if problem is not None:
+            return f"the session key it is signed with is not verified ({problem})"
+        if not session.issued_at - PROOF_CLOCK_SKEW <= row.signed_at < session.expires_at:
+            return "it was signed outside its session key's window"
+        key = self._keys[session.actor_key]
+        if not self._in_force_at(key, row.signed_at):
+            return (
+                f"the key that delegated its session was not {row.signed_by!r}'s key in force when "
+                "it was signed"
+            )
+        if not self._active_at(row.signed_by, row.signed_at):
+            return f"its signer {row.signed_by!r} was not an active actor at its signing time"
+        return ""
+
     def _signed_problem(self, kind: RecordKind, row: Any, *, exclude: str | None = None) -> str | None:
         """Why ``row`` (not a root key) is not verified, or ``None``."""
         if row.signature is None or row.signed_key is None or row.signed_by is None or row.signed_at is None:
             return NO_SIGNATURE
         key = self._keys.get(row.signed_key)
+        session = self._sessions.get(row.signed_key) if kind is not RecordKind.ACTOR_KEY else None
+        if key is None and session is not None:
+            return self._session_signed_problem(kind, row, session) or None
         if key is None:
             return f"it is signed with key {row.signed_key[:16]}…, which no actor holds"
         if key.actor_id != row.signed_by:
@@ -429,7 +496,7 @@ class Trust:
         keys = tuple(self.verified_keys(actor_id))
         return ActorState(row=row, active=bool(row.active), current_key=keys[-1] if keys else None, keys=keys)
 
-    def require_signer(self, signer: Signer) -> ActorState:
+    def require_signer(self, signer: Signer, at: dt.datetime | None = None) -> ActorState:
         """The signer's state when it may sign now: registered, verified, active, and acting with its
         key in force. Raises ``unknown_actor`` (not found), ``configuration_unverified``,
         ``actor_deactivated``, ``actor_key_retired`` or ``actor_key_mismatch`` (refused)."""
@@ -445,10 +512,25 @@ class Trust:
                 f"actor {signer.actor_id!r} was deactivated by {state.row.deactivated_by} at "
                 f"{_time(state.row.deactivated_at)}: it can no longer act",
             )
+        if self._session_in_force(state, signer.fingerprint, at or dt.datetime.now(dt.UTC)):
+            return state
         mismatch = self.key_mismatch(state, signer.fingerprint)
         if mismatch is not None:
             raise Refused(*mismatch)
         return state
+
+    def _session_in_force(self, state: ActorState, fingerprint: str, at: dt.datetime) -> bool:
+        """Whether ``fingerprint`` is a verified session key of the actor ``state``, delegated by its
+        key in force, and ``at`` is inside its window (a rotation of the actor's key ends it)."""
+        row = self._sessions.get(fingerprint)
+        return (
+            row is not None
+            and row.actor_id == state.row.id
+            and state.current_key is not None
+            and row.actor_key == state.current_key.fingerprint
+            and self.session_problem(fingerprint) is None
+            and row.issued_at - PROOF_CLOCK_SKEW <= at < row.expires_at
+        )
 
     def key_mismatch(self, state: ActorState, fingerprint: str) -> tuple[str, str] | None:
         """``(code, message)`` when ``fingerprint`` is not the key in force of the actor ``state``."""

@@ -19,7 +19,7 @@ from fastapi.responses import HTMLResponse, JSONResponse, RedirectResponse, Resp
 from fastapi.staticfiles import StaticFiles
 
 from contracts.errors import InvalidInput, OperatorError, Refused
-from control.web import brief, console, research
+from control.web import brief, console, policy, research
 from control.web import queue_board as queue_board_data
 from control.web.console import Deployment
 from control.web.rendering import environment
@@ -298,6 +298,55 @@ def create_app(deployment: Deployment, settings: WebSettings | None = None) -> F
         except OperatorError as error:
             return failed(error, session, api=False)
         return RedirectResponse(f"/queue?done={move}", status_code=303)
+
+    # ------------------------------------------------------------------------------------ policy
+
+    @app.get("/policy")
+    async def policy_page(request: Request) -> Response:
+        session = current(request)
+        if session is None:
+            return not_signed_in(False)
+        try:
+            data = policy.policy(deployment)
+        except OperatorError as error:
+            return failed(error, session, api=False)
+        entered = {"mode": data["current"]["mode"], "ceiling": data["current"]["maximum_automatic_tier"]}
+        saved = request.query_params.get("saved") == "1"
+        return page("policy.html", session=session, data=data, entered=entered, error=None, saved=saved)
+
+    @app.get("/api/policy")
+    async def policy_api(request: Request) -> Response:
+        session = current(request)
+        if session is None:
+            return not_signed_in(True)
+        try:
+            return JSONResponse(policy.policy(deployment))
+        except OperatorError as error:
+            return failed(error, session, api=True)
+
+    @app.post("/policy")
+    async def policy_save(request: Request) -> Response:
+        session = current(request)
+        if session is None:
+            return not_signed_in(False)
+        entered: dict[str, str] = {}
+        try:
+            form = await form_of(request, session)
+            entered = {"mode": _last(form, "mode"), "ceiling": _last(form, "maximum_automatic_tier")}
+            policy.save(deployment, session, entered["mode"], entered["ceiling"])
+        except OperatorError as error:
+            if not entered:
+                return failed(error, session, api=False)
+            try:
+                data = policy.policy(deployment)
+            except OperatorError:
+                data = {"current": None, "history": []}
+            # The form keeps what was entered, marked unsaved, with the error: never a success.
+            return page(
+                "policy.html", console.status_of(error), session=session, data=data, entered=entered,
+                error=error, saved=False,
+            )  # fmt: skip
+        return RedirectResponse("/policy?saved=1", status_code=303)
 
     # ---------------------------------------------------------------------------------- research
 

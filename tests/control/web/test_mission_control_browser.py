@@ -347,3 +347,62 @@ def test_a_blocked_research_team_is_seen_stage_by_stage_and_stopped_by_adjudicat
         "alice",
         "no recording: stop here",
     )
+
+
+def test_the_policy_form_saves_through_the_session_keeps_unsaved_values_and_never_fakes_success(
+    deployment: Any,
+) -> None:
+    import sqlite3
+
+    cli, base, chromium, root = deployment
+    page = chromium.new_page()
+    sign_in(page, base, cli, "alice")
+    page.goto(f"{base}/policy")
+    page.select_option("#mode", "guarded")
+    page.select_option("#maximum_automatic_tier", "read_only")
+    page.get_by_test_id("save-policy").click()
+    page.wait_for_url(f"{base}/policy?saved=1")
+    assert page.get_by_test_id("current-mode").inner_text() == "guarded"
+    policy = cli.run("policy", "--json").ok()  # the CLI verifies the session-signed record
+    assert (policy["mode"], policy["maximum_automatic_tier"], policy["set_by"]) == (
+        "guarded",
+        "read_only",
+        "alice",
+    )
+    screenshot(page, "policy", root)
+
+    # A background refresh shows what is in force now and leaves the unsaved form alone.
+    page.select_option("#mode", "off")
+    cli.run(
+        "policy", "--mode", "recommend", "--maximum-automatic-tier", "recommend", "--actor", "alice", "--json"
+    ).ok()
+    deadline = dt.datetime.now(dt.UTC) + dt.timedelta(seconds=15)
+    while page.get_by_test_id("current-mode").inner_text() != "recommend":  # refreshed in place
+        assert dt.datetime.now(dt.UTC) < deadline
+        page.wait_for_timeout(200)
+    assert page.input_value("#mode") == "off"
+    assert page.get_by_test_id("dirty-marker").is_visible()
+
+    # A write that does not read back as written is an error with the form still dirty.
+    database = sqlite3.connect(cli.database)
+    try:
+        database.execute(
+            "CREATE TRIGGER lose_policy AFTER UPDATE OF signature ON automation_policy "
+            "BEGIN DELETE FROM automation_policy WHERE id = NEW.id; END"
+        )
+        database.commit()
+        page.select_option("#mode", "guarded")
+        page.select_option("#maximum_automatic_tier", "read_only")
+        page.get_by_test_id("save-policy").click()
+        assert page.get_by_test_id("error-code").inner_text() == "policy_write_unverified"
+        assert (
+            page.input_value("#mode") == "guarded"
+            and page.input_value("#maximum_automatic_tier") == "read_only"
+        )
+        assert page.get_attribute("[data-testid=policy-form]", "data-dirty") == "yes"
+        assert page.get_by_test_id("saved").count() == 0
+    finally:
+        database.execute("DROP TRIGGER IF EXISTS lose_policy")
+        database.commit()
+        database.close()
+    assert cli.run("policy", "--json").ok()["mode"] == "recommend"
