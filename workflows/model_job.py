@@ -23,7 +23,8 @@ slot was free at once — so an uncontended job schedules its call in its first 
 leased call's activity timeout is the model's own timeout plus a margin; it must start within 30 s.
 
 Runs started before attempts were driven here (no ``PATCH_ATTEMPTS_IN_WORKFLOW`` marker) let
-Temporal retry the activity instead, hold no leases and report one attempt per model.
+Temporal retry the activity instead, hold no leases and report one attempt per model. Jobs started
+since ``PATCH_JOB_V5`` record that one marker for both behaviours (``workflows/patches.py``).
 """
 
 from __future__ import annotations
@@ -65,6 +66,7 @@ with workflow.unsafe.imports_passed_through():
         highest_severity,
     )
     from contracts.temporal_names import ActivityName, CeilingMessage, ModelJobMessage, WorkflowType
+    from workflows.patches import Behaviours
 
 _Prepared = TypeVar("_Prepared", ContextPackResult, LeaseTerms)
 
@@ -86,6 +88,9 @@ RETRY_BACKOFF = timedelta(seconds=1)
 PATCH_ATTEMPTS_IN_WORKFLOW = "model-attempts-in-workflow"
 PATCH_LOCAL_PREPARE = "model-job-local-prepare"
 """The context pack and lease requests run as local activities (in the job's workflow task)."""
+PATCH_JOB_V5 = "model-job-v5"
+"""Both behaviours above under one marker: jobs started since record only this one (the older ids
+are asked only by jobs recorded before it; docs/architecture.md "Temporal conventions")."""
 
 
 def _usage(error: ActivityError) -> CallUsage:
@@ -123,9 +128,10 @@ class ModelJobWorkflow:
 
     @workflow.run
     async def run(self, job: ModelJobInput) -> ModelJobResult:
-        if not workflow.patched(PATCH_ATTEMPTS_IN_WORKFLOW):
+        behaviours = Behaviours(PATCH_JOB_V5)
+        if not behaviours.has(PATCH_ATTEMPTS_IN_WORKFLOW):
             return await self._run_with_activity_retries(job)
-        self._local_prepare = workflow.patched(PATCH_LOCAL_PREPARE)
+        self._local_prepare = behaviours.has(PATCH_LOCAL_PREPARE)
         # Started at once; under PATCH_LOCAL_PREPARE the first lease is asked for once it is built,
         # before that (runs started earlier) while it is being built.
         self._pack_task = asyncio.ensure_future(self._build_pack(job))

@@ -102,7 +102,7 @@ def _job_failed(state: RunState, kind: JobKind, error: ChildWorkflowError) -> No
 
 def _record_attempts(state: RunState, kind: JobKind, attempts: list[ModelAttempt]) -> None:
     """One ``model_attempt`` audit event per call the job made, retried ones included."""
-    if not workflow.patched(PATCH_AUDIT_MODEL_ATTEMPTS):
+    if not state.behaviours.has(PATCH_AUDIT_MODEL_ATTEMPTS):
         return
     for attempt in attempts:
         state.audit.record(AuditKind.MODEL_ATTEMPT, data=attempt_data(kind, attempt))

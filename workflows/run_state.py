@@ -32,6 +32,7 @@ from contracts.runs import (
 )
 from contracts.search_attributes import SearchAttribute
 from workflows.audit import AuditTrail
+from workflows.patches import Behaviours
 
 STATUS_KEY = SearchAttributeKey.for_keyword(SearchAttribute.SPECIALIST_STATUS)
 TIER_KEY = SearchAttributeKey.for_keyword(SearchAttribute.SPECIALIST_TIER)
@@ -47,6 +48,8 @@ class RunState:
 
     run_input: RunInput
     created_at: dt.datetime
+    behaviours: Behaviours
+    """Which patched behaviours this run has (``workflows/patches.py``)."""
     audit: AuditTrail = field(default_factory=AuditTrail)
     status: RunStatus = RunStatus.ROUTING
     captured: CapturedContract | None = None

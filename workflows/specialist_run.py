@@ -60,6 +60,7 @@ with workflow.unsafe.imports_passed_through():
     from contracts.temporal_names import ActivityName, RunMessage, WorkflowType
     from workflows.audit import activity_failure
     from workflows.authorization import ProtectedActions
+    from workflows.patches import Behaviours
     from workflows.run_jobs import run_model_job
     from workflows.run_state import RunState, route_attributes
     from workflows.worktree_attempt import attempt_worktree, uses_command_executor
@@ -71,9 +72,12 @@ _BOOKKEEPING_RETRY = RetryPolicy(maximum_attempts=3, initial_interval=timedelta(
 _PROJECTION_RETRY = RetryPolicy(maximum_attempts=5, initial_interval=timedelta(milliseconds=200))
 
 # workflow.patched() ids: each marks a change to logic that recorded histories already exercise
-# (and run_jobs.PATCH_AUDIT_MODEL_ATTEMPTS).
+# (and run_jobs.PATCH_AUDIT_MODEL_ATTEMPTS). Runs started since PATCH_RUN_V5 record that one marker
+# and have every behaviour; the older ids are asked only by runs recorded before it
+# (docs/architecture.md "Temporal conventions").
 PATCH_AUTHORIZE_CREATE = "authorize-protected-create"
 PATCH_ONE_UPSERT_PER_TASK = "one-search-attribute-upsert-per-task"
+PATCH_RUN_V5 = "run-v5"
 
 
 @workflow.defn(name=WorkflowType.SPECIALIST_RUN)
@@ -84,11 +88,14 @@ class SpecialistRunWorkflow:
     def __init__(self, run_input: RunInput) -> None:
         # Everything a handler may touch is set here, so a signal or update that arrives in the first
         # workflow task (before run() starts) finds initialised state.
-        self._state = RunState(run_input, workflow.now(), enqueued=run_input.enqueue)
-        # Asked in the first workflow task, where the patch's own search attribute
-        # (TemporalChangeVersion) costs no visibility write of its own, as an upsert in any later
-        # task but the closing one does (docs/architecture.md "Temporal conventions").
-        self._state.one_upsert_per_task = workflow.patched(PATCH_ONE_UPSERT_PER_TASK)
+        # The run's marker (PATCH_RUN_V5; before it, PATCH_ONE_UPSERT_PER_TASK) is asked in the
+        # first workflow task, where the patch's own search attribute (TemporalChangeVersion) costs
+        # no visibility write of its own, as an upsert in any later task but the closing one does
+        # (docs/architecture.md "Temporal conventions").
+        self._state = RunState(
+            run_input, workflow.now(), Behaviours(PATCH_RUN_V5), enqueued=run_input.enqueue
+        )
+        self._state.one_upsert_per_task = self._state.behaviours.has(PATCH_ONE_UPSERT_PER_TASK)
         self._actions = ProtectedActions(run_input.run_id, self._state.audit, self._refused)
         self._state.audit.record(
             AuditKind.RUN_CREATED,
@@ -155,7 +162,9 @@ class SpecialistRunWorkflow:
         action: ``failed`` with the refusal as its error. Histories recorded before this check
         existed replay without it."""
         run_input = self._state.run_input
-        if not (run_input.enqueue or run_input.automatic) or not workflow.patched(PATCH_AUTHORIZE_CREATE):
+        if not (run_input.enqueue or run_input.automatic) or not self._state.behaviours.has(
+            PATCH_AUTHORIZE_CREATE
+        ):
             return None
         refusal = await self._actions.authorize(
             "create", run_input.created_by, proof=run_input.proof, digest=run_input.request_digest

@@ -13,7 +13,8 @@ Histories recorded before an earlier change are kept beside them and replay too:
 protected create was authorised, ``v2/`` before model jobs drove each attempt themselves and runs
 audited every attempt, ``v3/`` before a job's pack and lease requests were local activities and the
 ceiling answered lease requests by update, ``v4/`` before a run upserted its search attributes at most
-once per workflow task (each with the ``workflow-ids.json`` it ran under).
+once per workflow task, ``v5/`` before a run and a job each recorded one consolidated patch marker
+(each with the ``workflow-ids.json`` it ran under).
 """
 
 from __future__ import annotations

@@ -13,7 +13,9 @@ recordings stay and replay too, each proving a change sits behind its patch mark
 - ``v3/``: before a ``ModelJob`` built its pack and asked for leases with local activities, and
   before the ``ModelCeiling`` answered lease requests by update (its own ``workflow-ids.json``);
 - ``v4/``: before a run upserted its search attributes at most once per workflow task, its final
-  status in the task that closes it (its own ``workflow-ids.json``).
+  status in the task that closes it (its own ``workflow-ids.json``);
+- ``v5/``: before a run and a ``ModelJob`` each recorded one consolidated patch marker
+  (``PATCH_RUN_V5``, ``PATCH_JOB_V5``) instead of one per behaviour (its own ``workflow-ids.json``).
 
 ``queue/`` holds the ``WorkQueue`` histories (``python -m tests.histories.record_queue``): an execution
 that ends in continue-as-new, the one after it, and a queue that dispatches a run and follows it (its
@@ -41,10 +43,10 @@ from tests.workflows.harness import within
 from tests.workflows.research_harness import payload_text
 from worker import WORKFLOWS, sandbox_runner
 from workflows.model_ceiling import PATCH_LEASE_RECORDS
-from workflows.model_job import PATCH_ATTEMPTS_IN_WORKFLOW, PATCH_LOCAL_PREPARE
+from workflows.model_job import PATCH_ATTEMPTS_IN_WORKFLOW, PATCH_JOB_V5, PATCH_LOCAL_PREPARE
 from workflows.research_team import PATCH_COORDINATED
 from workflows.run_jobs import PATCH_AUDIT_MODEL_ATTEMPTS
-from workflows.specialist_run import PATCH_AUTHORIZE_CREATE, PATCH_ONE_UPSERT_PER_TASK
+from workflows.specialist_run import PATCH_AUTHORIZE_CREATE, PATCH_ONE_UPSERT_PER_TASK, PATCH_RUN_V5
 from workflows.work_queue import PATCH_TRACK_RUNS
 
 HISTORIES = Path(__file__).resolve().parent.parent / "histories"
@@ -54,11 +56,12 @@ V1 = sorted((HISTORIES / "v1").glob("*.json"))
 V2 = sorted((HISTORIES / "v2").glob("*.json"))
 V3 = sorted(path for path in (HISTORIES / "v3").glob("*.json") if path.name != WORKFLOW_IDS)
 V4 = sorted(path for path in (HISTORIES / "v4").glob("*.json") if path.name != WORKFLOW_IDS)
+V5 = sorted(path for path in (HISTORIES / "v5").glob("*.json") if path.name != WORKFLOW_IDS)
 TEAMS = sorted(path for path in (HISTORIES / "teams").glob("*.json") if path.name != WORKFLOW_IDS)
 TEAMS_V1 = sorted(path for path in (HISTORIES / "teams" / "v1").glob("*.json") if path.name != WORKFLOW_IDS)
 QUEUE = sorted(path for path in (HISTORIES / "queue").glob("*.json") if path.name != WORKFLOW_IDS)
 QUEUE_V1 = sorted(path for path in (HISTORIES / "queue" / "v1").glob("*.json") if path.name != WORKFLOW_IDS)
-ALL = [*CURRENT, *V1, *V2, *V3, *V4, *TEAMS, *TEAMS_V1, *QUEUE, *QUEUE_V1]
+ALL = [*CURRENT, *V1, *V2, *V3, *V4, *V5, *TEAMS, *TEAMS_V1, *QUEUE, *QUEUE_V1]
 TEAM_PATHS = {"completed", "adjudicated", "blocked_retried_stopped", "cancelled", "invalidated"}
 
 V1_PATHS = {
@@ -80,7 +83,8 @@ V2_PATHS = V1_PATHS | {
 }
 V3_PATHS = V2_PATHS | {"accepted_after_retry", "accepted_under_ceiling"}
 V4_PATHS = V3_PATHS | {"executed_accepted", "executed_failed_closed"}
-CURRENT_PATHS = V4_PATHS | {"worktree_pruned"}
+V5_PATHS = V4_PATHS | {"worktree_pruned"}
+CURRENT_PATHS = V5_PATHS
 # Paths whose run is created enqueued or automatic: the create is a protected action.
 PROTECTED_CREATE_PATHS = {
     "rejected",
@@ -133,6 +137,7 @@ def test_a_history_is_recorded_for_every_run_path() -> None:
     assert _names(V2) == V2_PATHS
     assert _names(V3) == V3_PATHS
     assert _names(V4) == V4_PATHS
+    assert _names(V5) == V5_PATHS
     assert _names(TEAMS) == TEAM_PATHS | {"coordinator"}
     assert _names(TEAMS_V1) == TEAM_PATHS
 
@@ -148,14 +153,21 @@ def _expected_run_patches(
     return expected
 
 
-def test_current_histories_carry_every_patch_and_older_ones_predate_theirs() -> None:
+def test_current_histories_carry_one_consolidated_patch_and_older_ones_predate_theirs() -> None:
     for path in CURRENT:
         if path.stem.endswith(".ceiling"):  # the ModelCeiling workflow: no acquire for a held lease
             assert _patches(path) == [], path.name
-        elif "." in path.stem:  # a ModelJob child
-            assert _patches(path) == [PATCH_ATTEMPTS_IN_WORKFLOW, PATCH_LOCAL_PREPARE], path.name
+        elif "." in path.stem:  # a ModelJob child: one marker for both of its behaviours
+            assert _patches(path) == [PATCH_JOB_V5], path.name
         elif path.stem == "worktree_pruned":  # the WorktreePrune workflow
             assert _patches(path) == [], path.name
+        else:  # a run: one marker for every behaviour, whatever its path reaches
+            assert _patches(path) == [PATCH_RUN_V5], path.name
+    for path in V5:
+        if path.stem.endswith(".ceiling") or path.stem == "worktree_pruned":
+            assert _patches(path) == [], path.name
+        elif "." in path.stem:
+            assert _patches(path) == [PATCH_ATTEMPTS_IN_WORKFLOW, PATCH_LOCAL_PREPARE], path.name
         else:
             expected = _expected_run_patches(path.stem, audits_attempts=True, one_upsert_per_task=True)
             assert _patches(path) == expected, path.name
@@ -176,6 +188,8 @@ def test_current_histories_carry_every_patch_and_older_ones_predate_theirs() -> 
         assert _patches(path) == expected, path.name
     assert all(_patches(path) == [] for path in V1)
     assert PATCH_LEASE_RECORDS not in {patch for path in ALL for patch in _patches(path)}
+    older = [*V1, *V2, *V3, *V4, *V5, *TEAMS, *TEAMS_V1, *QUEUE, *QUEUE_V1]
+    assert not {PATCH_RUN_V5, PATCH_JOB_V5} & {patch for path in older for patch in _patches(path)}
     job_patches = [PATCH_ATTEMPTS_IN_WORKFLOW, PATCH_LOCAL_PREPARE]
     for path in TEAMS:
         expected = (
@@ -184,6 +198,30 @@ def test_current_histories_carry_every_patch_and_older_ones_predate_theirs() -> 
         assert _patches(path) == expected, path.name
     for path in TEAMS_V1:
         assert _patches(path) == (job_patches if "." in path.stem else []), path.name
+
+
+def _change_version_upserts(path: Path) -> int:
+    """How many upserts of ``TemporalChangeVersion`` (one per patch a new execution asks) a history has."""
+    return sum(
+        "TemporalChangeVersion" in upsert["searchAttributes"]["indexedFields"]
+        for event in json.loads(path.read_text(encoding="utf-8"))["events"]
+        if (upsert := event.get("upsertWorkflowSearchAttributesEventAttributes")) is not None
+    )
+
+
+def test_a_run_and_each_of_its_jobs_record_one_patch_marker_and_one_change_version_upsert() -> None:
+    for path in CURRENT:
+        if path.stem.endswith(".ceiling") or path.stem == "worktree_pruned":
+            continue
+        assert (len(_patches(path)), _change_version_upserts(path)) == (1, 1), path.name
+    # The same read_only path before: one marker and one upsert for each behaviour it reached.
+    events = {name: len(_events(name)) for name in ("accepted.json", "v5/accepted.json")}
+    assert (len(_patches(HISTORIES / "v5" / "accepted.json")), events["v5/accepted.json"]) == (2, 111)
+    assert events["accepted.json"] == events["v5/accepted.json"] - 2
+    for job in ("analysis", "review"):
+        old = HISTORIES / "v5" / f"accepted.{job}.json"
+        assert (len(_patches(old)), _change_version_upserts(old)) == (2, 2)
+        assert len(_events(f"accepted.{job}.json")) == len(_events(f"v5/accepted.{job}.json")) - 2
 
 
 def _upserts_by_task(path: Path) -> list[list[list[str]]]:
