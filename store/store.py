@@ -18,6 +18,7 @@ from typing import Final
 from sqlalchemy import Engine
 from sqlalchemy.engine import URL
 from sqlalchemy.orm import Session
+from sqlalchemy.orm.exc import StaleDataError
 
 from contracts.config import (
     ActorRecord,
@@ -149,8 +150,14 @@ class Store:
         ``policy_write_unverified`` when the policy read back differs (another write landed in
         between, or the write was lost).
         """
-        with self._configuration(write=True) as (session, trust):
-            written = automation_policy.record_policy(session, trust, policy, signer, self._now())
+        try:
+            with self._configuration(write=True) as (session, trust):
+                written = automation_policy.record_policy(session, trust, policy, signer, self._now())
+        except StaleDataError:  # the row was removed while it was being signed
+            raise OperatorError(
+                "policy_write_unverified",
+                "the policy write was lost before it was signed: check `policy` and set it again",
+            ) from None
         in_force = self.get_policy()
         if in_force != written:
             raise OperatorError(

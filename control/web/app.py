@@ -25,6 +25,7 @@ from control.web.console import Deployment
 from control.web.rendering import environment
 from control.web.security import (
     CSRF_FIELD,
+    HEADERS,
     PRESESSION_COOKIE,
     SESSION_COOKIE,
     CookieSigner,
@@ -56,6 +57,19 @@ def create_app(deployment: Deployment, settings: WebSettings | None = None) -> F
     templates = environment()
     app = FastAPI(title="Mission Control", docs_url=None, redoc_url=None, openapi_url=None)
     app.add_middleware(SecurityHeaders, tls=settings.tls)
+
+    async def unexpected(request: Request, error: Exception) -> Response:
+        # Outside the middleware: the headers are set here too. Nothing of the error is shown.
+        response = page(
+            "error.html", 500, session=None, code="internal_error",
+            message="the console met an unexpected error; nothing more is shown here (see its log)",
+            extra={},
+        )  # fmt: skip
+        for name, value in HEADERS.items():
+            response.headers[name] = value
+        return response
+
+    app.add_exception_handler(Exception, unexpected)
     app.mount("/static", StaticFiles(directory=STATIC), name="static")
 
     def page(name: str, http_status: int = 200, **context: Any) -> HTMLResponse:

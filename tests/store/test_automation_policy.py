@@ -65,3 +65,26 @@ def test_policy_write_that_does_not_read_back_is_unverified(
     with pytest.raises(OperatorError) as raised:
         store.set_policy(GUARDED, signer)
     assert raised.value.code == "policy_write_unverified"
+
+
+def test_a_policy_row_removed_while_it_is_signed_is_an_unverified_write_not_a_crash(
+    store: Store, signer: Signer
+) -> None:
+    from sqlalchemy import text
+
+    from store.engine import writing
+
+    if store.engine.dialect.name != "sqlite":
+        pytest.skip("the trigger is SQLite's; the mapping is the same on every backend")
+    before = store.get_policy()
+    with writing(store.engine).begin() as connection:
+        connection.execute(
+            text(
+                "CREATE TRIGGER lose_policy AFTER INSERT ON automation_policy "
+                "BEGIN DELETE FROM automation_policy WHERE id = NEW.id; END"
+            )
+        )
+    with pytest.raises(OperatorError) as raised:
+        store.set_policy(GUARDED, signer)
+    assert raised.value.code == "policy_write_unverified"
+    assert store.get_policy() == before

@@ -364,3 +364,30 @@ def test_research_and_queue_pages_need_a_session_and_check_their_ids(client: Tes
     assert _error_code(stage.text) == "invalid_stage"
     no_csrf = client.post("/research/teams/RTM-0000000000000000/stop", data={})
     assert _error_code(no_csrf.text) == "csrf_token_invalid"
+
+
+def test_an_unexpected_error_is_a_plain_500_page_with_the_hardening_headers(store_url: str) -> None:
+    broken = {"now": False}
+    deployment = _deployment(store_url)
+    opener = deployment.open_store
+
+    def store() -> Any:
+        if broken["now"]:
+            raise RuntimeError("secret detail: /var/lib/specialists/specialists.db is gone")
+        return opener()
+
+    deployment.open_store = store
+    client = TestClient(
+        create_app(deployment),
+        base_url="http://console.test",
+        follow_redirects=False,
+        raise_server_exceptions=False,
+    )
+    _signed_in(client)
+    broken["now"] = True
+    answer = client.get("/")
+    assert answer.status_code == 500
+    assert _error_code(answer.text) == "internal_error"
+    assert "secret detail" not in answer.text and "/var/lib" not in answer.text
+    assert "script-src 'self'" in answer.headers["content-security-policy"]
+    assert answer.headers["x-frame-options"] == "DENY"
