@@ -35,6 +35,7 @@ with workflow.unsafe.imports_passed_through():
     from contracts.queue_dispatch import (
         apply_run_state,
         check_no_pending_run,
+        dispatch_run_input,
         dispatch_run_problem,
         tracked_run,
     )
@@ -56,6 +57,7 @@ with workflow.unsafe.imports_passed_through():
         SETTINGS_CHANGES_KEPT,
         UNKNOWN_ITEM,
         AddRequest,
+        AutopilotGrant,
         AutopilotRequest,
         CapacityRequest,
         DispatchRequest,
@@ -74,10 +76,10 @@ with workflow.unsafe.imports_passed_through():
         SettingsChange,
         UpdateItemRequest,
     )
-    from contracts.queue_priority import check_manual_dispatch, occupancy, record_dispatch
+    from contracts.queue_priority import autopilot_picks, check_manual_dispatch, occupancy, record_dispatch
     from contracts.queue_transitions import Mover, QueueMove, apply_move, check_move
     from contracts.refusals import RefusalCode
-    from contracts.runs import AuthorizeRequest, RunStatus
+    from contracts.runs import AuthorizeRequest, QueueGrant, RunInput, RunStatus
     from contracts.search_attributes import SearchAttribute
     from contracts.temporal_names import ActivityName, QueueMessage, WorkflowType
     from workflows.authorization import check_action
@@ -87,6 +89,9 @@ T = TypeVar("T")
 PATCH_TRACK_RUNS = "queue-tracks-runs"
 """Executions begun since the queue dispatches runs read the progress of its active items' runs
 (a durable timer, then ``read_run_progress``); histories recorded before replay without it."""
+PATCH_AUTOPILOT = "queue-autopilot-dispatches"
+"""Executions begun since the autopilot dispatches fill free slots by themselves (starting child runs
+under the autopilot grant); histories recorded before replay without it, autopilot only stored."""
 READ_TIMEOUT = timedelta(seconds=30)
 READ_RETRY = RetryPolicy(maximum_attempts=3, initial_interval=timedelta(milliseconds=500))
 _STATUS_KEY = SearchAttributeKey.for_keyword(SearchAttribute.SPECIALIST_STATUS)
@@ -133,25 +138,92 @@ class WorkQueueWorkflow:
         self._state = state
         self._run_status: dict[str, RunStatus] = dict(state.run_status)
         self._used_nonces: set[str] = set()
+        self._grant: AutopilotGrant | None = state.autopilot_grant
+        self._autopilot = False  # set by run(): whether this execution's autopilot dispatches
+        self._unbuildable: set[str] = set()  # items whose run the autopilot could not build
 
     @workflow.run
     async def run(self, state: QueueState) -> None:
         tracks = workflow.patched(PATCH_TRACK_RUNS)
+        self._autopilot = workflow.patched(PATCH_AUTOPILOT)
         while True:
             await workflow.wait_condition(
-                lambda: self._should_continue_as_new() or (tracks and bool(self._tracked()))
+                lambda: (
+                    self._should_continue_as_new()
+                    or (tracks and bool(self._tracked()))
+                    or bool(self._picks())
+                )
             )
             if self._should_continue_as_new():
                 break
-            try:  # a durable timer, cut short when the history has grown enough
+            if self._picks():
+                await self._fill_slots()
+                continue
+            try:  # a durable timer, cut short when the history has grown enough or a slot can be filled
                 await workflow.wait_condition(
-                    self._should_continue_as_new, timeout=timedelta(seconds=self._state.poll_seconds)
+                    lambda: self._should_continue_as_new() or bool(self._picks()),
+                    timeout=timedelta(seconds=self._state.poll_seconds),
                 )
-                break
+                if self._should_continue_as_new():
+                    break
             except TimeoutError:
                 await self._read_progress()
         await workflow.wait_condition(workflow.all_handlers_finished)
         workflow.continue_as_new(self._carried())
+
+    def _picks(self) -> list[str]:
+        """The approved items the autopilot dispatches now, in priority order (none with autopilot
+        off, without a grant, or in an execution recorded before the autopilot dispatched)."""
+        if not self._autopilot or self._grant is None:
+            return []
+        pool = [item for item in self._items.values() if item.key not in self._unbuildable]
+        return autopilot_picks(pool, self._settings)
+
+    async def _fill_slots(self) -> None:
+        """Dispatch the picked items (docs/architecture.md "Goal queue"): each move is made before any
+        start is awaited, so no update can take the same slot or item meanwhile; each run is built by
+        the same contract as a manual dispatch, created by the granting actor and carrying the queue's
+        grant instead of a proof (the run checks it)."""
+        grant = self._grant
+        assert grant is not None
+        at = workflow.now()
+        runs: list[RunInput] = []
+        for key in self._picks():
+            item = self._items[key]
+            run_id = "SOR-" + workflow.uuid4().hex[:16].upper()
+            queue_grant = QueueGrant(
+                queue_workflow_id=workflow.info().workflow_id,
+                item_key=key,
+                granted_by=grant.granted_by,
+                granted_at=grant.granted_at,
+            )
+            try:
+                run = dispatch_run_input(item, run_id=run_id, actor=grant.granted_by, queue_grant=queue_grant)
+            except QueueRefused as error:  # its work item does not fit: an operator must act
+                self._unbuildable.add(key)
+                self._refused(QueueAction.DISPATCH, None, key, error.code, error.message)
+                continue
+            self._items[key] = record_dispatch(
+                item, run_id=run_id, mover=Mover.SYSTEM, actor=grant.granted_by, at=at
+            )
+            runs.append(run)
+        for run in runs:
+            await self._start_run(run)
+
+    async def _start_run(self, run: RunInput) -> None:
+        """Start ``run`` as a child workflow the queue abandons on continue-as-new (it lives on its
+        own)."""
+        await workflow.start_child_workflow(
+            WorkflowType.SPECIALIST_RUN,
+            run,
+            id=run.run_id,
+            task_queue=workflow.info().task_queue,
+            parent_close_policy=ParentClosePolicy.ABANDON,
+            memo={"request_digest": run.request_digest, "title": run.work_item.title},
+            search_attributes=TypedSearchAttributes(
+                [SearchAttributePair(_STATUS_KEY, RunStatus.ROUTING.value)]
+            ),
+        )
 
     def _tracked(self) -> list[str]:
         return [run_id for item in self._items.values() if (run_id := tracked_run(item)) is not None]
@@ -199,6 +271,7 @@ class WorkQueueWorkflow:
                 "refusals": list(self._refusals),
                 "runs": self._state.runs + 1,
                 "run_status": self._live_run_status(),
+                "autopilot_grant": self._grant,
             }
         )
 
@@ -415,18 +488,7 @@ class WorkQueueWorkflow:
             return ItemAnswer(accepted=False, code=code, message=message, extra=extra)
         # The move is made before the start is awaited, so no other update can dispatch the item too.
         self._items[dispatched.key] = dispatched
-        run = request.run
-        await workflow.start_child_workflow(
-            WorkflowType.SPECIALIST_RUN,
-            run,
-            id=run.run_id,
-            task_queue=workflow.info().task_queue,
-            parent_close_policy=ParentClosePolicy.ABANDON,
-            memo={"request_digest": run.request_digest, "title": run.work_item.title},
-            search_attributes=TypedSearchAttributes(
-                [SearchAttributePair(_STATUS_KEY, RunStatus.ROUTING.value)]
-            ),
-        )
+        await self._start_run(request.run)
         return self._accepted(self._items[dispatched.key])
 
     @dispatch.validator
@@ -583,10 +645,15 @@ class WorkQueueWorkflow:
 
     @workflow.update(name=QueueMessage.AUTOPILOT)
     async def autopilot(self, request: AutopilotRequest) -> SettingsAnswer:
-        """Turn autopilot on or off."""
-        return await self._settings_action(
+        """Turn autopilot on or off. An accepted ``on`` is the signing operator's standing grant of the
+        runs the queue starts by itself (given again by each ``on``); ``off`` withdraws it."""
+        answer = await self._settings_action(
             QueueAction.AUTOPILOT, "autopilot", request.on, request.actor, request.proof, request.digest()
         )
+        if answer.accepted:
+            on = request.on and request.actor is not None
+            self._grant = AutopilotGrant(granted_by=request.actor, granted_at=workflow.now()) if on else None
+        return answer
 
     @autopilot.validator
     def _validate_autopilot(self, request: AutopilotRequest) -> None:
@@ -638,4 +705,5 @@ class WorkQueueWorkflow:
             history_events=workflow.info().get_current_history_length(),
             run_status=self._live_run_status(),
             renamed_to=renamed,
+            autopilot_grant=self._grant,
         )

@@ -1,0 +1,154 @@
+"""The ``WorkQueue``'s autopilot on a real dev server and worker (docs/architecture.md "Goal queue"):
+off starts nothing; on fills exactly the free slots in priority order and never with a high-risk item;
+the runs it starts carry the operator's standing grant, which a run accepts only from its queue and
+only while the granting actor is active."""
+
+from __future__ import annotations
+
+import asyncio
+import datetime as dt
+from pathlib import Path
+
+import pytest
+from temporalio.client import Client
+
+from contracts.enums import Tier
+from contracts.queue_items import QueueItem, QueueStatus
+from contracts.queue_messages import queue_workflow_id
+from contracts.runs import QueueGrant, RunStatus, RunView
+from contracts.temporal_names import QueueMessage
+from control.runs import create_run
+from tests.store.git_repository import make_working_tree
+from tests.workflows.harness import ACTOR, bench, events, example, register_actor, run_input, signer, within
+from tests.workflows.queue_harness import SLOW_QUERY_ITEM, QueueBench, queue_bench
+
+pytestmark = pytest.mark.asyncio
+
+
+async def _approved(q: QueueBench, **fields: str) -> str:
+    key = (await q.add({**SLOW_QUERY_ITEM, **fields})).item.key  # type: ignore[union-attr]
+    await q.move(QueueMessage.APPROVE, key)
+    return key
+
+
+def _run_of(item: QueueItem) -> str:
+    [run] = item.runs
+    return run.run_id
+
+
+def _creator(run: RunView) -> str | None:
+    return next(event.actor for event in run.audit if event.kind == "run_created")
+
+
+@within(90)
+async def test_autopilot_off_starts_nothing_and_on_fills_exactly_the_free_slots_in_priority_order(
+    temporal_client: Client, task_queue: str, tmp_path: Path
+) -> None:
+    async with queue_bench(temporal_client, task_queue, tmp_path, poll_seconds=0.2) as q:
+        # Edit-tier runs wait for their own approval, so the slots they take stay taken.
+        q.bench.add_repository("orders-service", make_working_tree(tmp_path / "orders-service"), "main")
+        await q.capacity(2)
+        keys = {
+            name: await _approved(q, tier="worktree", value=value, urgency=urgency, risk=risk)
+            for name, value, urgency, risk in [
+                ("least", "L", "L", "low"),
+                ("first", "H", "H", "low"),
+                ("risky", "H", "H", "high"),
+                ("second", "M", "M", "medium"),
+            ]
+        }
+        await asyncio.sleep(1.0)
+        view = await q.view()
+        assert [(item.status, item.runs) for item in view.items] == [(QueueStatus.APPROVED, [])] * 4
+        assert view.autopilot_grant is None
+
+        await q.autopilot(True)
+        first = await q.until_status(keys["first"], QueueStatus.ACTIVE)
+        second = await q.until_status(keys["second"], QueueStatus.ACTIVE)
+        run_ids = [_run_of(first), _run_of(second)]
+        q.bench.started.extend(run_ids)
+        await asyncio.sleep(1.0)
+        view = await q.view()
+        assert view.autopilot_grant is not None and view.autopilot_grant.granted_by == ACTOR
+        status = {name: next(i for i in view.items if i.key == key).status for name, key in keys.items()}
+        assert status == {
+            "least": QueueStatus.APPROVED,
+            "first": QueueStatus.ACTIVE,
+            "risky": QueueStatus.APPROVED,  # high risk: only an operator's --confirm-high-risk
+            "second": QueueStatus.ACTIVE,
+        }
+        moved = [event for event in first.events if event.kind == "moved"][-1]
+        assert (moved.data["move"], moved.data["by"], moved.actor) == ("dispatch", "system", ACTOR)
+        for run_id in run_ids:
+            run = await q.bench.wait(run_id, RunStatus.AWAITING_APPROVAL, timeout=45)
+            assert run.tier is Tier.WORKTREE and run.approval is None  # never approved by the queue
+            [created] = events(run, "run_created")
+            assert created["by"] == "queue_autopilot"
+            assert created["queue_grant"]["granted_by"] == ACTOR
+
+        # Off stops everything the queue would start by itself: a freed slot stays free.
+        await q.autopilot(False)
+        assert (await q.view()).autopilot_grant is None
+        await q.bench.cancel(run_ids[0])
+        await q.until_status(keys["first"], QueueStatus.FAILED)
+        await asyncio.sleep(1.0)
+        assert (await q.item(keys["least"])).status is QueueStatus.APPROVED
+        assert (await q.item(keys["risky"])).runs == []
+
+
+@within(90)
+async def test_a_read_only_run_the_autopilot_starts_is_created_under_the_grant_and_reviewed(
+    temporal_client: Client, task_queue: str, tmp_path: Path
+) -> None:
+    async with queue_bench(temporal_client, task_queue, tmp_path, poll_seconds=0.2) as q:
+        await q.autopilot(True)
+        key = await _approved(q)
+        item = await q.until_status(key, QueueStatus.HUMAN_REVIEW, timeout=60)
+        run_id = _run_of(item)
+        q.bench.started.append(run_id)
+        run = await q.bench.wait(run_id, RunStatus.AWAITING_DECISION)
+        assert run.tier is Tier.READ_ONLY and _creator(run) == ACTOR
+        [created] = events(run, "run_created")
+        assert (created["by"], created["queue_grant"]["item_key"]) == ("queue_autopilot", key)
+        assert events(run, "action_refused") == []
+
+
+@within(60)
+async def test_a_run_with_a_forged_queue_grant_started_by_a_client_fails_with_the_refusal(
+    temporal_client: Client, task_queue: str, tmp_path: Path
+) -> None:
+    async with bench(temporal_client, task_queue, tmp_path) as b, b.worker():
+        grant = QueueGrant(
+            queue_workflow_id=queue_workflow_id(task_queue),
+            item_key="ORD-1",
+            granted_by=ACTOR,
+            granted_at=dt.datetime.now(dt.UTC),
+        )
+        unsigned = run_input(example("03-slow-query.json"), enqueue=True, signed=False)
+        forged = unsigned.model_copy(update={"queue_grant": grant})
+        b.started.append(forged.run_id)
+        await create_run(temporal_client, forged, task_queue=task_queue)
+        run = await b.terminal(forged.run_id)
+        assert run.status is RunStatus.FAILED
+        assert run.error is not None and run.error.type == "forbidden"
+        [refused] = events(run, "action_refused")
+        assert refused["action"] == "create" and "only on a run its queue" in refused["message"]
+        assert run.result is None
+
+
+@within(90)
+async def test_the_grant_of_a_deactivated_actor_is_refused_by_the_run_and_the_item_fails(
+    temporal_client: Client, task_queue: str, tmp_path: Path
+) -> None:
+    async with queue_bench(temporal_client, task_queue, tmp_path, poll_seconds=0.2) as q:
+        register_actor(q.bench.store, "erin", "Erin Operator")
+        await q.autopilot(True, actor="erin")
+        q.bench.store.deactivate_actor("erin", signer(ACTOR))
+        key = await _approved(q)
+        item = await q.until_status(key, QueueStatus.FAILED, timeout=45)
+        run_id = _run_of(item)
+        q.bench.started.append(run_id)
+        run = await q.bench.terminal(run_id)
+        assert run.status is RunStatus.FAILED and _creator(run) == "erin"
+        assert run.error is not None and run.error.type == "actor_deactivated"
+        assert run.result is None
