@@ -89,6 +89,41 @@ class QueueGrant(BaseModel):
     granted_at: dt.datetime
 
 
+class QueueVerdict(BaseModel):
+    """Signal ``queue_verdict`` to a run its queue's autopilot started: the queue's FAIL verdict of
+    round ``round`` of item ``item_key`` on this run (docs/architecture.md "Goal queue"). A signal names
+    no sender, so the run believes none of it: it applies its grant's "reject on the queue's FAIL
+    verdict" only after ``check_queue_verdict`` found that verdict recorded in its queue."""
+
+    model_config = ConfigDict(frozen=True)
+
+    queue_workflow_id: str
+    item_key: str
+    round: int
+
+
+class QueueVerdictCheck(BaseModel):
+    """Input of activity ``check_queue_verdict``: does queue ``queue_workflow_id`` hold a FAIL round of
+    item ``item_key`` on run ``run_id``?"""
+
+    model_config = ConfigDict(frozen=True)
+
+    queue_workflow_id: str
+    item_key: str
+    run_id: str
+
+
+class QueueVerdictFound(BaseModel):
+    """Output of ``check_queue_verdict``: the FAIL round found (its number and findings line), or why
+    none was."""
+
+    model_config = ConfigDict(frozen=True)
+
+    found: bool
+    round: int | None = None
+    reason: str = ""
+
+
 class RunInput(BaseModel):
     """The workflow input of ``SpecialistRunWorkflow``.
 

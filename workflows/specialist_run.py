@@ -52,6 +52,7 @@ with workflow.unsafe.imports_passed_through():
         EnqueueRequest,
         ExecuteRequest,
         ProjectRunRequest,
+        QueueVerdict,
         RunError,
         RunInput,
         RunProgress,
@@ -61,6 +62,7 @@ with workflow.unsafe.imports_passed_through():
     from contracts.temporal_names import ActivityName, RunMessage, WorkflowType
     from workflows.audit import activity_failure
     from workflows.authorization import ProtectedActions
+    from workflows.queue_verdict import apply_queue_verdict
     from workflows.run_jobs import run_model_job
     from workflows.run_state import RunState, route_attributes
     from workflows.worktree_attempt import attempt_worktree, uses_command_executor
@@ -491,6 +493,11 @@ class SpecialistRunWorkflow:
                 f"run {self._run_id} is {state.status.value}; only an approved run executes",
                 type=RefusalCode.NOT_APPROVED,
             )
+
+    @workflow.signal(name=RunMessage.QUEUE_VERDICT)
+    async def queue_verdict(self, verdict: QueueVerdict) -> None:
+        """Its queue's FAIL verdict: rejected once verified (:mod:`workflows.queue_verdict`)."""
+        await apply_queue_verdict(self._state, self._actions, verdict)
 
     @workflow.signal(name=RunMessage.CANCEL)
     async def cancel(self, request: CancelRequest) -> None:

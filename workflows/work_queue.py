@@ -46,6 +46,9 @@ with workflow.unsafe.imports_passed_through():
         QueueItem,
         QueueRefused,
         QueueSettings,
+        QueueStatus,
+        RoundVerdict,
+        RunOutcome,
         apply_update,
         new_item,
     )
@@ -76,12 +79,19 @@ with workflow.unsafe.imports_passed_through():
         SettingsChange,
         UpdateItemRequest,
     )
-    from contracts.queue_priority import autopilot_picks, check_manual_dispatch, occupancy, record_dispatch
+    from contracts.queue_priority import (
+        autopilot_picks,
+        check_manual_dispatch,
+        dispatch_sort_key,
+        needs_confirmation,
+        occupancy,
+        record_dispatch,
+    )
     from contracts.queue_transitions import Mover, QueueMove, apply_move, check_move
     from contracts.refusals import RefusalCode
-    from contracts.runs import AuthorizeRequest, QueueGrant, RunInput, RunStatus
+    from contracts.runs import AuthorizeRequest, QueueGrant, QueueVerdict, RunInput, RunStatus
     from contracts.search_attributes import SearchAttribute
-    from contracts.temporal_names import ActivityName, QueueMessage, WorkflowType
+    from contracts.temporal_names import ActivityName, QueueMessage, RunMessage, WorkflowType
     from workflows.authorization import check_action
 
 T = TypeVar("T")
@@ -122,6 +132,18 @@ def _describe(error: ValidationError) -> str:
             message = "unknown key (not allowed)"
         parts.append(f"{location}: {message}")
     return "; ".join(parts)
+
+
+def _redispatch_due(item: QueueItem) -> bool:
+    """True for an item left in ``ai-review`` by a FAIL round (not at the cap, not handed to a person)
+    whose last run the autopilot started and none is pending: the autopilot re-dispatches it (never a
+    high-risk one) with the findings."""
+    if item.status is not QueueStatus.AI_REVIEW or needs_confirmation(item):
+        return False
+    rounds, runs = item.cycle_rounds(), item.cycle_runs()
+    if not rounds or rounds[-1].verdict is not RoundVerdict.FAIL or not runs:
+        return False
+    return runs[-1].autopilot and all(run.outcome is not RunOutcome.PENDING for run in runs)
 
 
 @workflow.defn(name=WorkflowType.WORK_QUEUE)
@@ -177,7 +199,9 @@ class WorkQueueWorkflow:
         if not self._autopilot or self._grant is None:
             return []
         pool = [item for item in self._items.values() if item.key not in self._unbuildable]
-        return autopilot_picks(pool, self._settings)
+        redo = sorted((item for item in pool if _redispatch_due(item)), key=dispatch_sort_key)
+        free = occupancy(self._items.values(), self._settings.slots).free
+        return [*(item.key for item in redo), *autopilot_picks(pool, self._settings)][:free]
 
     async def _fill_slots(self) -> None:
         """Dispatch the picked items (docs/architecture.md "Goal queue"): each move is made before any
@@ -188,6 +212,7 @@ class WorkQueueWorkflow:
         assert grant is not None
         at = workflow.now()
         runs: list[RunInput] = []
+        verdicts: list[tuple[str, QueueVerdict]] = []
         for key in self._picks():
             item = self._items[key]
             run_id = "SOR-" + workflow.uuid4().hex[:16].upper()
@@ -203,10 +228,21 @@ class WorkQueueWorkflow:
                 self._unbuildable.add(key)
                 self._refused(QueueAction.DISPATCH, None, key, error.code, error.message)
                 continue
+            if item.status is QueueStatus.AI_REVIEW:  # after a FAIL: its run is rejected on the verdict
+                failed = item.cycle_rounds()[-1]
+                verdict = QueueVerdict(
+                    queue_workflow_id=workflow.info().workflow_id, item_key=key, round=failed.number
+                )
+                verdicts.append((failed.run_id, verdict))
             self._items[key] = record_dispatch(
-                item, run_id=run_id, mover=Mover.SYSTEM, actor=grant.granted_by, at=at
+                item, run_id=run_id, mover=Mover.SYSTEM, actor=grant.granted_by, at=at, autopilot=True
             )
             runs.append(run)
+        for run_id, verdict in verdicts:
+            try:  # the run verifies the verdict itself; one that has ended ignores it
+                await workflow.get_external_workflow_handle(run_id).signal(RunMessage.QUEUE_VERDICT, verdict)
+            except Exception as error:
+                workflow.logger.info("could not send the verdict to %s: %s", run_id, error)
         for run in runs:
             await self._start_run(run)
 

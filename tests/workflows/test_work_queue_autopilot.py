@@ -15,12 +15,22 @@ from temporalio.client import Client
 from contracts.enums import Tier
 from contracts.queue_items import QueueItem, QueueStatus
 from contracts.queue_messages import queue_workflow_id
-from contracts.runs import QueueGrant, RunStatus, RunView
-from contracts.temporal_names import QueueMessage
-from control.runs import create_run
+from contracts.runs import QueueGrant, QueueVerdict, RunStatus, RunView
+from contracts.temporal_names import QueueMessage, RunMessage
+from control.runs import create_run, get_view
 from tests.store.git_repository import make_working_tree
-from tests.workflows.harness import ACTOR, bench, events, example, register_actor, run_input, signer, within
-from tests.workflows.queue_harness import SLOW_QUERY_ITEM, QueueBench, queue_bench
+from tests.workflows.harness import (
+    ACTOR,
+    bench,
+    events,
+    example,
+    register_actor,
+    run_input,
+    signer,
+    until,
+    within,
+)
+from tests.workflows.queue_harness import SLOW_QUERY_ITEM, DisagreeingReviewer, QueueBench, queue_bench
 
 pytestmark = pytest.mark.asyncio
 
@@ -111,6 +121,56 @@ async def test_a_read_only_run_the_autopilot_starts_is_created_under_the_grant_a
         [created] = events(run, "run_created")
         assert (created["by"], created["queue_grant"]["item_key"]) == ("queue_autopilot", key)
         assert events(run, "action_refused") == []
+
+        # A verdict anyone may signal is believed only when the queue holds it: this run PASSed.
+        forged = QueueVerdict(queue_workflow_id=q.workflow_id, item_key=key, round=1)
+        await q.client.get_workflow_handle(run_id).signal(RunMessage.QUEUE_VERDICT, forged)
+
+        async def refused() -> bool:
+            return bool(events(await get_view(q.client, run_id), "action_refused"))
+
+        assert await until(refused, timeout=10)
+        run = await get_view(q.client, run_id)
+        [refusal] = events(run, "action_refused")
+        assert refusal["code"] == "forbidden" and "holds no FAIL round" in refusal["message"]
+        assert run.status is RunStatus.AWAITING_DECISION and run.decision is None
+
+
+@within(150)
+async def test_after_a_fail_the_autopilot_rejects_the_run_on_its_verdict_and_re_dispatches_with_the_findings(
+    temporal_client: Client, task_queue: str, tmp_path: Path
+) -> None:
+    reviewer = DisagreeingReviewer()  # every review disagrees with a high finding: every round FAILs
+    async with queue_bench(
+        temporal_client, task_queue, tmp_path, poll_seconds=0.2, providers={"replay": reviewer}
+    ) as q:
+        await q.autopilot(True)
+        key = await _approved(q)
+
+        async def settled() -> bool:
+            item = await q.item(key)
+            q.bench.started.extend(run.run_id for run in item.runs if run.run_id not in q.bench.started)
+            return item.status in (QueueStatus.BLOCKED, QueueStatus.FAILED)
+
+        assert await until(settled, timeout=130, every=0.5)
+        item = await q.item(key)
+        kinds = [run.kind for run in item.runs]
+        assert kinds[0] == "dispatch" and set(kinds[1:]) == {"redispatch"} and 2 <= len(kinds) <= 5
+        assert all(run.autopilot for run in item.runs)
+        assert [r.verdict for r in item.rounds] == ["FAIL"] * len(item.runs)
+        for number, run in enumerate(item.runs[:-1], start=1):  # each FAILed run rejected by the queue
+            view = await get_view(q.client, run.run_id)
+            assert view.status is RunStatus.REJECTED
+            assert view.decision is not None and view.decision.actor == ACTOR
+            [decided] = events(view, "decided")
+            assert (decided["by"], decided["round"], decided["item_key"]) == ("queue_autopilot", number, key)
+            assert f"review round {number} FAIL" in decided["note"]
+        # The last round handed the item to a person: its run still awaits their decision.
+        last = await get_view(q.client, item.runs[-1].run_id)
+        assert last.status is RunStatus.AWAITING_DECISION
+        assert last.contract is not None
+        assert "Findings of earlier review rounds (resolve each):" in last.contract.task
+        assert "- round 1 (score 2): the reviewer did not agree (disagree)" in last.contract.task
 
 
 @within(60)
