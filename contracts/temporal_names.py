@@ -55,7 +55,7 @@ class ActivityName(StrEnum):
 
 class RunMessage(StrEnum):
     """``SpecialistRun``: queries ``view`` and ``status``; updates ``enqueue``, ``decide``,
-    ``approve``, ``execute``; signal ``cancel``."""
+    ``approve``, ``execute``; signals ``cancel`` and ``queue_verdict`` (from the goal queue)."""
 
     VIEW = "view"
     STATUS = "status"

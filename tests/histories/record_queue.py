@@ -19,7 +19,10 @@ validator is not in it), dispatched as a read_only run (replay:demo), which the 
 ``autopilot.json`` is a third queue's: one slot, three items approved (the highest priority, a lower
 one, a high-risk one), autopilot turned on — the queue dispatches the first by itself under the grant,
 follows it to a PASS, then fills the freed slot with the second (never the high-risk one) — autopilot
-off, and the first made done by a person.
+off, and the first made done by a person. ``redispatched.json`` a fourth's: autopilot on, one item
+whose every review disagrees with a high finding (:class:`DisagreeingReviewer`), so each round FAILs:
+the queue sends each FAILed run its verdict and re-dispatches the item with the findings until the
+escalation hands it to a person.
 ``tests/workflows/test_replay.py`` replays them; ``workflow-ids.json`` names the id each ran under.
 ``v1/`` holds the first two as recorded before the queue dispatched runs (no patch marker), ``v2/``
 the first three as recorded before the autopilot dispatched (patch ``queue-tracks-runs`` only).
@@ -45,13 +48,20 @@ from contracts.search_attributes import SEARCH_ATTRIBUTES
 from contracts.temporal_names import QueueMessage
 from infra.devserver import DevServer, free_port
 from tests.workflows.harness import bench
-from tests.workflows.queue_harness import COMPLETE, SLOW_QUERY_ITEM, QueueBench, items_in_every_status
+from tests.workflows.queue_harness import (
+    COMPLETE,
+    SLOW_QUERY_ITEM,
+    DisagreeingReviewer,
+    QueueBench,
+    items_in_every_status,
+)
 
 HERE = Path(__file__).resolve().parent / "queue"
 WORKFLOW_IDS = HERE / "workflow-ids.json"
 TASK_QUEUE = "record-queue-histories"
 DISPATCH_TASK_QUEUE = "record-queue-dispatch-histories"
 AUTOPILOT_TASK_QUEUE = "record-queue-autopilot-histories"
+REDISPATCH_TASK_QUEUE = "record-queue-redispatch-histories"
 CONTINUE_AS_NEW_AFTER_EVENTS = 150
 
 
@@ -155,6 +165,30 @@ async def record(server: DevServer, state: Path) -> None:
             for run in item.runs:
                 with contextlib.suppress(RPCError):
                     await client.get_workflow_handle(run.run_id).terminate("recording finished")
+    reviewer = DisagreeingReviewer()
+    async with (
+        bench(client, REDISPATCH_TASK_QUEUE, state / "redispatch", providers={"replay": reviewer}) as b,
+        b.worker(),
+    ):
+        q = QueueBench(b)
+        await q.start(QueueState(poll_seconds=0.2))
+        await q.autopilot(True)
+        added = await q.add(SLOW_QUERY_ITEM)
+        assert added.item is not None
+        key = added.item.key
+        await q.move(QueueMessage.APPROVE, key)
+        for _ in range(600):
+            item = await q.item(key)
+            if item.status in (QueueStatus.BLOCKED, QueueStatus.FAILED):
+                break
+            await asyncio.sleep(0.2)
+        assert len(item.runs) >= 2, item
+        handle = client.get_workflow_handle(q.workflow_id)
+        await _save(client, "redispatched", q.workflow_id, (await handle.describe()).run_id)
+        await handle.terminate("recording finished")
+        for run in item.runs:
+            with contextlib.suppress(RPCError):
+                await client.get_workflow_handle(run.run_id).terminate("recording finished")
 
 
 def main() -> None:

@@ -17,7 +17,8 @@ recordings stay and replay too, each proving a change sits behind its patch mark
 
 ``queue/`` holds the ``WorkQueue`` histories (``python -m tests.histories.record_queue``): an execution
 that ends in continue-as-new, the one after it, and a queue that dispatches a run and follows it (its
-own ``workflow-ids.json``) and one whose autopilot fills its slot by itself; ``queue/v1/`` the first two
+own ``workflow-ids.json``), one whose autopilot fills its slot by itself and one whose autopilot
+re-dispatches after each FAIL; ``queue/v1/`` the first two
 as recorded before the queue dispatched runs, ``queue/v2/`` the first three before the autopilot did.
 
 ``teams/`` holds ``ResearchTeam`` histories (``python -m tests.histories.record_teams``), one per team
@@ -377,6 +378,7 @@ def test_the_queue_histories_carry_the_tracking_and_autopilot_patches_and_the_ol
         "continued.json",
         "dispatched.json",
         "autopilot.json",
+        "redispatched.json",
     }
     assert {path.name for path in QUEUE_V2} == {"first.json", "continued.json", "dispatched.json"}
     assert {path.name for path in QUEUE_V1} == {"first.json", "continued.json"}
@@ -434,6 +436,22 @@ def test_the_autopilot_history_fills_the_one_slot_twice_under_the_grant_and_neve
     assert {(run["created_by"], run["proof"], run["queue_grant"]["granted_by"]) for run in runs} == {
         ("alice", None, "alice")
     }
+
+
+def test_the_redispatch_history_signals_each_failed_run_its_verdict_before_starting_the_next() -> None:
+    events = _events("queue/redispatched.json")
+    kinds = [event["eventType"] for event in events]
+    starts = kinds.count("EVENT_TYPE_START_CHILD_WORKFLOW_EXECUTION_INITIATED")
+    signals = [
+        e["signalExternalWorkflowExecutionInitiatedEventAttributes"]
+        for e in events
+        if e["eventType"] == "EVENT_TYPE_SIGNAL_EXTERNAL_WORKFLOW_EXECUTION_INITIATED"
+    ]
+    assert starts >= 2 and len(signals) == starts - 1
+    assert {signal["signalName"] for signal in signals} == {"queue_verdict"}  # type: ignore[index]
+    rounds = [_payload(signal["input"]["payloads"][0])["round"] for signal in signals]  # type: ignore[index]
+    assert rounds == list(range(1, starts))
+    assert _accepted_updates("queue/redispatched.json") == ["autopilot", "add", "approve"]
 
 
 def test_the_queue_histories_hold_only_accepted_moves_and_continue_as_new_with_every_item() -> None:
