@@ -13,14 +13,17 @@ refusal is kept in the queue's list of refused actions and changes nothing else.
 authorisation the move is worked out again on the state as it is then (another update may have moved
 the item meanwhile) and applied in the same workflow task, so each move is atomic.
 
-``run`` only waits: once the history holds ``continue_as_new_after_events`` events, or the server
-suggests it, it waits for every handler to finish and continues as new with the whole state.
+``run`` follows the dispatched runs and, with autopilot on, dispatches by itself under the operator's
+standing grant: re-dispatches after a FAIL, recoveries after their delay and approved items, into free
+slots (docs/architecture.md "Goal queue", "Autopilot"). Once the history holds
+``continue_as_new_after_events`` events, or the server suggests it, it waits for every handler to
+finish and continues as new with the whole state.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
-from datetime import timedelta
+from datetime import datetime, timedelta
 from typing import Any, TypeVar
 
 from pydantic import ValidationError
@@ -87,6 +90,7 @@ with workflow.unsafe.imports_passed_through():
         occupancy,
         record_dispatch,
     )
+    from contracts.queue_review import RecoveryAction, RecoveryDecision, recovery_decision
     from contracts.queue_transitions import Mover, QueueMove, apply_move, check_move
     from contracts.refusals import RefusalCode
     from contracts.runs import AuthorizeRequest, QueueGrant, QueueVerdict, RunInput, RunStatus
@@ -134,6 +138,14 @@ def _describe(error: ValidationError) -> str:
     return "; ".join(parts)
 
 
+def _recovery(item: QueueItem, now: datetime, delay_seconds: int) -> RecoveryDecision:
+    """Whether the autopilot recovers the failed ``item`` (:func:`contracts.queue_review.recovery_decision`:
+    not parked, not at the review cap, at most twice per cycle, after the delay); never a high-risk one."""
+    if needs_confirmation(item):
+        return RecoveryDecision(action=RecoveryAction.NONE, reason=f"{item.key} is high risk")
+    return recovery_decision(item, now=now, delay_seconds=delay_seconds)
+
+
 def _redispatch_due(item: QueueItem) -> bool:
     """True for an item left in ``ai-review`` by a FAIL round (not at the cap, not handed to a person)
     whose last run the autopilot started and none is pending: the autopilot re-dispatches it (never a
@@ -169,13 +181,17 @@ class WorkQueueWorkflow:
         tracks = workflow.patched(PATCH_TRACK_RUNS)
         self._autopilot = workflow.patched(PATCH_AUTOPILOT)
         while True:
-            await workflow.wait_condition(
-                lambda: (
-                    self._should_continue_as_new()
-                    or (tracks and bool(self._tracked()))
-                    or bool(self._picks())
+            try:  # cut short at the next recovery due, when one waits for its delay
+                await workflow.wait_condition(
+                    lambda: (
+                        self._should_continue_as_new()
+                        or (tracks and bool(self._tracked()))
+                        or bool(self._picks())
+                    ),
+                    timeout=self._until_next_recovery(),
                 )
-            )
+            except TimeoutError:
+                continue
             if self._should_continue_as_new():
                 break
             if self._picks():
@@ -200,8 +216,29 @@ class WorkQueueWorkflow:
             return []
         pool = [item for item in self._items.values() if item.key not in self._unbuildable]
         redo = sorted((item for item in pool if _redispatch_due(item)), key=dispatch_sort_key)
+        now, delay = workflow.now(), self._settings.recovery_delay_seconds
+        recover = sorted(
+            (item for item in pool if _recovery(item, now, delay).action is RecoveryAction.RECOVER),
+            key=dispatch_sort_key,
+        )
         free = occupancy(self._items.values(), self._settings.slots).free
-        return [*(item.key for item in redo), *autopilot_picks(pool, self._settings)][:free]
+        picks = [*redo, *recover]
+        return [*(item.key for item in picks), *autopilot_picks(pool, self._settings)][:free]
+
+    def _until_next_recovery(self) -> timedelta | None:
+        """How long until the earliest recovery waiting for its delay is due (``None`` when none
+        waits, or the autopilot may not dispatch): the run loop's durable timer."""
+        if not self._autopilot or self._grant is None:
+            return None
+        now, delay = workflow.now(), self._settings.recovery_delay_seconds
+        due = [
+            decision.due_at
+            for item in self._items.values()
+            if item.key not in self._unbuildable
+            and (decision := _recovery(item, now, delay)).action is RecoveryAction.WAIT
+            and decision.due_at is not None
+        ]
+        return max(min(due) - now, timedelta(milliseconds=1)) if due else None
 
     async def _fill_slots(self) -> None:
         """Dispatch the picked items (docs/architecture.md "Goal queue"): each move is made before any

@@ -13,14 +13,16 @@ import pytest
 from temporalio.client import Client
 
 from contracts.enums import Tier
-from contracts.queue_items import QueueItem, QueueStatus
-from contracts.queue_messages import queue_workflow_id
+from contracts.errors import ErrorType
+from contracts.queue_items import QueueItem, QueueSettings, QueueStatus
+from contracts.queue_messages import QueueState, queue_workflow_id
 from contracts.runs import QueueGrant, QueueVerdict, RunStatus, RunView
 from contracts.temporal_names import QueueMessage, RunMessage
 from control.runs import create_run, get_view
 from tests.store.git_repository import make_working_tree
 from tests.workflows.harness import (
     ACTOR,
+    FailingProvider,
     bench,
     events,
     example,
@@ -171,6 +173,34 @@ async def test_after_a_fail_the_autopilot_rejects_the_run_on_its_verdict_and_re_
         assert last.contract is not None
         assert "Findings of earlier review rounds (resolve each):" in last.contract.task
         assert "- round 1 (score 2): the reviewer did not agree (disagree)" in last.contract.task
+
+
+@within(120)
+async def test_a_failed_item_is_recovered_by_the_queue_after_the_delay_at_most_twice(
+    temporal_client: Client, task_queue: str, tmp_path: Path
+) -> None:
+    failing = FailingProvider(ErrorType.MODEL_OUTPUT_SCHEMA)  # every run fails at its analysis
+    async with queue_bench(temporal_client, task_queue, tmp_path, providers={"replay": failing}) as q:
+        settings = QueueSettings(recovery_delay_seconds=1)
+        await q.start(QueueState(poll_seconds=0.2, settings=settings))
+        await q.autopilot(True)
+        key = await _approved(q)
+
+        async def recovered_twice() -> bool:
+            item = await q.item(key)
+            q.bench.started.extend(run.run_id for run in item.runs if run.run_id not in q.bench.started)
+            return item.status is QueueStatus.FAILED and len(item.runs) == 3
+
+        assert await until(recovered_twice, timeout=100, every=0.3)
+        await asyncio.sleep(2.5)  # past the delay again: no third recovery
+        item = await q.item(key)
+        assert [run.kind for run in item.runs] == ["dispatch", "recovery", "recovery"]
+        assert [run.outcome for run in item.runs] == ["failed"] * 3
+        assert item.status is QueueStatus.FAILED
+        ended = [run.ended_at for run in item.runs]
+        started = [run.at for run in item.runs]
+        for previous_end, start in zip(ended, started[1:], strict=False):
+            assert previous_end is not None and start - previous_end >= dt.timedelta(seconds=1)
 
 
 @within(60)
