@@ -61,7 +61,8 @@ class AuthorizationActivities:
         ``proof_missing``, ``proof_invalid`` (another actor's key, another action, target or digest,
         a proof of the shared token, a session delegation that is not the actor's), ``proof_expired``,
         ``proof_replayed`` (the proof's nonce was spent by another workflow execution),
-        ``session_expired`` (a Mission Control session's delegation is over).
+        ``session_expired`` (a Mission Control session's delegation is over). With
+        ``standing_grant`` only the actor is checked (registered, verified, active).
         """
         result = self._decide(request)
         run_logger(request.run_id, activity="authorize_action").info(
@@ -77,6 +78,8 @@ class AuthorizationActivities:
             return _refused(RefusalCode.ACTOR_REQUIRED, f"{request.action} needs --actor ID")
         proof = request.proof
         store = self._store.get()
+        if request.standing_grant:
+            return self._grant_holds(request.actor)
         delegation = proof.delegation if proof is not None else None
         try:
             if proof is None or proof.key is None:
@@ -134,6 +137,18 @@ class AuthorizationActivities:
         )
         if not spent:
             return _refused(RefusalCode.PROOF_REPLAYED, "this proof was already used")
+        return AuthorizeResult(allowed=True)
+
+    def _grant_holds(self, actor: str) -> AuthorizeResult:
+        """A standing grant the calling workflow has checked (the goal queue's autopilot,
+        docs/architecture.md "Goal queue") holds while its granting actor is registered, verified and
+        active: no per-action proof is asked, so no nonce is spent."""
+        try:
+            self._store.get().require_active_actor(actor)
+        except ServiceUnavailable:
+            raise
+        except OperatorError as error:
+            return _refused(error.code, error.message)
         return AuthorizeResult(allowed=True)
 
 

@@ -14,15 +14,47 @@ import datetime as dt
 from temporalio import activity
 from temporalio.service import RPCError, RPCStatusCode
 
-from contracts.queue_messages import RunIds, RunState, RunStates
-from contracts.runs import RunProgress, RunStatus, RunView
-from contracts.temporal_names import ActivityName, RunMessage
+from contracts.queue_items import RoundVerdict
+from contracts.queue_messages import QueueQuery, QueueView, RunIds, RunState, RunStates
+from contracts.runs import QueueVerdictCheck, QueueVerdictFound, RunProgress, RunStatus, RunView
+from contracts.temporal_names import ActivityName, QueueMessage, RunMessage
 
 QUERY_TIMEOUT = dt.timedelta(seconds=5)
 
 
 class QueueRunActivities:
-    """``read_run_progress``, on the worker's Temporal client."""
+    """``read_run_progress`` and ``check_queue_verdict``, on the worker's Temporal client."""
+
+    @activity.defn(name=ActivityName.CHECK_QUEUE_VERDICT)
+    async def check_queue_verdict(self, request: QueueVerdictCheck) -> QueueVerdictFound:
+        """Whether the queue ``request.queue_workflow_id`` recorded a FAIL round of its item on the run
+        (its ``view`` query): what a run its autopilot started checks before it rejects itself on the
+        queue's verdict (docs/architecture.md "Goal queue"). Read-only; a queue the server does not
+        know is an answer (not found), anything else Temporal raises is retried."""
+        handle = activity.client().get_workflow_handle(request.queue_workflow_id)
+        try:
+            view: QueueView = await handle.query(
+                QueueMessage.VIEW,
+                QueueQuery(key=request.item_key),
+                result_type=QueueView,
+                rpc_timeout=QUERY_TIMEOUT,
+            )
+        except RPCError as error:
+            if error.status == RPCStatusCode.NOT_FOUND:
+                return QueueVerdictFound(found=False, reason=f"no queue {request.queue_workflow_id}")
+            raise
+        for item in view.items:
+            for round_ in item.rounds:
+                if round_.run_id == request.run_id and round_.verdict is RoundVerdict.FAIL:
+                    reason = (
+                        f"{item.key}: review round {round_.number} FAIL (score {round_.score}, "
+                        f"{len(round_.material)} material findings); the queue re-dispatches it with them"
+                    )
+                    return QueueVerdictFound(found=True, round=round_.number, reason=reason)
+        return QueueVerdictFound(
+            found=False,
+            reason=f"the queue holds no FAIL round of {request.item_key} on run {request.run_id}",
+        )
 
     @activity.defn(name=ActivityName.READ_RUN_PROGRESS)
     async def read_run_progress(self, request: RunIds) -> RunStates:

@@ -50,7 +50,7 @@ from contracts.queue_review import (
     record_run_failure,
 )
 from contracts.queue_transitions import Mover, QueueMove, allowed_moves, apply_move
-from contracts.runs import RunInput, RunStatus
+from contracts.runs import QueueGrant, RunInput, RunStatus, run_request_digest
 from contracts.work_item import WorkItem
 
 ENDED_WITHOUT_DECISION: Final = frozenset(
@@ -102,6 +102,30 @@ def dispatch_work_item(item: QueueItem) -> WorkItem:
         repo_alias=item.repo_alias,
         evidence_refs=list(item.evidence),
     )
+
+
+def dispatch_run_input(
+    item: QueueItem,
+    *,
+    run_id: str,
+    actor: str,
+    queue_grant: QueueGrant | None = None,
+) -> RunInput:
+    """The run dispatched for ``item``, created by ``actor`` (the operator dispatching it, or the
+    actor whose autopilot grant ``queue_grant`` the queue starts it under): its work item
+    (:func:`dispatch_work_item`), the item's tier, enqueued at once when read_only, and its request
+    digest. A read_only run dispatched by hand still needs ``actor``'s proof of its create; the CLI and
+    the queue use this same function, so :func:`dispatch_run_problem` finds nothing in it."""
+    draft = RunInput(
+        run_id=run_id,
+        work_item=dispatch_work_item(item),
+        requested_tier=item.tier,
+        enqueue=item.tier is Tier.READ_ONLY,
+        request_digest="",
+        created_by=actor,
+        queue_grant=queue_grant,
+    )
+    return draft.model_copy(update={"request_digest": run_request_digest(draft)})
 
 
 def judge_review(

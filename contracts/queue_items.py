@@ -333,6 +333,8 @@ class DispatchedRun(BaseModel):
     outcome: RunOutcome = RunOutcome.PENDING
     ended_at: dt.datetime | None = None
     failure: Reason | None = None
+    autopilot: bool = False
+    """True for a run the queue's autopilot started by itself (under the operator's standing grant)."""
 
     @model_validator(mode="after")
     def _ended_when_not_pending(self) -> DispatchedRun:

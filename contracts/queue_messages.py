@@ -98,6 +98,18 @@ class SettingsChange(BaseModel):
     after: Any
 
 
+class AutopilotGrant(BaseModel):
+    """The standing grant an operator's signed ``queue autopilot on`` gives the queue
+    (docs/architecture.md "Goal queue"): the runs the queue starts by itself are created by
+    ``granted_by``, who must still be registered and active when each run starts. ``queue autopilot
+    off`` withdraws it."""
+
+    model_config = ConfigDict(frozen=True)
+
+    granted_by: str
+    granted_at: dt.datetime
+
+
 class QueueState(BaseModel):
     """The queue's input and everything it carries across continue-as-new: the items, the key
     allocator, the settings and their latest changes, the latest refused actions, when to continue as
@@ -117,6 +129,8 @@ class QueueState(BaseModel):
     poll_seconds: float = Field(default=DEFAULT_POLL_SECONDS, gt=0, le=3600)
     run_status: dict[str, RunStatus] = {}
     """The status each tracked run had when the queue last read it (the item's attention)."""
+    autopilot_grant: AutopilotGrant | None = None
+    """Who turned autopilot on, and when: what authorises the runs the queue starts by itself."""
 
 
 def _digest(data: Any) -> str:
@@ -327,6 +341,8 @@ class QueueView(BaseModel):
     """The status each tracked run had when the queue last read it."""
     renamed_to: str | None = None
     """When the key asked for is not held but an item was renamed from it at approval: its key now."""
+    autopilot_grant: AutopilotGrant | None = None
+    """The standing grant of the runs the queue starts by itself (``None`` with autopilot off)."""
 
 
 class RefusalDetail(BaseModel):

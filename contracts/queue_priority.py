@@ -175,12 +175,13 @@ def record_dispatch(
     mover: Mover,
     actor: str | None,
     at: dt.datetime,
+    autopilot: bool = False,
 ) -> QueueItem:
     """``item`` after the ``dispatch`` move that started run ``run_id``: ``active``, the run appended to
     its runs (``dispatch`` from approved or a send-back, ``redispatch`` after a FAIL, ``recovery`` after a
     failed run; escalated, with the model the escalation recorded, while its cycle's escalation is
     pending), the ``moved`` event and a ``dispatched`` event ``{"run_id", "kind", "cycle", "escalated",
-    "model"}``.
+    "model"}`` (and ``"autopilot": true`` for a run the queue's autopilot started, ``autopilot``).
 
     The caller checks the slot and risk rules first (:func:`check_manual_dispatch` for an operator,
     :func:`system_dispatch_block` for the queue). Raises :class:`QueueRefused` ``transition_refused`` as
@@ -197,6 +198,7 @@ def record_dispatch(
         escalated=escalated,
         model=escalation.model if escalated and escalation is not None else None,
         at=at,
+        autopilot=autopilot,
     )
     data = {
         "run_id": run_id,
@@ -204,5 +206,6 @@ def record_dispatch(
         "cycle": moved.cycle,
         "escalated": escalated,
         "model": run.model,
+        **({"autopilot": True} if autopilot else {}),
     }
     return moved.with_event(QueueEventKind.DISPATCHED, at, actor, data, runs=[*moved.runs, run])

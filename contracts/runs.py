@@ -16,6 +16,7 @@ from contracts.config import RepositoryConfig
 from contracts.context_packs import ContextPack
 from contracts.enums import FallbackMode, RiskLevel, TaskType, Tier
 from contracts.execution import ExecutionRecord
+from contracts.hashing import canonical_sha256
 from contracts.output import JobKind, SpecialistOutput
 from contracts.proofs import ActionProof
 from contracts.routing import RouteDecision, RouteOverride
@@ -67,11 +68,69 @@ TERMINAL_STATUSES = frozenset(
 )
 
 
+GRANT_TIERS: frozenset[Tier] = frozenset({Tier.READ_ONLY, Tier.WORKTREE, Tier.PR_READY})
+"""The tiers a run the goal queue starts by itself under its autopilot grant may have
+(docs/architecture.md "Goal queue"): a read_only run is analysed at once; a worktree or pr_ready run
+still waits for its own digest-bound approval and execute by a person."""
+
+
+class QueueGrant(BaseModel):
+    """What authorises the create of a run the goal queue started by itself (docs/architecture.md "Goal
+    queue"): the operator's standing grant, given by the signed ``queue autopilot on`` that the queue
+    ``queue_workflow_id`` recorded, for item ``item_key``. The run accepts it only as a child of that
+    queue's workflow, for a tier in :data:`GRANT_TIERS`, while ``granted_by`` is still registered and
+    active."""
+
+    model_config = ConfigDict(frozen=True)
+
+    queue_workflow_id: str
+    item_key: str
+    granted_by: str
+    granted_at: dt.datetime
+
+
+class QueueVerdict(BaseModel):
+    """Signal ``queue_verdict`` to a run its queue's autopilot started: the queue's FAIL verdict of
+    round ``round`` of item ``item_key`` on this run (docs/architecture.md "Goal queue"). A signal names
+    no sender, so the run believes none of it: it applies its grant's "reject on the queue's FAIL
+    verdict" only after ``check_queue_verdict`` found that verdict recorded in its queue."""
+
+    model_config = ConfigDict(frozen=True)
+
+    queue_workflow_id: str
+    item_key: str
+    round: int
+
+
+class QueueVerdictCheck(BaseModel):
+    """Input of activity ``check_queue_verdict``: does queue ``queue_workflow_id`` hold a FAIL round of
+    item ``item_key`` on run ``run_id``?"""
+
+    model_config = ConfigDict(frozen=True)
+
+    queue_workflow_id: str
+    item_key: str
+    run_id: str
+
+
+class QueueVerdictFound(BaseModel):
+    """Output of ``check_queue_verdict``: the FAIL round found (its number and findings line), or why
+    none was."""
+
+    model_config = ConfigDict(frozen=True)
+
+    found: bool
+    round: int | None = None
+    reason: str = ""
+
+
 class RunInput(BaseModel):
     """The workflow input of ``SpecialistRunWorkflow``.
 
     ``requested_tier`` is the operator's tier (``None`` with ``automatic``); ``request_digest`` is the
     sha256 of the canonical create request, used to tell a repeated delivery from a conflicting one.
+    ``queue_grant`` stands in for ``proof`` on a run the goal queue's autopilot started (``None``
+    otherwise, and in histories recorded before the queue started runs by itself).
     """
 
     model_config = ConfigDict(frozen=True)
@@ -86,6 +145,16 @@ class RunInput(BaseModel):
     request_digest: str
     created_by: str | None = None
     proof: ActionProof | None = None
+    queue_grant: QueueGrant | None = None
+
+
+def run_request_digest(run_input: RunInput) -> str:
+    """sha256 of the canonical create request (what the operator asked for, not ids, digests or what
+    authorises it)."""
+    payload = run_input.model_dump(
+        mode="json", exclude={"run_id", "request_digest", "created_by", "proof", "queue_grant"}
+    )
+    return canonical_sha256(payload)
 
 
 class ModelAssignment(BaseModel):
@@ -430,6 +499,10 @@ class AuthorizeRequest(BaseModel):
     actor: str | None
     digest: str = ""
     proof: ActionProof | None = None
+    standing_grant: bool = False
+    """``True`` when no per-action proof is asked: a workflow has checked a standing grant (the goal
+    queue's autopilot, docs/architecture.md "Goal queue") and only the granting ``actor`` being still
+    registered and active is checked."""
 
 
 class AuthorizeResult(BaseModel):

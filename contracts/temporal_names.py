@@ -46,6 +46,7 @@ class ActivityName(StrEnum):
     REQUEST_STAGE_ADVANCE = "request_stage_advance"
     FIND_CLOSED_TEAMS = "find_closed_teams"
     READ_RUN_PROGRESS = "read_run_progress"
+    CHECK_QUEUE_VERDICT = "check_queue_verdict"
 
 
 # The signals, updates and queries each workflow handles, one enum per workflow: the handler's
@@ -54,7 +55,7 @@ class ActivityName(StrEnum):
 
 class RunMessage(StrEnum):
     """``SpecialistRun``: queries ``view`` and ``status``; updates ``enqueue``, ``decide``,
-    ``approve``, ``execute``; signal ``cancel``."""
+    ``approve``, ``execute``; signals ``cancel`` and ``queue_verdict`` (from the goal queue)."""
 
     VIEW = "view"
     STATUS = "status"
@@ -63,6 +64,7 @@ class RunMessage(StrEnum):
     APPROVE = "approve"
     EXECUTE = "execute"
     CANCEL = "cancel"
+    QUEUE_VERDICT = "queue_verdict"
 
 
 class TeamMessage(StrEnum):

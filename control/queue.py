@@ -18,10 +18,9 @@ from temporalio.common import WorkflowIDConflictPolicy
 from temporalio.exceptions import ApplicationError
 from temporalio.service import RPCError, RPCStatusCode
 
-from contracts.enums import Tier
 from contracts.errors import InvalidInput, NotFound, OperatorError, Refused, ServiceUnavailable
 from contracts.proofs import ActionProof
-from contracts.queue_dispatch import dispatch_work_item
+from contracts.queue_dispatch import dispatch_run_input
 from contracts.queue_items import QueueItem, QueueRefusalCode, QueueRefused, QueueSettings, RoundVerdict
 from contracts.queue_keys import KeyAllocator
 from contracts.queue_messages import (
@@ -38,7 +37,6 @@ from contracts.queue_messages import (
     queue_workflow_id,
 )
 from contracts.refusals import RefusalCode
-from contracts.runs import RunInput
 from contracts.temporal_names import QueueMessage, WorkflowType
 
 QUERY_TIMEOUT = dt.timedelta(seconds=10)
@@ -142,22 +140,11 @@ def dispatch_request(
     override_capacity: bool = False,
 ) -> DispatchRequest:
     """The ``dispatch`` request of ``item`` by ``actor``: the run the item asks for
-    (:func:`contracts.queue_dispatch.dispatch_work_item`, its tier; a read_only run created enqueued,
+    (:func:`contracts.queue_dispatch.dispatch_run_input`, its tier; a read_only run created enqueued,
     with ``actor``'s proof of that create) and ``actor``'s proof of the dispatch. ``sign(target,
     action, digest)`` makes a proof (the CLI's :func:`control.actions.proof_for`)."""
-    from control.runs import request_digest
-
-    enqueue = item.tier is Tier.READ_ONLY
-    draft = RunInput(
-        run_id=run_id,
-        work_item=dispatch_work_item(item),
-        requested_tier=item.tier,
-        enqueue=enqueue,
-        request_digest="",
-        created_by=actor,
-    )
-    run = draft.model_copy(update={"request_digest": request_digest(draft)})
-    if enqueue:
+    run = dispatch_run_input(item, run_id=run_id, actor=actor)
+    if run.enqueue:
         run = run.model_copy(update={"proof": sign(run.run_id, "create", run.request_digest)})
     request = DispatchRequest(
         actor=actor,

@@ -33,7 +33,6 @@ from temporalio.service import RPCError, RPCStatusCode
 
 from contracts.audit import AuditKind
 from contracts.errors import InvalidInput, NotFound, OperatorError, Refused, ServiceUnavailable
-from contracts.hashing import canonical_sha256
 from contracts.ids import is_run_id
 from contracts.proofs import ActionProof
 from contracts.refusal_detail import operator_error
@@ -51,6 +50,7 @@ from contracts.runs import (
     RunProgress,
     RunStatus,
     RunView,
+    run_request_digest,
 )
 from contracts.search_attributes import SearchAttribute
 from contracts.temporal_names import RunMessage, WorkflowType
@@ -96,9 +96,8 @@ def raise_if_creation_refused(view: RunView) -> None:
 
 
 def request_digest(run_input: RunInput) -> str:
-    """sha256 of the canonical create request (what the operator asked for, not ids or digests)."""
-    payload = run_input.model_dump(mode="json", exclude={"run_id", "request_digest", "created_by", "proof"})
-    return canonical_sha256(payload)
+    """sha256 of the canonical create request (:func:`contracts.runs.run_request_digest`)."""
+    return run_request_digest(run_input)
 
 
 def check_run_id(run_id: str) -> None:

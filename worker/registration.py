@@ -126,6 +126,7 @@ def activities_for(
         coordination.request_stage_advance,
         coordination.find_closed_teams,
         QueueRunActivities().read_run_progress,
+        QueueRunActivities().check_queue_verdict,
     ]
 
 

@@ -102,13 +102,25 @@ class ProtectedActions(Generic[Answer]):
         self._in_flight = 0
 
     async def authorize(
-        self, action: str, actor: str | None, *, proof: ActionProof | None = None, digest: str = ""
+        self,
+        action: str,
+        actor: str | None,
+        *,
+        proof: ActionProof | None = None,
+        digest: str = "",
+        standing_grant: bool = False,
     ) -> Answer | None:
         """Run the authorisation step (:func:`check_action`); ``None`` when allowed, else the
         recorded refusal. A proof's nonce is spent on first use, so a captured proof cannot be sent
-        again."""
+        again. ``standing_grant``: the caller has checked a standing grant; only ``actor`` being
+        registered and active is checked."""
         request = AuthorizeRequest(
-            run_id=self._subject_id, action=action, actor=actor, digest=digest, proof=proof
+            run_id=self._subject_id,
+            action=action,
+            actor=actor,
+            digest=digest,
+            proof=proof,
+            standing_grant=standing_grant,
         )
         self._in_flight += 1
         try:

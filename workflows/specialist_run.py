@@ -40,6 +40,7 @@ with workflow.unsafe.imports_passed_through():
     from contracts.policy import APPROVAL_TIERS
     from contracts.refusals import RefusalCode
     from contracts.runs import (
+        GRANT_TIERS,
         ActionResult,
         Approval,
         ApproveRequest,
@@ -51,6 +52,7 @@ with workflow.unsafe.imports_passed_through():
         EnqueueRequest,
         ExecuteRequest,
         ProjectRunRequest,
+        QueueVerdict,
         RunError,
         RunInput,
         RunProgress,
@@ -61,6 +63,7 @@ with workflow.unsafe.imports_passed_through():
     from workflows.audit import activity_failure
     from workflows.authorization import ProtectedActions
     from workflows.patches import Behaviours
+    from workflows.queue_verdict import apply_queue_verdict
     from workflows.run_jobs import run_model_job
     from workflows.run_state import RunState, route_attributes
     from workflows.worktree_attempt import attempt_worktree, uses_command_executor
@@ -106,6 +109,12 @@ class SpecialistRunWorkflow:
                 "automatic": run_input.automatic,
                 "enqueue": run_input.enqueue,
                 "request_id": run_input.request_id,
+                # A run the queue's autopilot started says so (only such runs carry the key).
+                **(
+                    {"queue_grant": run_input.queue_grant.model_dump(mode="json"), "by": "queue_autopilot"}
+                    if run_input.queue_grant is not None
+                    else {}
+                ),
             },
         )
 
@@ -166,15 +175,37 @@ class SpecialistRunWorkflow:
             PATCH_AUTHORIZE_CREATE
         ):
             return None
-        refusal = await self._actions.authorize(
-            "create", run_input.created_by, proof=run_input.proof, digest=run_input.request_digest
-        )
+        if run_input.queue_grant is not None:  # only such inputs take this branch: no patch needed
+            refusal = await self._authorize_queue_grant(run_input)
+        else:
+            refusal = await self._actions.authorize(
+                "create", run_input.created_by, proof=run_input.proof, digest=run_input.request_digest
+            )
         if refusal is None:
             return None
         self._state.error = RunError(
             type=refusal.code or RefusalCode.ACTION_REFUSED, message=refusal.message or ""
         )
         return RunStatus.FAILED
+
+    async def _authorize_queue_grant(self, run_input: RunInput) -> ActionResult | None:
+        """A run the goal queue started by itself carries the queue's standing autopilot grant instead
+        of a person's proof (docs/architecture.md "Goal queue"): accepted only as a child of that
+        queue's workflow (a client cannot set a parent), created by the granting actor, for a tier the
+        grant may start, while that actor is registered and active."""
+        grant = run_input.queue_grant
+        assert grant is not None
+        parent = workflow.info().parent
+        problem = None
+        if parent is None or parent.workflow_id != grant.queue_workflow_id:
+            problem = f"a queue's grant is accepted only on a run its queue {grant.queue_workflow_id} started"
+        elif run_input.created_by != grant.granted_by:
+            problem = f"a run under {grant.granted_by}'s grant is created by {grant.granted_by}"
+        elif run_input.requested_tier not in GRANT_TIERS or run_input.automatic or run_input.override:
+            problem = "a queue's grant starts a run of the item's own tier, neither automatic nor overridden"
+        if problem is not None:
+            return self._actions.refuse("create", run_input.created_by, RefusalCode.FORBIDDEN, problem)
+        return await self._actions.authorize("create", grant.granted_by, standing_grant=True)
 
     async def _capture(self) -> RunStatus | None:
         """The contract, captured once (``capture_contract``); ``failed`` when capture refuses it."""
@@ -471,6 +502,11 @@ class SpecialistRunWorkflow:
                 f"run {self._run_id} is {state.status.value}; only an approved run executes",
                 type=RefusalCode.NOT_APPROVED,
             )
+
+    @workflow.signal(name=RunMessage.QUEUE_VERDICT)
+    async def queue_verdict(self, verdict: QueueVerdict) -> None:
+        """Its queue's FAIL verdict: rejected once verified (:mod:`workflows.queue_verdict`)."""
+        await apply_queue_verdict(self._state, self._actions, verdict)
 
     @workflow.signal(name=RunMessage.CANCEL)
     async def cancel(self, request: CancelRequest) -> None:

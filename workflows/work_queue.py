@@ -13,14 +13,17 @@ refusal is kept in the queue's list of refused actions and changes nothing else.
 authorisation the move is worked out again on the state as it is then (another update may have moved
 the item meanwhile) and applied in the same workflow task, so each move is atomic.
 
-``run`` only waits: once the history holds ``continue_as_new_after_events`` events, or the server
-suggests it, it waits for every handler to finish and continues as new with the whole state.
+``run`` follows the dispatched runs and, with autopilot on, dispatches by itself under the operator's
+standing grant: re-dispatches after a FAIL, recoveries after their delay and approved items, into free
+slots (docs/architecture.md "Goal queue", "Autopilot"). Once the history holds
+``continue_as_new_after_events`` events, or the server suggests it, it waits for every handler to
+finish and continues as new with the whole state.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
-from datetime import timedelta
+from datetime import datetime, timedelta
 from typing import Any, TypeVar
 
 from pydantic import ValidationError
@@ -35,6 +38,7 @@ with workflow.unsafe.imports_passed_through():
     from contracts.queue_dispatch import (
         apply_run_state,
         check_no_pending_run,
+        dispatch_run_input,
         dispatch_run_problem,
         tracked_run,
     )
@@ -45,6 +49,9 @@ with workflow.unsafe.imports_passed_through():
         QueueItem,
         QueueRefused,
         QueueSettings,
+        QueueStatus,
+        RoundVerdict,
+        RunOutcome,
         apply_update,
         new_item,
     )
@@ -56,6 +63,7 @@ with workflow.unsafe.imports_passed_through():
         SETTINGS_CHANGES_KEPT,
         UNKNOWN_ITEM,
         AddRequest,
+        AutopilotGrant,
         AutopilotRequest,
         CapacityRequest,
         DispatchRequest,
@@ -74,12 +82,20 @@ with workflow.unsafe.imports_passed_through():
         SettingsChange,
         UpdateItemRequest,
     )
-    from contracts.queue_priority import check_manual_dispatch, occupancy, record_dispatch
+    from contracts.queue_priority import (
+        autopilot_picks,
+        check_manual_dispatch,
+        dispatch_sort_key,
+        needs_confirmation,
+        occupancy,
+        record_dispatch,
+    )
+    from contracts.queue_review import RecoveryAction, RecoveryDecision, recovery_decision
     from contracts.queue_transitions import Mover, QueueMove, apply_move, check_move
     from contracts.refusals import RefusalCode
-    from contracts.runs import AuthorizeRequest, RunStatus
+    from contracts.runs import AuthorizeRequest, QueueGrant, QueueVerdict, RunInput, RunStatus
     from contracts.search_attributes import SearchAttribute
-    from contracts.temporal_names import ActivityName, QueueMessage, WorkflowType
+    from contracts.temporal_names import ActivityName, QueueMessage, RunMessage, WorkflowType
     from workflows.authorization import check_action
 
 T = TypeVar("T")
@@ -87,6 +103,9 @@ T = TypeVar("T")
 PATCH_TRACK_RUNS = "queue-tracks-runs"
 """Executions begun since the queue dispatches runs read the progress of its active items' runs
 (a durable timer, then ``read_run_progress``); histories recorded before replay without it."""
+PATCH_AUTOPILOT = "queue-autopilot-dispatches"
+"""Executions begun since the autopilot dispatches fill free slots by themselves (starting child runs
+under the autopilot grant); histories recorded before replay without it, autopilot only stored."""
 READ_TIMEOUT = timedelta(seconds=30)
 READ_RETRY = RetryPolicy(maximum_attempts=3, initial_interval=timedelta(milliseconds=500))
 _STATUS_KEY = SearchAttributeKey.for_keyword(SearchAttribute.SPECIALIST_STATUS)
@@ -119,6 +138,26 @@ def _describe(error: ValidationError) -> str:
     return "; ".join(parts)
 
 
+def _recovery(item: QueueItem, now: datetime, delay_seconds: int) -> RecoveryDecision:
+    """Whether the autopilot recovers the failed ``item`` (:func:`contracts.queue_review.recovery_decision`:
+    not parked, not at the review cap, at most twice per cycle, after the delay); never a high-risk one."""
+    if needs_confirmation(item):
+        return RecoveryDecision(action=RecoveryAction.NONE, reason=f"{item.key} is high risk")
+    return recovery_decision(item, now=now, delay_seconds=delay_seconds)
+
+
+def _redispatch_due(item: QueueItem) -> bool:
+    """True for an item left in ``ai-review`` by a FAIL round (not at the cap, not handed to a person)
+    whose last run the autopilot started and none is pending: the autopilot re-dispatches it (never a
+    high-risk one) with the findings."""
+    if item.status is not QueueStatus.AI_REVIEW or needs_confirmation(item):
+        return False
+    rounds, runs = item.cycle_rounds(), item.cycle_runs()
+    if not rounds or rounds[-1].verdict is not RoundVerdict.FAIL or not runs:
+        return False
+    return runs[-1].autopilot and all(run.outcome is not RunOutcome.PENDING for run in runs)
+
+
 @workflow.defn(name=WorkflowType.WORK_QUEUE)
 class WorkQueueWorkflow:
     """Hold the goal queue's items and make the operator's moves on them."""
@@ -133,25 +172,131 @@ class WorkQueueWorkflow:
         self._state = state
         self._run_status: dict[str, RunStatus] = dict(state.run_status)
         self._used_nonces: set[str] = set()
+        self._grant: AutopilotGrant | None = state.autopilot_grant
+        self._autopilot = False  # set by run(): whether this execution's autopilot dispatches
+        self._unbuildable: set[str] = set()  # items whose run the autopilot could not build
 
     @workflow.run
     async def run(self, state: QueueState) -> None:
         tracks = workflow.patched(PATCH_TRACK_RUNS)
+        self._autopilot = workflow.patched(PATCH_AUTOPILOT)
         while True:
-            await workflow.wait_condition(
-                lambda: self._should_continue_as_new() or (tracks and bool(self._tracked()))
-            )
+            try:  # cut short at the next recovery due, when one waits for its delay
+                await workflow.wait_condition(
+                    lambda: (
+                        self._should_continue_as_new()
+                        or (tracks and bool(self._tracked()))
+                        or bool(self._picks())
+                    ),
+                    timeout=self._until_next_recovery(),
+                )
+            except TimeoutError:
+                continue
             if self._should_continue_as_new():
                 break
-            try:  # a durable timer, cut short when the history has grown enough
+            if self._picks():
+                await self._fill_slots()
+                continue
+            try:  # a durable timer, cut short when the history has grown enough or a slot can be filled
                 await workflow.wait_condition(
-                    self._should_continue_as_new, timeout=timedelta(seconds=self._state.poll_seconds)
+                    lambda: self._should_continue_as_new() or bool(self._picks()),
+                    timeout=timedelta(seconds=self._state.poll_seconds),
                 )
-                break
+                if self._should_continue_as_new():
+                    break
             except TimeoutError:
                 await self._read_progress()
         await workflow.wait_condition(workflow.all_handlers_finished)
         workflow.continue_as_new(self._carried())
+
+    def _picks(self) -> list[str]:
+        """The approved items the autopilot dispatches now, in priority order (none with autopilot
+        off, without a grant, or in an execution recorded before the autopilot dispatched)."""
+        if not self._autopilot or self._grant is None:
+            return []
+        pool = [item for item in self._items.values() if item.key not in self._unbuildable]
+        redo = sorted((item for item in pool if _redispatch_due(item)), key=dispatch_sort_key)
+        now, delay = workflow.now(), self._settings.recovery_delay_seconds
+        recover = sorted(
+            (item for item in pool if _recovery(item, now, delay).action is RecoveryAction.RECOVER),
+            key=dispatch_sort_key,
+        )
+        free = occupancy(self._items.values(), self._settings.slots).free
+        picks = [*redo, *recover]
+        return [*(item.key for item in picks), *autopilot_picks(pool, self._settings)][:free]
+
+    def _until_next_recovery(self) -> timedelta | None:
+        """How long until the earliest recovery waiting for its delay is due (``None`` when none
+        waits, or the autopilot may not dispatch): the run loop's durable timer."""
+        if not self._autopilot or self._grant is None:
+            return None
+        now, delay = workflow.now(), self._settings.recovery_delay_seconds
+        due = [
+            decision.due_at
+            for item in self._items.values()
+            if item.key not in self._unbuildable
+            and (decision := _recovery(item, now, delay)).action is RecoveryAction.WAIT
+            and decision.due_at is not None
+        ]
+        return max(min(due) - now, timedelta(milliseconds=1)) if due else None
+
+    async def _fill_slots(self) -> None:
+        """Dispatch the picked items (docs/architecture.md "Goal queue"): each move is made before any
+        start is awaited, so no update can take the same slot or item meanwhile; each run is built by
+        the same contract as a manual dispatch, created by the granting actor and carrying the queue's
+        grant instead of a proof (the run checks it)."""
+        grant = self._grant
+        assert grant is not None
+        at = workflow.now()
+        runs: list[RunInput] = []
+        verdicts: list[tuple[str, QueueVerdict]] = []
+        for key in self._picks():
+            item = self._items[key]
+            run_id = "SOR-" + workflow.uuid4().hex[:16].upper()
+            queue_grant = QueueGrant(
+                queue_workflow_id=workflow.info().workflow_id,
+                item_key=key,
+                granted_by=grant.granted_by,
+                granted_at=grant.granted_at,
+            )
+            try:
+                run = dispatch_run_input(item, run_id=run_id, actor=grant.granted_by, queue_grant=queue_grant)
+            except QueueRefused as error:  # its work item does not fit: an operator must act
+                self._unbuildable.add(key)
+                self._refused(QueueAction.DISPATCH, None, key, error.code, error.message)
+                continue
+            if item.status is QueueStatus.AI_REVIEW:  # after a FAIL: its run is rejected on the verdict
+                failed = item.cycle_rounds()[-1]
+                verdict = QueueVerdict(
+                    queue_workflow_id=workflow.info().workflow_id, item_key=key, round=failed.number
+                )
+                verdicts.append((failed.run_id, verdict))
+            self._items[key] = record_dispatch(
+                item, run_id=run_id, mover=Mover.SYSTEM, actor=grant.granted_by, at=at, autopilot=True
+            )
+            runs.append(run)
+        for run_id, verdict in verdicts:
+            try:  # the run verifies the verdict itself; one that has ended ignores it
+                await workflow.get_external_workflow_handle(run_id).signal(RunMessage.QUEUE_VERDICT, verdict)
+            except Exception as error:
+                workflow.logger.info("could not send the verdict to %s: %s", run_id, error)
+        for run in runs:
+            await self._start_run(run)
+
+    async def _start_run(self, run: RunInput) -> None:
+        """Start ``run`` as a child workflow the queue abandons on continue-as-new (it lives on its
+        own)."""
+        await workflow.start_child_workflow(
+            WorkflowType.SPECIALIST_RUN,
+            run,
+            id=run.run_id,
+            task_queue=workflow.info().task_queue,
+            parent_close_policy=ParentClosePolicy.ABANDON,
+            memo={"request_digest": run.request_digest, "title": run.work_item.title},
+            search_attributes=TypedSearchAttributes(
+                [SearchAttributePair(_STATUS_KEY, RunStatus.ROUTING.value)]
+            ),
+        )
 
     def _tracked(self) -> list[str]:
         return [run_id for item in self._items.values() if (run_id := tracked_run(item)) is not None]
@@ -199,6 +344,7 @@ class WorkQueueWorkflow:
                 "refusals": list(self._refusals),
                 "runs": self._state.runs + 1,
                 "run_status": self._live_run_status(),
+                "autopilot_grant": self._grant,
             }
         )
 
@@ -415,18 +561,7 @@ class WorkQueueWorkflow:
             return ItemAnswer(accepted=False, code=code, message=message, extra=extra)
         # The move is made before the start is awaited, so no other update can dispatch the item too.
         self._items[dispatched.key] = dispatched
-        run = request.run
-        await workflow.start_child_workflow(
-            WorkflowType.SPECIALIST_RUN,
-            run,
-            id=run.run_id,
-            task_queue=workflow.info().task_queue,
-            parent_close_policy=ParentClosePolicy.ABANDON,
-            memo={"request_digest": run.request_digest, "title": run.work_item.title},
-            search_attributes=TypedSearchAttributes(
-                [SearchAttributePair(_STATUS_KEY, RunStatus.ROUTING.value)]
-            ),
-        )
+        await self._start_run(request.run)
         return self._accepted(self._items[dispatched.key])
 
     @dispatch.validator
@@ -583,10 +718,15 @@ class WorkQueueWorkflow:
 
     @workflow.update(name=QueueMessage.AUTOPILOT)
     async def autopilot(self, request: AutopilotRequest) -> SettingsAnswer:
-        """Turn autopilot on or off."""
-        return await self._settings_action(
+        """Turn autopilot on or off. An accepted ``on`` is the signing operator's standing grant of the
+        runs the queue starts by itself (given again by each ``on``); ``off`` withdraws it."""
+        answer = await self._settings_action(
             QueueAction.AUTOPILOT, "autopilot", request.on, request.actor, request.proof, request.digest()
         )
+        if answer.accepted:
+            on = request.on and request.actor is not None
+            self._grant = AutopilotGrant(granted_by=request.actor, granted_at=workflow.now()) if on else None
+        return answer
 
     @autopilot.validator
     def _validate_autopilot(self, request: AutopilotRequest) -> None:
@@ -638,4 +778,5 @@ class WorkQueueWorkflow:
             history_events=workflow.info().get_current_history_length(),
             run_status=self._live_run_status(),
             renamed_to=renamed,
+            autopilot_grant=self._grant,
         )

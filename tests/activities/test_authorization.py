@@ -314,3 +314,23 @@ def test_a_delegated_proof_is_spent_once(shared: SharedStore) -> None:
     made = _delegated()
     assert _authorize(shared, signature=made, workflow_run_id="first") == (True, None)
     assert _authorize(shared, signature=made, workflow_run_id="second") == (False, "proof_replayed")
+
+
+def test_a_standing_grant_holds_while_its_actor_is_registered_and_active_and_needs_no_proof(
+    shared: SharedStore,
+) -> None:
+    config = ActivityConfig(database_url="sqlite://")
+    activities = AuthorizationActivities(config, shared)
+
+    def granted(actor: str) -> tuple[bool, str | None]:
+        request = AuthorizeRequest(run_id=RUN_ID, action="create", actor=actor, standing_grant=True)
+        result = ActivityEnvironment().run(activities.authorize_action, request)
+        return result.allowed, result.code
+
+    register_actor(shared.get(), "erin", "Erin Operator")
+    assert granted("erin") == (True, None)
+    assert granted("mallory") == (False, "unknown_actor")
+    shared.get().deactivate_actor("erin", signer(ACTOR))
+    assert granted("erin") == (False, "actor_deactivated")
+    # Without the grant mode the same request needs a proof.
+    assert _authorize(shared, actor=ACTOR, action="create") == (False, "proof_missing")

@@ -17,6 +17,7 @@ from contracts.queue_approval import approve
 from contracts.queue_dispatch import (
     apply_run_state,
     check_no_pending_run,
+    dispatch_run_input,
     dispatch_run_problem,
     dispatch_work_item,
     findings_text,
@@ -35,7 +36,7 @@ from contracts.queue_messages import RunState
 from contracts.queue_priority import record_dispatch
 from contracts.queue_transitions import Mover
 from contracts.routing import RouteOverride
-from contracts.runs import RunInput, RunStatus
+from contracts.runs import QueueGrant, RunInput, RunStatus, run_request_digest
 
 AT = dt.datetime(2026, 12, 1, 9, 0, tzinfo=dt.UTC)
 RECORDINGS = Path(__file__).resolve().parents[2] / "examples" / "recordings" / "demo.json"
@@ -229,3 +230,20 @@ def test_findings_that_no_longer_fit_the_work_item_are_refused_not_cut() -> None
         dispatch_work_item(judged)
     assert refused.value.code == "work_item_too_large"
     assert refused.value.extra["limit"] == 8_000
+
+
+def test_the_run_built_by_the_queue_or_the_cli_is_the_one_the_item_asks_for_its_grant_undigested() -> None:
+    for tier in (Tier.READ_ONLY, Tier.WORKTREE):
+        item = approved(tier=tier.value)
+        run = dispatch_run_input(item, run_id=new_run_id(), actor="alice")
+        assert dispatch_run_problem(item, run, "alice") is None
+        assert run.enqueue is (tier is Tier.READ_ONLY) and run.proof is None and run.queue_grant is None
+        grant = QueueGrant(
+            queue_workflow_id="work-queue@q", item_key=item.key, granted_by="alice", granted_at=AT
+        )
+        granted = dispatch_run_input(item, run_id=run.run_id, actor="alice", queue_grant=grant)
+        assert granted.queue_grant == grant
+        assert granted.request_digest == run.request_digest == run_request_digest(run)
+        another = approved(tier=tier.value, title="Another")
+        other = dispatch_run_input(another, run_id=run.run_id, actor="alice")
+        assert other.request_digest != run.request_digest

@@ -195,8 +195,18 @@ def test_capacity_and_autopilot_change_the_settings_and_show_in_events(cli: Cli)
     capacity = cli.call("queue", "capacity", "4", "--actor", "alice", "--json").ok()
     assert capacity["settings"]["slots"] == 4
     assert capacity["fleet"]["slots"] == 4
+    ready = cli.call("queue", "list", "--json").ok()["ready"]
+    free = cli.call("queue", "list", "--json").ok()["fleet"]["free"]
     autopilot = cli.call("queue", "autopilot", "on", "--actor", "alice", "--json").ok()
     assert autopilot["settings"]["autopilot"] is True
+    # On, the queue itself fills the free slots with the approved items, highest priority first.
+    assert ready and free
+    picked = set(ready[:free])
+
+    def filled() -> bool:
+        return set(cli.call("queue", "list", "--json").ok()["fleet"]["occupied"]) == picked
+
+    assert wait_until(filled, timeout=10)
     cli.call("queue", "autopilot", "off", "--actor", "alice", "--json").ok()
     events = cli.call("queue", "events", "--json").ok()["events"]
     settings = [event for event in events if event["kind"] == "settings"]
@@ -205,6 +215,7 @@ def test_capacity_and_autopilot_change_the_settings_and_show_in_events(cli: Cli)
     ats = [event["at"] for event in events]
     assert ats == sorted(ats)
     assert cli.call("queue", "events", "--since", "2999-01-01T00:00:00Z", "--json").ok() == {"events": []}
+    cli.call("queue", "capacity", "50", "--actor", "alice", "--json").ok()  # room for the later tests
 
 
 def test_bad_flags_and_input_are_refused_before_anything_is_sent(cli: Cli) -> None:

@@ -8,15 +8,24 @@ with the pure contract) and a low continue-as-new threshold, and takes the opera
 CLI sends them: a thin proposal added, an approval refused by its validator (not in history), the
 proposal updated and approved (renamed into its repository's series), another added and rejected,
 an unsigned approval refused by the authorisation (recorded) and then approved, capacity and
-autopilot set — until it continues as new. ``first.json`` is that first execution (it ends in
+autopilot turned on and off while the seeded active item fills the one slot (so it starts nothing) —
+until it continues as new. ``first.json`` is that first execution (it ends in
 continue-as-new), ``continued.json`` the next one after a further add and approval, the failed
 item parked, the blocked one released and the done one re-opened (the runs of
 their seeded items were never started, so the queue reads no run progress there).
 ``dispatched.json`` is another queue's: an item added, approved (a ``done`` then refused by its
 validator is not in it), dispatched as a read_only run (replay:demo), which the queue follows to
 ``awaiting_decision``, judges (PASS) and moves to ``human-review``, and made done by a person.
+``autopilot.json`` is a third queue's: one slot, three items approved (the highest priority, a lower
+one, a high-risk one), autopilot turned on — the queue dispatches the first by itself under the grant,
+follows it to a PASS, then fills the freed slot with the second (never the high-risk one) — autopilot
+off, and the first made done by a person. ``redispatched.json`` a fourth's: autopilot on, one item
+whose every review disagrees with a high finding (:class:`DisagreeingReviewer`), so each round FAILs:
+the queue sends each FAILed run its verdict and re-dispatches the item with the findings until the
+escalation hands it to a person.
 ``tests/workflows/test_replay.py`` replays them; ``workflow-ids.json`` names the id each ran under.
-``v1/`` holds the first two as recorded before the queue dispatched runs (no patch marker).
+``v1/`` holds the first two as recorded before the queue dispatched runs (no patch marker), ``v2/``
+the first three as recorded before the autopilot dispatched (patch ``queue-tracks-runs`` only).
 """
 
 from __future__ import annotations
@@ -39,12 +48,20 @@ from contracts.search_attributes import SEARCH_ATTRIBUTES
 from contracts.temporal_names import QueueMessage
 from infra.devserver import DevServer, free_port
 from tests.workflows.harness import bench
-from tests.workflows.queue_harness import COMPLETE, SLOW_QUERY_ITEM, QueueBench, items_in_every_status
+from tests.workflows.queue_harness import (
+    COMPLETE,
+    SLOW_QUERY_ITEM,
+    DisagreeingReviewer,
+    QueueBench,
+    items_in_every_status,
+)
 
 HERE = Path(__file__).resolve().parent / "queue"
 WORKFLOW_IDS = HERE / "workflow-ids.json"
 TASK_QUEUE = "record-queue-histories"
 DISPATCH_TASK_QUEUE = "record-queue-dispatch-histories"
+AUTOPILOT_TASK_QUEUE = "record-queue-autopilot-histories"
+REDISPATCH_TASK_QUEUE = "record-queue-redispatch-histories"
 CONTINUE_AS_NEW_AFTER_EVENTS = 150
 
 
@@ -87,9 +104,10 @@ async def record(server: DevServer, state: Path) -> None:
         except Refused as error:  # refused by the authorisation, and recorded
             assert error.code == "proof_missing", error
         await q.move(QueueMessage.APPROVE, unsigned.item.key)
-        await q.capacity(4)
+        await q.capacity(1)  # the seeded active item fills it: autopilot on starts nothing here
         await q.autopilot(True)
         await q.autopilot(False)
+        await q.capacity(4)
         filler = 0
         while (await q.view()).runs == 1:
             await q.add({"title": f"filler {filler}"})
@@ -124,6 +142,53 @@ async def record(server: DevServer, state: Path) -> None:
         await handle.terminate("recording finished")
         with contextlib.suppress(RPCError):  # accepted by the done: it has closed already
             await client.get_workflow_handle(run_id).terminate("recording finished")
+    async with bench(client, AUTOPILOT_TASK_QUEUE, state / "autopilot") as b, b.worker():
+        q = QueueBench(b)
+        await q.start(QueueState(poll_seconds=0.2))
+        await q.capacity(1)
+        first = await q.add(SLOW_QUERY_ITEM)
+        second = await q.add({**SLOW_QUERY_ITEM, "value": "M"})
+        risky = await q.add({**SLOW_QUERY_ITEM, "risk": "high"})
+        keys = [answer.item.key for answer in (first, second, risky) if answer.item is not None]
+        for key in keys:
+            await q.move(QueueMessage.APPROVE, key)
+        await q.autopilot(True)
+        await q.until_status(keys[0], QueueStatus.HUMAN_REVIEW, timeout=60)
+        await q.until_status(keys[1], QueueStatus.HUMAN_REVIEW, timeout=60)
+        await q.autopilot(False)
+        await q.done(keys[0], note="recorded")
+        view = await q.view()
+        handle = client.get_workflow_handle(q.workflow_id)
+        await _save(client, "autopilot", q.workflow_id, (await handle.describe()).run_id)
+        await handle.terminate("recording finished")
+        for item in view.items:
+            for run in item.runs:
+                with contextlib.suppress(RPCError):
+                    await client.get_workflow_handle(run.run_id).terminate("recording finished")
+    reviewer = DisagreeingReviewer()
+    async with (
+        bench(client, REDISPATCH_TASK_QUEUE, state / "redispatch", providers={"replay": reviewer}) as b,
+        b.worker(),
+    ):
+        q = QueueBench(b)
+        await q.start(QueueState(poll_seconds=0.2))
+        await q.autopilot(True)
+        added = await q.add(SLOW_QUERY_ITEM)
+        assert added.item is not None
+        key = added.item.key
+        await q.move(QueueMessage.APPROVE, key)
+        for _ in range(600):
+            item = await q.item(key)
+            if item.status in (QueueStatus.BLOCKED, QueueStatus.FAILED):
+                break
+            await asyncio.sleep(0.2)
+        assert len(item.runs) >= 2, item
+        handle = client.get_workflow_handle(q.workflow_id)
+        await _save(client, "redispatched", q.workflow_id, (await handle.describe()).run_id)
+        await handle.terminate("recording finished")
+        for run in item.runs:
+            with contextlib.suppress(RPCError):
+                await client.get_workflow_handle(run.run_id).terminate("recording finished")
 
 
 def main() -> None:

@@ -19,7 +19,9 @@ recordings stay and replay too, each proving a change sits behind its patch mark
 
 ``queue/`` holds the ``WorkQueue`` histories (``python -m tests.histories.record_queue``): an execution
 that ends in continue-as-new, the one after it, and a queue that dispatches a run and follows it (its
-own ``workflow-ids.json``); ``queue/v1/`` the first two as recorded before the queue dispatched runs.
+own ``workflow-ids.json``), one whose autopilot fills its slot by itself and one whose autopilot
+re-dispatches after each FAIL; ``queue/v1/`` the first two
+as recorded before the queue dispatched runs, ``queue/v2/`` the first three before the autopilot did.
 
 ``teams/`` holds ``ResearchTeam`` histories (``python -m tests.histories.record_teams``), one per team
 path, the first stage's two ``ModelJob`` histories of the completed team and the
@@ -47,7 +49,7 @@ from workflows.model_job import PATCH_ATTEMPTS_IN_WORKFLOW, PATCH_JOB_V5, PATCH_
 from workflows.research_team import PATCH_COORDINATED
 from workflows.run_jobs import PATCH_AUDIT_MODEL_ATTEMPTS
 from workflows.specialist_run import PATCH_AUTHORIZE_CREATE, PATCH_ONE_UPSERT_PER_TASK, PATCH_RUN_V5
-from workflows.work_queue import PATCH_TRACK_RUNS
+from workflows.work_queue import PATCH_AUTOPILOT, PATCH_TRACK_RUNS
 
 HISTORIES = Path(__file__).resolve().parent.parent / "histories"
 WORKFLOW_IDS = "workflow-ids.json"  # not a history: which id each current recording ran under
@@ -61,7 +63,8 @@ TEAMS = sorted(path for path in (HISTORIES / "teams").glob("*.json") if path.nam
 TEAMS_V1 = sorted(path for path in (HISTORIES / "teams" / "v1").glob("*.json") if path.name != WORKFLOW_IDS)
 QUEUE = sorted(path for path in (HISTORIES / "queue").glob("*.json") if path.name != WORKFLOW_IDS)
 QUEUE_V1 = sorted(path for path in (HISTORIES / "queue" / "v1").glob("*.json") if path.name != WORKFLOW_IDS)
-ALL = [*CURRENT, *V1, *V2, *V3, *V4, *V5, *TEAMS, *TEAMS_V1, *QUEUE, *QUEUE_V1]
+QUEUE_V2 = sorted(path for path in (HISTORIES / "queue" / "v2").glob("*.json") if path.name != WORKFLOW_IDS)
+ALL = [*CURRENT, *V1, *V2, *V3, *V4, *V5, *TEAMS, *TEAMS_V1, *QUEUE, *QUEUE_V1, *QUEUE_V2]
 TEAM_PATHS = {"completed", "adjudicated", "blocked_retried_stopped", "cancelled", "invalidated"}
 
 V1_PATHS = {
@@ -405,10 +408,21 @@ def _accepted_updates(name: str) -> list[str]:
     ]
 
 
-def test_the_queue_histories_carry_the_run_tracking_patch_and_the_older_ones_predate_it() -> None:
-    assert {path.name for path in QUEUE} == {"first.json", "continued.json", "dispatched.json"}
+def test_the_queue_histories_carry_the_tracking_and_autopilot_patches_and_the_older_ones_predate_them() -> (
+    None
+):
+    assert {path.name for path in QUEUE} == {
+        "first.json",
+        "continued.json",
+        "dispatched.json",
+        "autopilot.json",
+        "redispatched.json",
+    }
+    assert {path.name for path in QUEUE_V2} == {"first.json", "continued.json", "dispatched.json"}
     assert {path.name for path in QUEUE_V1} == {"first.json", "continued.json"}
     for path in QUEUE:
+        assert _patches(path) == [PATCH_TRACK_RUNS, PATCH_AUTOPILOT], path
+    for path in QUEUE_V2:
         assert _patches(path) == [PATCH_TRACK_RUNS], path
     for path in QUEUE_V1:
         assert _patches(path) == [], path
@@ -432,6 +446,50 @@ def test_the_dispatch_history_starts_the_run_as_a_child_and_reads_its_progress_u
         and e["activityTaskScheduledEventAttributes"]["activityType"]["name"] == "read_run_progress"  # type: ignore[index]
     ]
     assert reads and kinds.count("EVENT_TYPE_TIMER_FIRED") >= len(reads)
+
+
+def test_the_autopilot_history_fills_the_one_slot_twice_under_the_grant_and_never_with_high_risk() -> None:
+    events = _events("queue/autopilot.json")
+    accepted = _accepted_updates("queue/autopilot.json")
+    assert accepted == [
+        "capacity",
+        "add",
+        "add",
+        "add",
+        "approve",
+        "approve",
+        "approve",
+        "autopilot",
+        "autopilot",
+        "done",
+    ]
+    starts = [
+        e["startChildWorkflowExecutionInitiatedEventAttributes"]
+        for e in events
+        if e["eventType"] == "EVENT_TYPE_START_CHILD_WORKFLOW_EXECUTION_INITIATED"
+    ]
+    assert len(starts) == 2  # the high-risk item is never started by the queue
+    runs = [_payload(start["input"]["payloads"][0]) for start in starts]  # type: ignore[index]
+    assert [run["queue_grant"]["item_key"] for run in runs] == ["ORD-1", "ORD-2"]
+    assert {(run["created_by"], run["proof"], run["queue_grant"]["granted_by"]) for run in runs} == {
+        ("alice", None, "alice")
+    }
+
+
+def test_the_redispatch_history_signals_each_failed_run_its_verdict_before_starting_the_next() -> None:
+    events = _events("queue/redispatched.json")
+    kinds = [event["eventType"] for event in events]
+    starts = kinds.count("EVENT_TYPE_START_CHILD_WORKFLOW_EXECUTION_INITIATED")
+    signals = [
+        e["signalExternalWorkflowExecutionInitiatedEventAttributes"]
+        for e in events
+        if e["eventType"] == "EVENT_TYPE_SIGNAL_EXTERNAL_WORKFLOW_EXECUTION_INITIATED"
+    ]
+    assert starts >= 2 and len(signals) == starts - 1
+    assert {signal["signalName"] for signal in signals} == {"queue_verdict"}  # type: ignore[index]
+    rounds = [_payload(signal["input"]["payloads"][0])["round"] for signal in signals]  # type: ignore[index]
+    assert rounds == list(range(1, starts))
+    assert _accepted_updates("queue/redispatched.json") == ["autopilot", "add", "approve"]
 
 
 def test_the_queue_histories_hold_only_accepted_moves_and_continue_as_new_with_every_item() -> None:
