@@ -37,6 +37,7 @@ TABLES = {
     "research_job_outputs",
     "actor_keys",
     "configuration_events",
+    "session_keys",
     "alembic_version",
 }
 
