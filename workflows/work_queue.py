@@ -15,7 +15,7 @@ the item meanwhile) and applied in the same workflow task, so each move is atomi
 
 ``run`` follows the dispatched runs and, with autopilot on, dispatches by itself under the operator's
 standing grant: re-dispatches after a FAIL, recoveries after their delay and approved items, into free
-slots (docs/architecture.md "Goal queue", "Autopilot"). Once the history holds
+slots (docs/architecture.md "Goal queue", its autopilot). Once the history holds
 ``continue_as_new_after_events`` events, or the server suggests it, it waits for every handler to
 finish and continues as new with the whole state.
 """
