@@ -110,7 +110,9 @@ async def test_ten_teams_advance_at_most_five_stages_per_cycle_and_all_finish(
             tmp_path,
             providers={"scripted": scripted},
             model=SCRIPTED,
-            team_cycle_seconds=1,
+            # Two-second cycles: long enough that, even on a loaded machine, more than five
+            # advance requests queue up in some cycle and the limit is what holds them back.
+            team_cycle_seconds=2,
         ) as b,
         b.worker(),
     ):
@@ -128,7 +130,7 @@ async def test_ten_teams_advance_at_most_five_stages_per_cycle_and_all_finish(
     assert all(len(cycle.granted) <= ADVANCES_PER_CYCLE for cycle in cycles)
     # A cycle lasts its full length before the next one grants.
     starts = [cycle.at for cycle in state.recent_cycles]
-    assert all((later - earlier).total_seconds() >= 1 for earlier, later in itertools.pairwise(starts))
+    assert all((later - earlier).total_seconds() >= 2 for earlier, later in itertools.pairwise(starts))
     assert state.active == [] and state.waiting == []
     # Each team's grants came one per stage, in order.
     for view in views:
