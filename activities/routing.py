@@ -48,6 +48,8 @@ class RoutingActivities:
             store = self._store.get()
             alias = run_input.work_item.repo_alias
             policy, selection, record = store.capture_reads(alias)
+            if run_input.escalation_model is not None:  # set by the goal queue, checked as selected
+                store.require_registered_models([run_input.escalation_model])
             if record is not None:
                 require_active(record)
             base_commit = None

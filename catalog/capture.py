@@ -17,10 +17,10 @@ from typing import Final
 from catalog.loaded import LoadedCatalog
 from catalog.router import route
 from contracts.config import PolicyRecord, RepositoryConfig, check_environment_rules
-from contracts.enums import RiskFlag, RiskLevel, TaskType, Tier, WorkClass
+from contracts.enums import FallbackMode, RiskFlag, RiskLevel, TaskType, Tier, WorkClass
 from contracts.errors import InvalidInput, Refused
 from contracts.hashing import canonical_sha256
-from contracts.models import ModelSelectionRecord
+from contracts.models import ModelSelection, ModelSelectionRecord
 from contracts.output import JobKind
 from contracts.policy import APPROVAL_TIERS, effective_tier
 from contracts.routing import RouteDecision
@@ -209,6 +209,25 @@ def assign_models(
     return assignments
 
 
+def _escalated_chain(
+    escalation_model: str, chosen: ModelSelection, source: str
+) -> tuple[str, list[str], FallbackMode, str]:
+    """The chain of an escalated review round's run (docs/architecture.md "Goal queue"): the goal
+    queue's escalation model first; when the selection allows fallbacks (``ordered``), its own chain
+    follows (primary, then its fallbacks, without the escalation model) for quota, authentication or
+    availability errors only, as any chain's fallbacks; with ``primary_only`` the escalation model
+    stands alone."""
+    rest = []
+    if chosen.fallback_mode is FallbackMode.ORDERED:
+        rest = [model for model in (chosen.primary, *chosen.fallbacks) if model != escalation_model]
+    return (
+        escalation_model,
+        rest,
+        FallbackMode.ORDERED if rest else FallbackMode.PRIMARY_ONLY,
+        f"escalation model of the goal queue, then the chain of the {source}",
+    )
+
+
 def capture(
     run_input: RunInput,
     catalog: LoadedCatalog,
@@ -287,12 +306,16 @@ def capture(
     snapshot = None
     if selection is not None:
         chosen = selection.selection
+        source = f"model selection by {selection.selected_by} at {selection.selected_at.isoformat()}"
+        primary, fallbacks, mode = chosen.primary, list(chosen.fallbacks), chosen.fallback_mode
+        if run_input.escalation_model is not None:
+            primary, fallbacks, mode, source = _escalated_chain(run_input.escalation_model, chosen, source)
         unassigned = ModelSnapshot(
-            primary=chosen.primary,
-            fallbacks=list(chosen.fallbacks),
-            fallback_mode=chosen.fallback_mode,
+            primary=primary,
+            fallbacks=fallbacks,
+            fallback_mode=mode,
             support=chosen.support,
-            source=f"model selection by {selection.selected_by} at {selection.selected_at.isoformat()}",
+            source=source,
         )
         # The assignments go into the contract, so the digest an operator approves covers which
         # model each job uses and why. Validated again: an assignment must match the chain it names.

@@ -46,6 +46,7 @@ from contracts.queue_review import (
     apply_review_decision,
     assess_review,
     decide_after_review,
+    escalated_dispatch,
     record_round,
     record_run_failure,
 )
@@ -104,6 +105,16 @@ def dispatch_work_item(item: QueueItem) -> WorkItem:
     )
 
 
+def dispatch_lineage(item: QueueItem) -> tuple[str | None, str | None]:
+    """What the next run of ``item`` carries besides its work item: the escalation model when the
+    dispatch is escalated (the model its cycle's escalation recorded; ``None`` when none was
+    configured then, or the dispatch is not escalated) and the item's previous run, which the new one
+    re-dispatches, recovers or sends back (``None`` for its first run)."""
+    escalation = item.cycle_escalation()
+    model = escalation.model if escalated_dispatch(item) and escalation is not None else None
+    return model, item.runs[-1].run_id if item.runs else None
+
+
 def dispatch_run_input(
     item: QueueItem,
     *,
@@ -113,9 +124,11 @@ def dispatch_run_input(
 ) -> RunInput:
     """The run dispatched for ``item``, created by ``actor`` (the operator dispatching it, or the
     actor whose autopilot grant ``queue_grant`` the queue starts it under): its work item
-    (:func:`dispatch_work_item`), the item's tier, enqueued at once when read_only, and its request
+    (:func:`dispatch_work_item`), the item's tier, enqueued at once when read_only, the escalation
+    model of an escalated dispatch and the run it follows (:func:`dispatch_lineage`), and its request
     digest. A read_only run dispatched by hand still needs ``actor``'s proof of its create; the CLI and
     the queue use this same function, so :func:`dispatch_run_problem` finds nothing in it."""
+    escalation_model, follows = dispatch_lineage(item)
     draft = RunInput(
         run_id=run_id,
         work_item=dispatch_work_item(item),
@@ -124,6 +137,8 @@ def dispatch_run_input(
         request_digest="",
         created_by=actor,
         queue_grant=queue_grant,
+        escalation_model=escalation_model,
+        follows=follows,
     )
     return draft.model_copy(update={"request_digest": run_request_digest(draft)})
 
@@ -157,6 +172,12 @@ def dispatch_run_problem(item: QueueItem, run: RunInput, actor: str) -> str | No
         return "a read_only run is created enqueued; an edit tier's run waits for its approval"
     if run.request_id is not None:
         return "a dispatched run carries no request id"
+    escalation_model, follows = dispatch_lineage(item)
+    if run.escalation_model != escalation_model:
+        expected = escalation_model or "none"
+        return f"the run's escalation model must be {expected}, as {item.key}'s review cycle says"
+    if run.follows != follows:
+        return f"the run must follow {follows or 'no run'}, {item.key}'s previous run"
     return None
 
 

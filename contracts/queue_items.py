@@ -141,6 +141,7 @@ ITEM_KEY_PATTERN: Final = re.compile(r"^(?:Q|[A-Z]{2,5})-[1-9][0-9]{0,8}$")
 DEFAULT_SLOTS: Final = 3
 MAX_SLOTS: Final = 50
 DEFAULT_RECOVERY_DELAY_SECONDS: Final = 600
+MAX_RECOVERY_DELAY_SECONDS: Final = 7 * 24 * 3600
 
 
 def _key(value: str) -> str:
@@ -659,5 +660,7 @@ class QueueSettings(BaseModel):
 
     slots: int = Field(default=DEFAULT_SLOTS, ge=1, le=MAX_SLOTS)
     autopilot: bool = False
-    recovery_delay_seconds: int = Field(default=DEFAULT_RECOVERY_DELAY_SECONDS, ge=0, le=7 * 24 * 3600)
+    recovery_delay_seconds: int = Field(
+        default=DEFAULT_RECOVERY_DELAY_SECONDS, ge=0, le=MAX_RECOVERY_DELAY_SECONDS
+    )
     escalation_model: ModelId | None = None

@@ -17,11 +17,13 @@ from typing import Annotated, Any, Final
 from pydantic import BaseModel, ConfigDict, Field, StringConstraints
 
 from contracts.hashing import canonical_sha256
+from contracts.models import ModelId
 from contracts.output import SpecialistOutput
 from contracts.proofs import ActionProof
 from contracts.queue_approval import SpecCompleteness
 from contracts.queue_items import (
     MAX_EVENT_REASON_CHARS,
+    MAX_RECOVERY_DELAY_SECONDS,
     MAX_SLOTS,
     ItemProposal,
     QueueItem,
@@ -62,6 +64,8 @@ class QueueAction(StrEnum):
     REJECT = "queue_reject"
     CAPACITY = "queue_capacity"
     AUTOPILOT = "queue_autopilot"
+    RECOVERY_DELAY = "queue_recovery_delay"
+    ESCALATION_MODEL = "queue_escalation_model"
     DISPATCH = "queue_dispatch"
     DONE = "queue_done"
     PARK = "queue_park"
@@ -210,6 +214,37 @@ class AutopilotRequest(BaseModel):
     def digest(self) -> str:
         """What the proof is bound to: the sha256 of the setting."""
         return _digest({"autopilot": self.on})
+
+
+class RecoveryDelayRequest(BaseModel):
+    """Update ``recovery_delay``: how long a failed item waits before the autopilot recovers it
+    (protected; target: the queue's workflow id)."""
+
+    model_config = ConfigDict(frozen=True)
+
+    actor: str | None
+    seconds: int = Field(ge=0, le=MAX_RECOVERY_DELAY_SECONDS)
+    proof: ActionProof | None = None
+
+    def digest(self) -> str:
+        """What the proof is bound to: the sha256 of the delay."""
+        return _digest({"recovery_delay_seconds": self.seconds})
+
+
+class EscalationModelRequest(BaseModel):
+    """Update ``escalation_model``: the model an escalated round's run uses as its primary, or
+    ``None`` for none (protected; target: the queue's workflow id). The CLI checks the model is
+    usable when it is set; each escalated run's contract capture checks it again."""
+
+    model_config = ConfigDict(frozen=True)
+
+    actor: str | None
+    model: ModelId | None
+    proof: ActionProof | None = None
+
+    def digest(self) -> str:
+        """What the proof is bound to: the sha256 of the model (``null`` for none)."""
+        return _digest({"escalation_model": self.model})
 
 
 class DispatchRequest(BaseModel):

@@ -17,6 +17,8 @@ from contracts.context_packs import ContextPack
 from contracts.enums import FallbackMode, RiskLevel, TaskType, Tier
 from contracts.execution import ExecutionRecord
 from contracts.hashing import canonical_sha256
+from contracts.ids import RUN_ID_PATTERN
+from contracts.models import ModelId
 from contracts.output import JobKind, SpecialistOutput
 from contracts.proofs import ActionProof
 from contracts.routing import RouteDecision, RouteOverride
@@ -131,6 +133,13 @@ class RunInput(BaseModel):
     sha256 of the canonical create request, used to tell a repeated delivery from a conflicting one.
     ``queue_grant`` stands in for ``proof`` on a run the goal queue's autopilot started (``None``
     otherwise, and in histories recorded before the queue started runs by itself).
+
+    Two fields only the goal queue sets (docs/architecture.md "Goal queue"): ``escalation_model``, the
+    model an escalated review round's run uses as its primary (the selection's chain follows it as
+    fallbacks), and ``follows``, the item's previous run that this one re-dispatches or recovers (its
+    preserved worktrees are listed by ``specialists worktrees``). Both are part of the request digest
+    when set and left out of it when ``None``, so the digests of requests made before they existed
+    are unchanged.
     """
 
     model_config = ConfigDict(frozen=True)
@@ -146,6 +155,12 @@ class RunInput(BaseModel):
     created_by: str | None = None
     proof: ActionProof | None = None
     queue_grant: QueueGrant | None = None
+    escalation_model: ModelId | None = None
+    follows: Annotated[str, StringConstraints(pattern=RUN_ID_PATTERN.pattern)] | None = None
+
+
+OPTIONAL_REQUEST_FIELDS = ("escalation_model", "follows")
+"""Request fields added after runs were first recorded: digested only when set."""
 
 
 def run_request_digest(run_input: RunInput) -> str:
@@ -154,6 +169,9 @@ def run_request_digest(run_input: RunInput) -> str:
     payload = run_input.model_dump(
         mode="json", exclude={"run_id", "request_digest", "created_by", "proof", "queue_grant"}
     )
+    for name in OPTIONAL_REQUEST_FIELDS:
+        if payload[name] is None:
+            del payload[name]
     return canonical_sha256(payload)
 
 
@@ -474,6 +492,8 @@ class RunView(BaseModel):
     audit: list[AuditEvent]
     context_packs: list[ContextPackRecord] = []
     execution: ExecutionRecord | None = None
+    follows: str | None = None
+    """The goal queue's previous run of the same item, which this run re-dispatches or recovers."""
 
 
 class RunProgress(BaseModel):

@@ -102,6 +102,8 @@ class QueueMessage(StrEnum):
     REOPEN = "reopen"
     CAPACITY = "capacity"
     AUTOPILOT = "autopilot"
+    RECOVERY_DELAY = "recovery_delay"
+    ESCALATION_MODEL = "escalation_model"
     VIEW = "view"
 
 

@@ -17,12 +17,13 @@ command), else ``null``. ``list``::
     {"items": [{"key", "status", "blocker", "failure", "title", "repo_alias", "tier", "value",
                 "urgency", "risk", "priority", "spec", "attention", "created_at", "updated_at"}],
      "counts": {status: n for every status}, "fleet": {"line": "occupied/slots", "occupied": [keys],
-     "count", "slots", "free"}, "ready": [keys in dispatch order], "autopilot": bool}
+     "count", "slots", "free"}, "ready": [keys in dispatch order], "autopilot": bool,
+     "grant": {"granted_by", "granted_at"} | null, "settings": {...}}
 
-``capacity`` and ``autopilot``: ``{"settings": {"slots", "autopilot", "recovery_delay_seconds",
-"escalation_model"}, "fleet": {...}}``. ``events``: ``{"events": [{"key", "seq", "at", "kind",
-"actor", "data"}]}`` oldest first, a settings change with ``"key": null``, ``"seq": null`` and kind
-``settings``. Times are ISO 8601 UTC with ``Z``.
+``capacity``, ``autopilot``, ``recovery-delay`` and ``escalation-model``: ``{"settings": {"slots",
+"autopilot", "recovery_delay_seconds", "escalation_model"}, "fleet": {...}}``. ``events``:
+``{"events": [{"key", "seq", "at", "kind", "actor", "data"}]}`` oldest first, a settings change with
+``"key": null``, ``"seq": null`` and kind ``settings``. Times are ISO 8601 UTC with ``Z``.
 
 Everything but the labels is operator text or queue data: it reaches the console only as
 :func:`control.output.table` cells or through :func:`control.output.safe_text`.
@@ -42,7 +43,7 @@ from control.output import safe_text, table
 if TYPE_CHECKING:
     from rich.console import Console
 
-    from contracts.queue_messages import QueueView
+    from contracts.queue_messages import AutopilotGrant, QueueView
     from contracts.runs import RunStatus
 
 
@@ -126,7 +127,14 @@ def listing_json(
         "fleet": fleet_json(view.items, view.settings),
         "ready": [item.key for item in dispatch_order(view.items)],
         "autopilot": view.settings.autopilot,
+        "grant": None if view.autopilot_grant is None else grant_json(view.autopilot_grant),
+        "settings": view.settings.model_dump(mode="json"),
     }
+
+
+def grant_json(grant: AutopilotGrant) -> dict[str, Any]:
+    """The autopilot's standing grant: ``{"granted_by", "granted_at"}``."""
+    return {"granted_by": grant.granted_by, "granted_at": iso(grant.granted_at)}
 
 
 def settings_json(view_items: list[QueueItem], settings: QueueSettings) -> dict[str, Any]:
@@ -236,16 +244,32 @@ def render_listing(console: Console, data: dict[str, Any]) -> None:
     counts = ", ".join(f"{status} {n}" for status, n in data["counts"].items() if n)
     console.print(safe_text(f"counts: {counts or 'no items'}"))
     autopilot = "on" if data["autopilot"] else "off"
+    grant = data["grant"]
+    if grant is not None:
+        autopilot += f" (runs created by {grant['granted_by']}, granted {grant['granted_at']})"
+    elif data["autopilot"]:
+        autopilot += " (no standing grant: it starts nothing until `queue autopilot on` is signed again)"
     console.print(safe_text(f"fleet: {data['fleet']['line']} slots occupied; autopilot {autopilot}"))
+    settings = data["settings"]
+    console.print(
+        safe_text(
+            f"recovery delay {settings['recovery_delay_seconds']} s; escalation model "
+            f"{settings['escalation_model'] or 'none'}"
+        )
+    )
     console.print(safe_text(f"ready to dispatch: {', '.join(data['ready']) or '-'}"))
 
 
 def render_settings(console: Console, data: dict[str, Any]) -> None:
-    """``capacity`` and ``autopilot``."""
+    """``capacity``, ``autopilot``, ``recovery-delay`` and ``escalation-model``."""
     settings = data["settings"]
     autopilot = "on" if settings["autopilot"] else "off"
     console.print(
-        safe_text(f"slots {settings['slots']}, autopilot {autopilot}; fleet {data['fleet']['line']} occupied")
+        safe_text(
+            f"slots {settings['slots']}, autopilot {autopilot}, recovery delay "
+            f"{settings['recovery_delay_seconds']} s, escalation model "
+            f"{settings['escalation_model'] or 'none'}; fleet {data['fleet']['line']} occupied"
+        )
     )
 
 

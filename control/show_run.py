@@ -98,6 +98,13 @@ def render_run(
     tier), then its execution: changed files, counts and digests; the diff with ``diff``; the worktree
     location with ``recovery``."""
     run_views.render_run(console, shown_view(view, recovery=recovery), extra)
+    if view.follows is not None:
+        console.print(
+            safe_text(
+                f"follows {view.follows}, the goal queue's previous run of this item "
+                f"(`specialists show {view.follows} --recovery` says where its worktree is kept)"
+            )
+        )
     render_contract_repository_config(console, view)
     render_execution(console, view, diff=diff, recovery=recovery)
 

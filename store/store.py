@@ -207,6 +207,13 @@ class Store:
         with self._configuration() as (session, trust):
             model_registry.require_usable(session, trust, model_ids, registered_only=False)
 
+    def require_registered_models(self, model_ids: list[str | None]) -> None:
+        """As :meth:`require_usable_models`, but a model that is neither built in nor registered is
+        refused too (``unknown_model``): what the goal queue's escalation model is held to, as a
+        selection's models are when they are selected."""
+        with self._configuration() as (session, trust):
+            model_registry.require_usable(session, trust, model_ids)
+
     # Model registry
 
     def register_model(self, registration: ModelRegistration, signer: Signer) -> ModelRecord:

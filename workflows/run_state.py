@@ -142,6 +142,7 @@ class RunState:
             audit=list(self.audit.events),
             context_packs=list(self.packs),
             execution=self.execution,
+            follows=self.run_input.follows,
         )
 
     def summary(self, now: dt.datetime) -> RunSummary:

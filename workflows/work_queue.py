@@ -68,12 +68,14 @@ with workflow.unsafe.imports_passed_through():
         CapacityRequest,
         DispatchRequest,
         DoneRequest,
+        EscalationModelRequest,
         ItemAnswer,
         MoveRequest,
         QueueAction,
         QueueQuery,
         QueueState,
         QueueView,
+        RecoveryDelayRequest,
         RefusalDetail,
         RefusedAction,
         RunIds,
@@ -175,6 +177,7 @@ class WorkQueueWorkflow:
         self._grant: AutopilotGrant | None = state.autopilot_grant
         self._autopilot = False  # set by run(): whether this execution's autopilot dispatches
         self._unbuildable: set[str] = set()  # items whose run the autopilot could not build
+        self._rearm = False  # set when the recovery delay changed: the run loop re-arms its timer
 
     @workflow.run
     async def run(self, state: QueueState) -> None:
@@ -187,10 +190,14 @@ class WorkQueueWorkflow:
                         self._should_continue_as_new()
                         or (tracks and bool(self._tracked()))
                         or bool(self._picks())
+                        or self._rearm
                     ),
                     timeout=self._until_next_recovery(),
                 )
             except TimeoutError:
+                continue
+            if self._rearm:
+                self._rearm = False
                 continue
             if self._should_continue_as_new():
                 break
@@ -731,6 +738,42 @@ class WorkQueueWorkflow:
     @autopilot.validator
     def _validate_autopilot(self, request: AutopilotRequest) -> None:
         self._require_actor(request.actor, QueueAction.AUTOPILOT)
+
+    @workflow.update(name=QueueMessage.RECOVERY_DELAY)
+    async def recovery_delay(self, request: RecoveryDelayRequest) -> SettingsAnswer:
+        """Set how long a failed item waits before the autopilot recovers it (a recovery already
+        waiting is due by the new delay; the run loop's timer is re-armed when the update ends)."""
+        answer = await self._settings_action(
+            QueueAction.RECOVERY_DELAY,
+            "recovery_delay_seconds",
+            request.seconds,
+            request.actor,
+            request.proof,
+            request.digest(),
+        )
+        self._rearm = answer.accepted
+        return answer
+
+    @recovery_delay.validator
+    def _validate_recovery_delay(self, request: RecoveryDelayRequest) -> None:
+        self._require_actor(request.actor, QueueAction.RECOVERY_DELAY)
+
+    @workflow.update(name=QueueMessage.ESCALATION_MODEL)
+    async def escalation_model(self, request: EscalationModelRequest) -> SettingsAnswer:
+        """Set the escalation model (``None``: none). Escalations recorded before keep the model they
+        recorded; the next escalation records this one."""
+        return await self._settings_action(
+            QueueAction.ESCALATION_MODEL,
+            "escalation_model",
+            request.model,
+            request.actor,
+            request.proof,
+            request.digest(),
+        )
+
+    @escalation_model.validator
+    def _validate_escalation_model(self, request: EscalationModelRequest) -> None:
+        self._require_actor(request.actor, QueueAction.ESCALATION_MODEL)
 
     async def _settings_action(
         self,

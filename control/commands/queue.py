@@ -1,6 +1,6 @@
 """The goal queue: ``specialists queue add | list | show | update | approve | reject | dispatch |
-done | park | release | reopen | capacity | autopilot | events`` (docs/architecture.md "Goal queue";
-JSON shapes in :mod:`control.queue_views`).
+done | park | release | reopen | capacity | autopilot | recovery-delay | escalation-model | events``
+(docs/architecture.md "Goal queue"; JSON shapes in :mod:`control.queue_views`).
 
 Every command that changes the queue is protected: it names ``--actor``, is refused before anything
 is sent when the actor may not act, and carries the actor's proof of the action on its target (the
@@ -19,7 +19,15 @@ from typing import TYPE_CHECKING, Annotated, Any
 import typer
 
 from contracts.errors import InvalidInput
-from control.commands.common import ActorOption, JsonFlag, client, require_actor, run_async, task_queue
+from control.commands.common import (
+    ActorOption,
+    JsonFlag,
+    client,
+    open_configuration_store,
+    require_actor,
+    run_async,
+    task_queue,
+)
 
 if TYPE_CHECKING:
     from temporalio.client import Client
@@ -430,6 +438,66 @@ def autopilot_command(
     request = AutopilotRequest(actor=actor, on=setting == "on")
     proof = proof_for(run_id=_queue_id(), action=QueueAction.AUTOPILOT, actor=actor, digest=request.digest())
     answer, view = _send_settings(QueueMessage.AUTOPILOT, request.model_copy(update={"proof": proof}))
+    _emit_settings(answer, view, as_json)
+
+
+@app.command("recovery-delay")
+def recovery_delay_command(
+    seconds: Annotated[
+        int, typer.Argument(metavar="SECONDS", help="Seconds a failed item waits (0..604800; default 600).")
+    ],
+    actor: ActorOption = None,
+    as_json: JsonFlag = False,
+) -> None:
+    """Set how long a failed item waits before the autopilot recovers it. Protected."""
+    from contracts.queue_items import MAX_RECOVERY_DELAY_SECONDS
+    from contracts.queue_messages import QueueAction, RecoveryDelayRequest
+    from contracts.temporal_names import QueueMessage
+    from control.actions import proof_for
+
+    if not 0 <= seconds <= MAX_RECOVERY_DELAY_SECONDS:
+        raise InvalidInput(
+            "invalid_recovery_delay",
+            f"recovery delay {seconds} is out of range: give 0 to {MAX_RECOVERY_DELAY_SECONDS} seconds",
+        )
+    actor = require_actor(actor, "queue recovery-delay")
+    request = RecoveryDelayRequest(actor=actor, seconds=seconds)
+    proof = proof_for(
+        run_id=_queue_id(), action=QueueAction.RECOVERY_DELAY, actor=actor, digest=request.digest()
+    )
+    answer, view = _send_settings(QueueMessage.RECOVERY_DELAY, request.model_copy(update={"proof": proof}))
+    _emit_settings(answer, view, as_json)
+
+
+@app.command("escalation-model")
+def escalation_model_command(
+    model: Annotated[
+        str,
+        typer.Argument(metavar="PROVIDER:NAME|none", help="A registered or built-in replay model, or none."),
+    ],
+    actor: ActorOption = None,
+    as_json: JsonFlag = False,
+) -> None:
+    """Set the model an escalated review round's run uses first (none: escalated rounds use the
+    selection's models). The model must be usable now; each escalated run checks it again. Protected."""
+    from contracts.models import ModelSelection
+    from contracts.queue_messages import EscalationModelRequest, QueueAction
+    from contracts.temporal_names import QueueMessage
+    from control.actions import proof_for
+    from control.inputs import parse_model
+
+    chosen: str | None = None
+    if model != "none":
+        payload = {"primary": model, "fallbacks": [], "fallback_mode": "primary_only"}
+        chosen = parse_model(ModelSelection, payload, what="escalation model", code="invalid_model").primary
+        with open_configuration_store() as store:
+            store.require_registered_models([chosen])
+    actor = require_actor(actor, "queue escalation-model")
+    request = EscalationModelRequest(actor=actor, model=chosen)
+    proof = proof_for(
+        run_id=_queue_id(), action=QueueAction.ESCALATION_MODEL, actor=actor, digest=request.digest()
+    )
+    answer, view = _send_settings(QueueMessage.ESCALATION_MODEL, request.model_copy(update={"proof": proof}))
     _emit_settings(answer, view, as_json)
 
 

@@ -11,12 +11,14 @@ from pathlib import Path
 import pytest
 
 from contracts.enums import Tier
+from contracts.hashing import canonical_sha256
 from contracts.ids import new_run_id
 from contracts.output import SpecialistOutput
 from contracts.queue_approval import approve
 from contracts.queue_dispatch import (
     apply_run_state,
     check_no_pending_run,
+    dispatch_lineage,
     dispatch_run_input,
     dispatch_run_problem,
     dispatch_work_item,
@@ -247,3 +249,68 @@ def test_the_run_built_by_the_queue_or_the_cli_is_the_one_the_item_asks_for_its_
         another = approved(tier=tier.value, title="Another")
         other = dispatch_run_input(another, run_id=run.run_id, actor="alice")
         assert other.request_digest != run.request_digest
+
+
+def _fail_round(item: QueueItem, run_id: str, escalation_model: str | None = None) -> QueueItem:
+    state = RunState(run_id=run_id, status=RunStatus.AWAITING_DECISION, review=_review("disagree", "high"))
+    judged = apply_run_state(item, state, AT, escalation_model)
+    assert judged is not None and judged.status is QueueStatus.AI_REVIEW
+    return judged
+
+
+def _redispatch(item: QueueItem) -> tuple[QueueItem, str]:
+    run_id = new_run_id()
+    return record_dispatch(item, run_id=run_id, mover=Mover.SYSTEM, actor="alice", at=AT), run_id
+
+
+def test_each_run_follows_the_previous_one_and_only_the_escalated_dispatch_names_the_escalation_model() -> (
+    None
+):
+    item = approved()
+    assert dispatch_lineage(item) == (None, None)
+    runs = []
+    for _ in range(3):  # three FAILs with the same score: two rounds without progress escalate
+        previous = item.runs[-1].run_id if item.runs else None
+        run = dispatch_run_input(item, run_id=new_run_id(), actor="alice")
+        assert (run.escalation_model, run.follows) == (None, previous)
+        item, run_id = _redispatch(item) if item.runs else active(item)
+        runs.append(run_id)
+        item = _fail_round(item, run_id, escalation_model="replay:strong")
+    [escalation] = item.escalations
+    assert escalation.model == "replay:strong"
+    escalated = dispatch_run_input(item, run_id=new_run_id(), actor="alice")
+    assert (escalated.escalation_model, escalated.follows) == ("replay:strong", runs[-1])
+    assert dispatch_run_problem(item, escalated, "alice") is None
+    plain = escalated.model_copy(update={"escalation_model": None})
+    problem = dispatch_run_problem(item, plain, "alice")
+    assert problem is not None and "escalation model must be replay:strong" in problem
+    orphan = escalated.model_copy(update={"follows": None})
+    problem = dispatch_run_problem(item, orphan, "alice")
+    assert problem is not None and f"must follow {runs[-1]}" in problem
+    # The escalated run's record names the model; after its round the next dispatch is plain again.
+    item, run_id = _redispatch(item)
+    assert item.runs[-1].escalated and item.runs[-1].model == "replay:strong"
+
+
+def test_the_request_digest_leaves_out_lineage_that_is_not_set_and_covers_it_when_set() -> None:
+    item = approved()
+    run = dispatch_run_input(item, run_id=new_run_id(), actor="alice")
+    # The digest of a request without lineage is what it was before lineage existed.
+    old_shape = run.model_dump(
+        mode="json",
+        exclude={
+            "run_id",
+            "request_digest",
+            "created_by",
+            "proof",
+            "queue_grant",
+            "escalation_model",
+            "follows",
+        },
+    )
+    assert run_request_digest(run) == canonical_sha256(old_shape)
+    follows = run.model_copy(update={"follows": new_run_id()})
+    escalated = run.model_copy(update={"escalation_model": "replay:strong"})
+    assert len({run_request_digest(r) for r in (run, follows, escalated)}) == 3
+    with pytest.raises(ValueError, match="follows"):
+        RunInput.model_validate({**run.model_dump(), "follows": "not-a-run"})

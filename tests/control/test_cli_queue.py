@@ -176,7 +176,8 @@ def test_list_shows_counts_the_fleet_line_and_the_keys_ready_to_dispatch(cli: Cl
     for key in (low, high):
         cli.call("queue", "approve", key, "--actor", "alice", "--json").ok()
     listing = cli.call("queue", "list", "--json").ok()
-    assert set(listing) == {"items", "counts", "fleet", "ready", "autopilot"}
+    assert set(listing) == {"items", "counts", "fleet", "ready", "autopilot", "grant", "settings"}
+    assert listing["grant"] is None  # autopilot off: no standing grant
     assert set(listing["counts"]) == {status.value for status in QueueStatus}
     assert listing["counts"]["approved"] == len(listing["ready"])
     assert listing["ready"].index(high) < listing["ready"].index(low)
@@ -207,7 +208,11 @@ def test_capacity_and_autopilot_change_the_settings_and_show_in_events(cli: Cli)
         return set(cli.call("queue", "list", "--json").ok()["fleet"]["occupied"]) == picked
 
     assert wait_until(filled, timeout=10)
+    grant = cli.call("queue", "list", "--json").ok()["grant"]
+    assert grant["granted_by"] == "alice" and re.fullmatch(ISO_UTC, grant["granted_at"])
+    assert "autopilot on (runs created by alice, granted" in cli.call("queue", "list").stdout
     cli.call("queue", "autopilot", "off", "--actor", "alice", "--json").ok()
+    assert cli.call("queue", "list", "--json").ok()["grant"] is None
     events = cli.call("queue", "events", "--json").ok()["events"]
     settings = [event for event in events if event["kind"] == "settings"]
     assert [event["data"]["setting"] for event in settings][-3:] == ["slots", "autopilot", "autopilot"]
@@ -216,6 +221,36 @@ def test_capacity_and_autopilot_change_the_settings_and_show_in_events(cli: Cli)
     assert ats == sorted(ats)
     assert cli.call("queue", "events", "--since", "2999-01-01T00:00:00Z", "--json").ok() == {"events": []}
     cli.call("queue", "capacity", "50", "--actor", "alice", "--json").ok()  # room for the later tests
+
+
+def test_recovery_delay_and_escalation_model_are_set_shown_in_list_and_a_bad_model_is_refused(
+    cli: Cli,
+) -> None:
+    delay = cli.call("queue", "recovery-delay", "120", "--actor", "alice", "--json").ok()
+    assert delay["settings"]["recovery_delay_seconds"] == 120
+    model = cli.call("queue", "escalation-model", "replay:demo", "--actor", "alice", "--json").ok()
+    assert model["settings"]["escalation_model"] == "replay:demo"
+    listing = cli.call("queue", "list", "--json").ok()
+    assert listing["settings"]["recovery_delay_seconds"] == 120
+    assert listing["settings"]["escalation_model"] == "replay:demo"
+    human = cli.call("queue", "list")
+    assert "recovery delay 120 s; escalation model replay:demo" in human.stdout
+    # A model that is not registered is refused before anything is sent; none clears the setting.
+    unknown = cli.call("queue", "escalation-model", "openai:nowhere", "--actor", "alice", "--json")
+    assert "models add openai:nowhere" in unknown.error(3, "unknown_model")
+    malformed = cli.call("queue", "escalation-model", "no-colon", "--actor", "alice", "--json")
+    malformed.error(2, "invalid_model")
+    assert cli.call("queue", "recovery-delay", "-1", "--actor", "alice", "--json").exit_code == 2
+    cleared = cli.call("queue", "escalation-model", "none", "--actor", "alice", "--json").ok()
+    assert cleared["settings"]["escalation_model"] is None
+    cli.call("queue", "recovery-delay", "600", "--actor", "alice", "--json").ok()
+    settings = [e for e in cli.call("queue", "events", "--json").ok()["events"] if e["kind"] == "settings"]
+    assert [e["data"]["setting"] for e in settings][-4:] == [
+        "recovery_delay_seconds",
+        "escalation_model",
+        "escalation_model",
+        "recovery_delay_seconds",
+    ]
 
 
 def test_bad_flags_and_input_are_refused_before_anything_is_sent(cli: Cli) -> None:

@@ -27,11 +27,13 @@ from contracts.queue_messages import (
     AddRequest,
     AutopilotRequest,
     CapacityRequest,
+    EscalationModelRequest,
     ItemAnswer,
     MoveRequest,
     QueueAction,
     QueueState,
     QueueView,
+    RecoveryDelayRequest,
     SettingsAnswer,
     UpdateItemRequest,
     queue_workflow_id,
@@ -167,6 +169,22 @@ class QueueBench:
         request = AutopilotRequest(actor=actor, on=on)
         signature = proof(self.workflow_id, QueueAction.AUTOPILOT, actor=actor, digest=request.digest())
         return await self._settings(QueueMessage.AUTOPILOT, request.model_copy(update={"proof": signature}))
+
+    async def recovery_delay(self, seconds: int, *, actor: str = ACTOR) -> SettingsAnswer:
+        request = RecoveryDelayRequest(actor=actor, seconds=seconds)
+        signature = proof(self.workflow_id, QueueAction.RECOVERY_DELAY, actor=actor, digest=request.digest())
+        return await self._settings(
+            QueueMessage.RECOVERY_DELAY, request.model_copy(update={"proof": signature})
+        )
+
+    async def escalation_model(self, model: str | None, *, actor: str = ACTOR) -> SettingsAnswer:
+        request = EscalationModelRequest(actor=actor, model=model)
+        signature = proof(
+            self.workflow_id, QueueAction.ESCALATION_MODEL, actor=actor, digest=request.digest()
+        )
+        return await self._settings(
+            QueueMessage.ESCALATION_MODEL, request.model_copy(update={"proof": signature})
+        )
 
     async def _send(self, message: QueueMessage, request: Any) -> ItemAnswer:
         return await queue_update(self.client, self.bench.task_queue, message, request, ItemAnswer)

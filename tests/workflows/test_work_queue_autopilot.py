@@ -175,6 +175,49 @@ async def test_after_a_fail_the_autopilot_rejects_the_run_on_its_verdict_and_re_
         assert "- round 1 (score 2): the reviewer did not agree (disagree)" in last.contract.task
 
 
+@within(150)
+async def test_an_escalated_round_runs_on_the_escalation_model_and_each_run_follows_the_previous_one(
+    temporal_client: Client, task_queue: str, tmp_path: Path
+) -> None:
+    reviewer = DisagreeingReviewer()  # the same score every round: no progress, so the cycle escalates
+    async with queue_bench(
+        temporal_client,
+        task_queue,
+        tmp_path,
+        poll_seconds=0.2,
+        providers={"replay": reviewer},
+        model="replay:everyday",
+    ) as q:
+        answer = await q.escalation_model("replay:demo")
+        assert answer.accepted and answer.settings.escalation_model == "replay:demo"
+        await q.autopilot(True)
+        key = await _approved(q)
+
+        async def handed_over() -> bool:
+            item = await q.item(key)
+            q.bench.started.extend(run.run_id for run in item.runs if run.run_id not in q.bench.started)
+            return item.status is QueueStatus.BLOCKED
+
+        assert await until(handed_over, timeout=130, every=0.5)
+        item = await q.item(key)
+        assert item.blocker == "decision"
+        [escalation] = item.escalations
+        assert escalation.model == "replay:demo" and escalation.outcome == "no_progress"
+        escalated = [run for run in item.runs if run.escalated]
+        assert [run.model for run in escalated] == ["replay:demo"]
+        previous: str | None = None
+        for run in item.runs:
+            view = await get_view(q.client, run.run_id)
+            assert view.follows == previous
+            previous = run.run_id
+            assert view.contract is not None and view.contract.model is not None
+            if run.escalated:  # the escalation model first, the selection's chain never reached
+                assert view.contract.model.primary == "replay:demo"
+                assert view.contract.model.source.startswith("escalation model of the goal queue")
+            else:
+                assert view.contract.model.primary == "replay:everyday"
+
+
 @within(120)
 async def test_a_failed_item_is_recovered_by_the_queue_after_the_delay_at_most_twice(
     temporal_client: Client, task_queue: str, tmp_path: Path
@@ -196,11 +239,43 @@ async def test_a_failed_item_is_recovered_by_the_queue_after_the_delay_at_most_t
         item = await q.item(key)
         assert [run.kind for run in item.runs] == ["dispatch", "recovery", "recovery"]
         assert [run.outcome for run in item.runs] == ["failed"] * 3
+        follows = [(await get_view(q.client, run.run_id)).follows for run in item.runs]
+        assert follows == [None, item.runs[0].run_id, item.runs[1].run_id]
         assert item.status is QueueStatus.FAILED
         ended = [run.ended_at for run in item.runs]
         started = [run.at for run in item.runs]
         for previous_end, start in zip(ended, started[1:], strict=False):
             assert previous_end is not None and start - previous_end >= dt.timedelta(seconds=1)
+
+
+@within(90)
+async def test_a_shorter_recovery_delay_rearms_the_wait_of_an_item_already_failed(
+    temporal_client: Client, task_queue: str, tmp_path: Path
+) -> None:
+    failing = FailingProvider(ErrorType.MODEL_OUTPUT_SCHEMA)
+    async with queue_bench(
+        temporal_client, task_queue, tmp_path, poll_seconds=0.2, providers={"replay": failing}
+    ) as q:
+        await q.autopilot(True)  # the default delay: ten minutes
+        key = await _approved(q)
+        failed = await q.until_status(key, QueueStatus.FAILED, timeout=60)
+        q.bench.started.extend(run.run_id for run in failed.runs)
+        await asyncio.sleep(1.0)
+        assert len((await q.item(key)).runs) == 1  # still waiting for its ten minutes
+        answer = await q.recovery_delay(3)  # not due yet when set: the queue's timer must be re-armed
+        assert answer.accepted and answer.settings.recovery_delay_seconds == 3
+
+        async def recovered() -> bool:
+            item = await q.item(key)
+            q.bench.started.extend(run.run_id for run in item.runs if run.run_id not in q.bench.started)
+            return len(item.runs) >= 2
+
+        assert await until(recovered, timeout=30, every=0.3)
+        view = await q.view()
+        [change] = [c for c in view.settings_changes if c.setting == "recovery_delay_seconds"]
+        assert (change.before, change.after, change.actor) == (600, 3, ACTOR)
+        first, second = (await q.item(key)).runs[:2]
+        assert first.ended_at is not None and second.at - first.ended_at >= dt.timedelta(seconds=3)
 
 
 @within(60)
