@@ -44,7 +44,7 @@ if TYPE_CHECKING:
     from rich.console import Console
 
     from contracts.queue_messages import AutopilotGrant, QueueView
-    from contracts.runs import RunStatus
+    from contracts.runs import RunStatus, RunView
 
 
 _NEXT: dict[str, str] = {
@@ -170,6 +170,59 @@ def events_json(view: QueueView, *, since: dt.datetime | None = None) -> dict[st
 
 def _text(value: object) -> str:
     return "-" if value is None or value == "" else str(value)
+
+
+def handover_json(view: RunView) -> dict[str, Any]:
+    """What ``queue done`` hands over: the accepted run, its tier and contract digest, the decision,
+    the primary's and the reviewer's closing lines, the change (files and diff digest) of an executed
+    run and, for a pr_ready run, its complete patch file (sha256, size and the path on the worker
+    host: ``done`` is the protected action that hands it over). Nothing is merged, pushed or
+    published."""
+    execution = view.execution
+    change = None
+    if execution is not None and execution.evidence is not None:
+        evidence = execution.evidence
+        change = {
+            "base_commit": evidence.base_commit,
+            "files_changed": evidence.files_changed,
+            "diff_sha256": evidence.diff_sha256,
+        }
+    patch = None
+    if execution is not None and execution.pr_patch is not None:
+        host = execution.location.host if execution.location is not None else None
+        patch = {**execution.pr_patch.model_dump(mode="json"), "host": host}
+    return {
+        "run_id": view.run_id,
+        "tier": view.tier.value if view.tier is not None else None,
+        "contract_sha256": view.contract_sha256,
+        "decision": None if view.decision is None else view.decision.outcome.value,
+        "result": None if view.result is None else view.result.recommended_next_action,
+        "review": None if view.review is None or view.review.verdict is None else view.review.verdict.value,
+        "change": change,
+        "patch": patch,
+        "show": f"specialists show {view.run_id} --diff",
+    }
+
+
+def render_handover(console: Console, handover: dict[str, Any]) -> None:
+    """The hand-over of ``queue done``, one line per fact."""
+    rows = [
+        ["run", handover["run_id"]],
+        ["tier", _text(handover["tier"])],
+        ["contract sha256", _text(handover["contract_sha256"])],
+        ["decision", _text(handover["decision"])],
+        ["next action (primary)", _text(handover["result"])],
+        ["review verdict", _text(handover["review"])],
+    ]
+    change = handover["change"]
+    if change is not None:
+        rows.append(["change", f"{change['files_changed']} files, diff sha256 {change['diff_sha256']}"])
+    patch = handover["patch"]
+    if patch is not None:
+        where = patch["path"] + (f" on {patch['host']}" if patch["host"] else "")
+        rows.append(["patch file", f"{where} ({patch['size_bytes']} bytes, sha256 {patch['sha256']})"])
+    rows.append(["the full result", handover["show"]])
+    console.print(table("handed over (nothing was merged, pushed or published)", ["", ""], rows))
 
 
 def render_item(

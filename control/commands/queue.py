@@ -323,15 +323,16 @@ def done_command(
     as_json: JsonFlag = False,
 ) -> None:
     """Accept the reviewed result of an item in human-review: its run is accepted and the item is
-    done. Nothing is merged, pushed or published: the reviewed result is handed over as it is (see
-    `specialists show RUN`). Protected."""
+    done. Nothing is merged, pushed or published: the reviewed result is handed over as it is (the
+    run, its contract digest, its change and, for a pr_ready run, where its patch file is). Protected."""
     from contracts.errors import NotFound
     from contracts.queue_items import MAX_EVENT_REASON_CHARS
     from contracts.queue_messages import UNKNOWN_ITEM
     from control.actions import proof_for
     from control.output import emit
     from control.queue import accept_and_complete
-    from control.queue_views import item_json, render_item
+    from control.queue_views import handover_json, item_json, render_handover, render_item
+    from control.runs import get_view
 
     check_key(key)
     if len(note) > MAX_EVENT_REASON_CHARS:
@@ -350,14 +351,20 @@ def done_command(
     queue = task_queue()
 
     async def go() -> Any:
-        return await accept_and_complete(
-            await _worker_client(queue), queue, view.items[0], signer, note, sign
-        )
+        worker_client = await _worker_client(queue)
+        answer, run_id = await accept_and_complete(worker_client, queue, view.items[0], signer, note, sign)
+        return answer, run_id, await get_view(worker_client, run_id)
 
-    answer, run_id = run_async(go())
+    answer, run_id, run_view = run_async(go())
     item = answer.item
     assert item is not None
-    emit(item_json(item, run_id=run_id), as_json, lambda console: render_item(console, item))
+    handover = handover_json(run_view)
+
+    def render(console: Any) -> None:
+        render_item(console, item)
+        render_handover(console, handover)
+
+    emit(item_json(item, run_id=run_id, handover=handover), as_json, render)
 
 
 ReasonOption = Annotated[str, typer.Option("--reason", help="Why (kept in the item's events).")]

@@ -301,7 +301,11 @@ def test_dispatch_starts_the_run_the_review_passes_it_and_done_accepts_it(cli: C
     assert (round_["run_id"], round_["verdict"], round_["score"]) == (run_id, "PASS", 0)
     assert cli.call("show", run_id, "--json").ok()["status"] == "awaiting_decision"
     done = cli.call("queue", "done", key, "--actor", "alice", "--note", "looks right", "--json").ok()
-    assert set(done) == {"item", "spec", "run_id"} and done["run_id"] == run_id
+    assert set(done) == {"item", "spec", "run_id", "handover"} and done["run_id"] == run_id
+    handover = done["handover"]
+    assert (handover["run_id"], handover["tier"], handover["decision"]) == (run_id, "read_only", "accepted")
+    assert handover["review"] == "agree" and handover["patch"] is None and handover["change"] is None
+    assert re.fullmatch(r"[0-9a-f]{64}", handover["contract_sha256"])
     assert done["item"]["status"] == "done"
     assert done["item"]["events"][-1]["data"]["reason"] == "looks right"
     run = cli.call("show", run_id, "--json").ok()
