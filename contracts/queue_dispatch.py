@@ -55,11 +55,19 @@ from contracts.runs import QueueGrant, RunInput, RunStatus, run_request_digest
 from contracts.work_item import WorkItem
 
 ENDED_WITHOUT_DECISION: Final = frozenset(
-    {RunStatus.FAILED, RunStatus.EXPIRED, RunStatus.CANCELLED, RunStatus.REJECTED, RunStatus.ACCEPTED}
+    {
+        RunStatus.FAILED,
+        RunStatus.EXPIRED,
+        RunStatus.CANCELLED,
+        RunStatus.REJECTED,
+        RunStatus.ACCEPTED,
+        RunStatus.RECOMMENDED,
+    }
 )
 """Run statuses that end an active item's run without the queue's review: the item fails. (An
 ``accepted`` run was decided by a person outside the queue before its review; the queue does not count
-it as reviewed.)"""
+it as reviewed. A ``recommended`` run is a route-next run whose capture found the policy changed
+since the route-next was decided: it reviewed nothing.)"""
 
 
 FINDINGS_HEADING: Final = "Findings of earlier review rounds (resolve each):"

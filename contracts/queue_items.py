@@ -105,6 +105,8 @@ class QueueRefusalCode(StrEnum):
     SERIES_CONFLICT = "series_conflict"
     SERIES_EXHAUSTED = "series_exhausted"
     WORK_ITEM_TOO_LARGE = "work_item_too_large"
+    NOTHING_TO_ROUTE = "nothing_to_route"
+    NOT_NEXT_ITEM = "not_next_item"
 
 
 class QueueRefused(Refused):
@@ -285,6 +287,7 @@ class QueueEventKind(StrEnum):
     DISPATCHED = "dispatched"
     REVIEWED = "reviewed"
     ESCALATED = "escalated"
+    ROUTED = "routed"
 
 
 class QueueEvent(BaseModel):

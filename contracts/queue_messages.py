@@ -16,6 +16,7 @@ from typing import Annotated, Any, Final
 
 from pydantic import BaseModel, ConfigDict, Field, StringConstraints
 
+from contracts.enums import AutomationMode, RiskLevel, Tier
 from contracts.hashing import canonical_sha256
 from contracts.models import ModelId
 from contracts.output import SpecialistOutput
@@ -66,6 +67,7 @@ class QueueAction(StrEnum):
     AUTOPILOT = "queue_autopilot"
     RECOVERY_DELAY = "queue_recovery_delay"
     ESCALATION_MODEL = "queue_escalation_model"
+    ROUTE_NEXT = "queue_route_next"
     DISPATCH = "queue_dispatch"
     DONE = "queue_done"
     PARK = "queue_park"
@@ -274,6 +276,50 @@ class DispatchRequest(BaseModel):
                 "override_capacity": self.override_capacity,
                 "run_id": self.run.run_id,
                 "request_digest": self.run.request_digest,
+            }
+        )
+
+
+class RoutedNext(BaseModel):
+    """The policy's decision for the next item: the tier (``recommend`` or ``read_only``), the policy
+    mode it was made under, the route's primary and reviewer, the risk it counted and why."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    tier: Tier
+    policy_mode: AutomationMode
+    primary: str
+    reviewer: str
+    risk: RiskLevel
+    reasons: list[str] = Field(min_length=1)
+
+    def to_json(self) -> dict[str, object]:
+        """The decision as event data and CLI output."""
+        return self.model_dump(mode="json")
+
+
+class RouteNextRequest(BaseModel):
+    """Update ``route_next``: apply the automatic policy's decision ``routed`` to item ``key``, the
+    next approved one (protected; the proof's target is the key). A ``read_only`` decision carries
+    ``run``, the automatic run created enqueued with the actor's own proof of that create
+    (:func:`contracts.queue_routing.routed_run_input`); a recommendation carries none."""
+
+    model_config = ConfigDict(frozen=True)
+
+    actor: str | None
+    key: str
+    routed: RoutedNext
+    run: RunInput | None = None
+    proof: ActionProof | None = None
+
+    def digest(self) -> str:
+        """What the proof is bound to: the key, the decision, and the run's id and request digest."""
+        return _digest(
+            {
+                "key": self.key,
+                "routed": self.routed.to_json(),
+                "run_id": None if self.run is None else self.run.run_id,
+                "request_digest": None if self.run is None else self.run.request_digest,
             }
         )
 

@@ -104,6 +104,7 @@ class QueueMessage(StrEnum):
     AUTOPILOT = "autopilot"
     RECOVERY_DELAY = "recovery_delay"
     ESCALATION_MODEL = "escalation_model"
+    ROUTE_NEXT = "route_next"
     VIEW = "view"
 
 

@@ -33,6 +33,8 @@ from contracts.queue_messages import (
     QueueQuery,
     QueueState,
     QueueView,
+    RoutedNext,
+    RouteNextRequest,
     SettingsAnswer,
     queue_workflow_id,
 )
@@ -154,6 +156,29 @@ def dispatch_request(
         override_capacity=override_capacity,
     )
     return request.model_copy(update={"proof": sign(item.key, QueueAction.DISPATCH, request.digest())})
+
+
+def route_next_request(
+    item: QueueItem,
+    routed: RoutedNext,
+    actor: str,
+    sign: Callable[[str, str, str], ActionProof],
+    *,
+    run_id: str,
+) -> RouteNextRequest:
+    """The ``route_next`` request of ``item`` by ``actor`` under the policy's decision ``routed``: for
+    read_only, the automatic run (:func:`contracts.queue_routing.routed_run_input`, created enqueued
+    with ``actor``'s proof of that create); for a recommendation, no run; and ``actor``'s proof of the
+    route-next itself."""
+    from contracts.enums import Tier
+    from contracts.queue_routing import routed_run_input
+
+    run = None
+    if routed.tier is Tier.READ_ONLY:
+        run = routed_run_input(item, run_id=run_id, actor=actor)
+        run = run.model_copy(update={"proof": sign(run.run_id, "create", run.request_digest)})
+    request = RouteNextRequest(actor=actor, key=item.key, routed=routed, run=run)
+    return request.model_copy(update={"proof": sign(item.key, QueueAction.ROUTE_NEXT, request.digest())})
 
 
 def judged_run(item: QueueItem) -> str | None:

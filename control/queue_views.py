@@ -204,6 +204,23 @@ def handover_json(view: RunView) -> dict[str, Any]:
     }
 
 
+def render_routed(console: Console, key: str, routed: dict[str, Any]) -> None:
+    """What ``route-next`` did with ``key``: the tier the policy gave it, the route, and why."""
+    what = (
+        f"dispatched as automatic read_only run {routed['run_id']}"
+        if routed["run_id"]
+        else "recommended only (no run started; the item stays approved)"
+    )
+    console.print(
+        safe_text(
+            f"route-next {key}: {what}; policy mode {routed['policy_mode']}, primary "
+            f"{routed['primary']}, reviewer {routed['reviewer']}, risk {routed['risk']}"
+        )
+    )
+    for reason in routed["reasons"]:
+        console.print(safe_text(f"  - {reason}"))
+
+
 def render_handover(console: Console, handover: dict[str, Any]) -> None:
     """The hand-over of ``queue done``, one line per fact."""
     rows = [

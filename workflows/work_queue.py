@@ -78,6 +78,7 @@ with workflow.unsafe.imports_passed_through():
         RecoveryDelayRequest,
         RefusalDetail,
         RefusedAction,
+        RouteNextRequest,
         RunIds,
         RunStates,
         SettingsAnswer,
@@ -93,6 +94,7 @@ with workflow.unsafe.imports_passed_through():
         record_dispatch,
     )
     from contracts.queue_review import RecoveryAction, RecoveryDecision, recovery_decision
+    from contracts.queue_routing import check_next, routed_problem
     from contracts.queue_transitions import Mover, QueueMove, apply_move, check_move
     from contracts.refusals import RefusalCode
     from contracts.runs import AuthorizeRequest, QueueGrant, QueueVerdict, RunInput, RunStatus
@@ -575,6 +577,53 @@ class WorkQueueWorkflow:
     def _validate_dispatch(self, request: DispatchRequest) -> None:
         self._require_actor(request.actor, QueueAction.DISPATCH)
         self._check(lambda: self._plan_dispatch(request))
+
+    def _plan_route_next(self, request: RouteNextRequest) -> QueueItem:
+        """The item after the policy's decision ``request.routed`` (docs/architecture.md "Goal queue",
+        "Route next"): a ``routed`` event, and for read_only the dispatch of its automatic run into a
+        free slot (never over capacity)."""
+        item = check_next(list(self._items.values()), request.key)
+        assert request.actor is not None
+        problem = routed_problem(item, request.routed, request.run, request.actor)
+        if problem is not None:
+            raise ApplicationError(problem, type=DISPATCH_MISMATCH, non_retryable=True)
+        at = workflow.now()
+        data = {**request.routed.to_json(), "run_id": None if request.run is None else request.run.run_id}
+        if request.run is not None:
+            check_move(item.status, QueueMove.DISPATCH, Mover.OPERATOR, key=item.key)
+            fleet = occupancy(self._items.values(), self._settings.slots)
+            check_manual_dispatch(item, fleet, confirm_high_risk=False, override_capacity=False)
+            item = record_dispatch(
+                item, run_id=request.run.run_id, mover=Mover.OPERATOR, actor=request.actor, at=at
+            )
+        return item.with_event(QueueEventKind.ROUTED, at, request.actor, data)
+
+    @workflow.update(name=QueueMessage.ROUTE_NEXT)
+    async def route_next(self, request: RouteNextRequest) -> ItemAnswer:
+        """Apply the automatic policy's decision to the next approved item: record it, and start the
+        read_only run it allows (a recommendation starts none)."""
+        refusal = await self._authorize(
+            QueueAction.ROUTE_NEXT, request.key, request.actor, request.proof, request.digest()
+        )
+        if refusal is not None:
+            return ItemAnswer(accepted=False, code=refusal[0], message=refusal[1])
+        try:
+            routed = self._plan_route_next(request)
+        except (QueueRefused, ApplicationError) as error:
+            code = getattr(error, "code", None) or getattr(error, "type", None) or DISPATCH_MISMATCH
+            message = str(getattr(error, "message", error))
+            extra = error.extra if isinstance(error, QueueRefused) else {}
+            self._refused(QueueAction.ROUTE_NEXT, request.actor, request.key, code, message)
+            return ItemAnswer(accepted=False, code=code, message=message, extra=extra)
+        self._items[routed.key] = routed  # made before the start is awaited, as a dispatch is
+        if request.run is not None:
+            await self._start_run(request.run)
+        return self._accepted(self._items[routed.key])
+
+    @route_next.validator
+    def _validate_route_next(self, request: RouteNextRequest) -> None:
+        self._require_actor(request.actor, QueueAction.ROUTE_NEXT)
+        self._check(lambda: self._plan_route_next(request))
 
     @workflow.update(name=QueueMessage.ADD)
     async def add(self, request: AddRequest) -> ItemAnswer:

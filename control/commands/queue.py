@@ -1,5 +1,6 @@
 """The goal queue: ``specialists queue add | list | show | update | approve | reject | dispatch |
-done | park | release | reopen | capacity | autopilot | recovery-delay | escalation-model | events``
+done | park | release | reopen | route-next | capacity | autopilot | recovery-delay | escalation-model |
+events``
 (docs/architecture.md "Goal queue"; JSON shapes in :mod:`control.queue_views`).
 
 Every command that changes the queue is protected: it names ``--actor``, is refused before anything
@@ -313,6 +314,55 @@ def dispatch_command(
     assert item is not None
     data = item_json(item, run_id=request.run.run_id)
     emit(data, as_json, lambda console: render_item(console, item))
+
+
+@app.command("route-next")
+def route_next_command(actor: ActorOption = None, as_json: JsonFlag = False) -> None:
+    """Apply the automatic policy to the highest-priority approved item: mode off refuses; recommend
+    mode, or high or critical risk, records a recommendation (no run); guarded mode dispatches an
+    automatic read_only run into a free slot, never an edit tier. Protected."""
+    from catalog.loader import load_catalog
+    from catalog.router import route
+    from contracts.ids import new_run_id
+    from contracts.queue_dispatch import dispatch_work_item
+    from contracts.queue_messages import ItemAnswer
+    from contracts.queue_routing import next_item, route_next_decision
+    from contracts.temporal_names import QueueMessage
+    from control.actions import proof_for
+    from control.output import emit
+    from control.queue import queue_update, route_next_request
+    from control.queue_views import item_json, render_item, render_routed
+
+    actor = require_actor(actor, "queue route-next")
+    with open_configuration_store() as store:
+        policy = store.get_policy().policy
+    item = next_item(_view().items)
+    decision = route(dispatch_work_item(item), load_catalog())
+    routed = route_next_decision(item, decision, policy)  # refuses automation_off
+    signer = actor
+
+    def sign(target: str, action: str, digest: str) -> Any:
+        return proof_for(run_id=target, action=action, actor=signer, digest=digest)
+
+    request = route_next_request(item, routed, actor, sign, run_id=new_run_id())
+    queue = task_queue()
+
+    async def go() -> ItemAnswer:
+        return await queue_update(
+            await _worker_client(queue), queue, QueueMessage.ROUTE_NEXT, request, ItemAnswer
+        )
+
+    answer = run_async(go())
+    shown = answer.item
+    assert shown is not None
+    run_id = None if request.run is None else request.run.run_id
+    routed_json = {**routed.to_json(), "run_id": run_id}
+
+    def render(console: Any) -> None:
+        render_item(console, shown)
+        render_routed(console, shown.key, routed_json)
+
+    emit(item_json(shown, routed=routed_json, run_id=run_id), as_json, render)
 
 
 @app.command("done")

@@ -253,6 +253,28 @@ def test_recovery_delay_and_escalation_model_are_set_shown_in_list_and_a_bad_mod
     ]
 
 
+def test_route_next_records_a_recommendation_under_recommend_mode_and_is_refused_with_automation_off(
+    cli: Cli,
+) -> None:
+    key = add(cli, complete("Route me first", value="H", urgency="H"))["item"]["key"]
+    cli.call("queue", "approve", key, "--actor", "alice", "--json").ok()
+    ready = cli.call("queue", "list", "--json").ok()["ready"]
+    # The default policy (mode recommend): the next item gets a recommendation and no run.
+    routed = cli.call("queue", "route-next", "--actor", "alice", "--json").ok()
+    assert routed["item"]["key"] == ready[0] and routed["run_id"] is None
+    assert routed["routed"]["tier"] == "recommend" and routed["routed"]["policy_mode"] == "recommend"
+    assert routed["item"]["status"] == "approved" and routed["item"]["events"][-1]["kind"] == "routed"
+    human = cli.call("queue", "route-next", "--actor", "alice")
+    assert human.exit_code == 0 and "recommended only (no run started" in human.stdout
+    cli.call("policy", "--mode", "off", "--actor", "alice", "--json").ok()
+    try:
+        refused = cli.call("queue", "route-next", "--actor", "alice", "--json")
+        assert "automatic runs are refused" in refused.error(4, "automation_off")
+    finally:
+        cli.call("policy", "--mode", "recommend", "--actor", "alice", "--json").ok()
+    assert cli.call("queue", "route-next", "--json").exit_code == 2  # --actor is required
+
+
 def test_bad_flags_and_input_are_refused_before_anything_is_sent(cli: Cli) -> None:
     offline = cli.with_env(SPECIALISTS_TEMPORAL_ADDRESS="127.0.0.1:1")
     cases = [

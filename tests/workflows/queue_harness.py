@@ -19,6 +19,7 @@ from temporalio.service import RPCError
 
 from activities.providers.base import CompletionRequest
 from contracts.ids import new_run_id
+from contracts.policy import AutomationPolicy
 from contracts.proofs import ActionProof
 from contracts.queue_approval import approve
 from contracts.queue_items import ItemProposal, QueueBlocker, QueueItem, QueueStatus, new_item
@@ -140,6 +141,26 @@ class QueueBench:
         )
         await reject_failed_run(self.client, item, actor, sign)
         return await self._send(QueueMessage.DISPATCH, request)
+
+    async def route_next(self, policy: AutomationPolicy, *, actor: str = ACTOR) -> ItemAnswer:
+        """``specialists queue route-next`` under ``policy``: the next approved item routed with the
+        shipped catalog and the policy's decision sent with its run, if any."""
+        from catalog.loader import load_catalog
+        from catalog.router import route
+        from contracts.queue_dispatch import dispatch_work_item
+        from contracts.queue_routing import next_item, route_next_decision
+        from control.queue import route_next_request
+
+        item = next_item((await self.view()).items)
+        routed = route_next_decision(item, route(dispatch_work_item(item), load_catalog()), policy)
+
+        def sign(target: str, action: str, digest: str) -> ActionProof:
+            return proof(target, action, actor=actor, digest=digest)
+
+        request = route_next_request(item, routed, actor, sign, run_id=new_run_id())
+        if request.run is not None:
+            self.bench.started.append(request.run.run_id)
+        return await self._send(QueueMessage.ROUTE_NEXT, request)
 
     async def done(self, key: str, *, actor: str = ACTOR, note: str = "") -> ItemAnswer:
         """``specialists queue done``: accept the reviewed run, then the queue's done."""

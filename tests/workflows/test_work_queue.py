@@ -15,9 +15,10 @@ from temporalio.contrib.pydantic import pydantic_data_converter
 from temporalio.service import RPCError
 
 from contracts.constants import DEFAULT_NAMESPACE
-from contracts.enums import Tier
+from contracts.enums import AutomationMode, Tier
 from contracts.errors import InvalidInput, NotFound, Refused
 from contracts.ids import new_run_id
+from contracts.policy import AutomationPolicy
 from contracts.proofs import ActionProof
 from contracts.queue_approval import GAP_ORDER
 from contracts.queue_items import QueueRefused, QueueStatus
@@ -543,3 +544,49 @@ async def test_a_dispatched_run_survives_a_dev_server_restart_and_a_new_worker_a
     assert [r.run_id for r in item.rounds] == [run_id]
     assert [run.run_id for run in item.runs] == [run_id]
     assert [e.kind for e in item.events].count("dispatched") == 1
+
+
+@within(90)
+async def test_route_next_dispatches_a_low_risk_item_as_automatic_read_only_and_recommends_a_high_risk_one(
+    temporal_client: Client, task_queue: str, tmp_path: Path
+) -> None:
+    guarded = AutomationPolicy(mode=AutomationMode.GUARDED, maximum_automatic_tier=Tier.READ_ONLY)
+    async with queue_bench(temporal_client, task_queue, tmp_path, poll_seconds=0.2) as q:
+        q.bench.set_policy(AutomationMode.GUARDED, Tier.READ_ONLY)
+        with pytest.raises(QueueRefused) as empty:  # nothing approved yet
+            await q.route_next(guarded)
+        assert empty.value.code == "nothing_to_route"
+        risky_item = {**SLOW_QUERY_ITEM, "title": "Risky", "risk": "high", "value": "L", "urgency": "L"}
+        risky = (await q.add(risky_item)).item.key  # type: ignore[union-attr]
+        plain = (await q.add({**SLOW_QUERY_ITEM, "tier": "worktree"})).item.key  # type: ignore[union-attr]
+        for key in (risky, plain):
+            await q.move(QueueMessage.APPROVE, key)
+        # The worktree item is next: it gets an automatic read_only run, never its edit tier,
+        # followed and reviewed like any other run.
+        dispatched = await q.route_next(guarded)
+        assert dispatched.item is not None and dispatched.item.key == plain
+        assert dispatched.item.status is QueueStatus.ACTIVE
+        [run] = dispatched.item.runs
+        routed = dispatched.item.events[-1]
+        assert (routed.kind, routed.data["tier"], routed.data["run_id"]) == (
+            "routed",
+            "read_only",
+            run.run_id,
+        )
+        view = await q.bench.wait(run.run_id, RunStatus.AWAITING_DECISION, timeout=45)
+        assert view.tier is Tier.READ_ONLY and view.automatic
+        assert view.contract is not None and view.contract.automatic
+        reviewed = await q.until_status(plain, QueueStatus.HUMAN_REVIEW)
+        assert reviewed.rounds[0].verdict == "PASS"
+        # The high-risk item is next: a recommendation is recorded, no run starts, it stays approved.
+        recommended = await q.route_next(guarded)
+        assert recommended.item is not None and recommended.item.key == risky
+        assert recommended.item.status is QueueStatus.APPROVED and recommended.item.runs == []
+        routed = recommended.item.events[-1]
+        assert (routed.kind, routed.actor, routed.data["tier"], routed.data["run_id"]) == (
+            "routed",
+            ACTOR,
+            "recommend",
+            None,
+        )
+        assert "the item's own risk high" in routed.data["reasons"][0]
