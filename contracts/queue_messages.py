@@ -29,6 +29,7 @@ from contracts.queue_items import (
     ItemProposal,
     QueueItem,
     QueueSettings,
+    QueueStatus,
 )
 from contracts.queue_keys import KeyAllocator
 from contracts.runs import RunInput, RunStatus
@@ -137,6 +138,8 @@ class QueueState(BaseModel):
     """The status each tracked run had when the queue last read it (the item's attention)."""
     autopilot_grant: AutopilotGrant | None = None
     """Who turned autopilot on, and when: what authorises the runs the queue starts by itself."""
+    told_status: dict[str, QueueStatus] = {}
+    """The item status each item's latest run was last told (its ``QueueItemStatus`` attribute)."""
 
 
 def _digest(data: Any) -> str:

@@ -21,6 +21,7 @@ from contracts.ids import RUN_ID_PATTERN
 from contracts.models import ModelId
 from contracts.output import JobKind, SpecialistOutput
 from contracts.proofs import ActionProof
+from contracts.queue_items import QueueStatus
 from contracts.routing import RouteDecision, RouteOverride
 from contracts.work_item import WorkItem
 
@@ -102,6 +103,18 @@ class QueueVerdict(BaseModel):
     queue_workflow_id: str
     item_key: str
     round: int
+
+
+class QueueItemStatusUpdate(BaseModel):
+    """Signal ``queue_item_status`` from the goal queue to the latest run of an item: the item's
+    status now, which the run shows as its ``QueueItemStatus`` search attribute (docs/architecture.md
+    "Goal queue", "Item status on runs"). A signal names no sender: the attribute is a finding aid
+    for the Temporal UI and list filters, never a source of truth — the queue's ``view`` is."""
+
+    model_config = ConfigDict(frozen=True)
+
+    item_key: str
+    status: QueueStatus
 
 
 class QueueVerdictCheck(BaseModel):

@@ -23,6 +23,7 @@ class SearchAttribute(StrEnum):
     REPO_ALIAS = "RepoAlias"
     RESEARCH_CASE_ID = "ResearchCaseId"
     TEAM_STATUS = "TeamStatus"
+    QUEUE_ITEM_STATUS = "QueueItemStatus"
 
 
 SEARCH_ATTRIBUTES: Final[tuple[str, ...]] = tuple(attribute.value for attribute in SearchAttribute)

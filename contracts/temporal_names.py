@@ -55,7 +55,8 @@ class ActivityName(StrEnum):
 
 class RunMessage(StrEnum):
     """``SpecialistRun``: queries ``view`` and ``status``; updates ``enqueue``, ``decide``,
-    ``approve``, ``execute``; signals ``cancel`` and ``queue_verdict`` (from the goal queue)."""
+    ``approve``, ``execute``; signals ``cancel``, ``queue_verdict`` and ``queue_item_status`` (from the
+    goal queue)."""
 
     VIEW = "view"
     STATUS = "status"
@@ -65,6 +66,7 @@ class RunMessage(StrEnum):
     EXECUTE = "execute"
     CANCEL = "cancel"
     QUEUE_VERDICT = "queue_verdict"
+    QUEUE_ITEM_STATUS = "queue_item_status"
 
 
 class TeamMessage(StrEnum):

@@ -582,3 +582,38 @@ async def register_search_attributes(
             continue
         added.extend(batch)
     return added
+
+
+async def require_search_attributes(
+    client: Client,
+    namespace: str = DEFAULT_NAMESPACE,
+    names: Sequence[str] = SEARCH_ATTRIBUTES,
+) -> None:
+    """Refuse a namespace that lacks any of ``names`` as a Keyword search attribute: a workflow that
+    sets one there would fail its workflow task over and over instead. Raises
+    :class:`ServiceUnavailable` ``search_attributes_missing`` naming each one and the fix. A server
+    that cannot list attributes (the time-skipping test server) is not checked."""
+    from temporalio.api.enums.v1 import IndexedValueType
+    from temporalio.api.operatorservice.v1 import ListSearchAttributesRequest
+    from temporalio.service import RPCError, RPCStatusCode
+
+    try:
+        listed = await client.operator_service.list_search_attributes(
+            ListSearchAttributesRequest(namespace=namespace)
+        )
+    except RPCError as exc:
+        if exc.status == RPCStatusCode.UNIMPLEMENTED:
+            return
+        raise ServiceUnavailable(
+            UNREACHABLE, f"cannot list search attributes of namespace {namespace!r}: {exc}"
+        ) from exc
+    keyword = IndexedValueType.INDEXED_VALUE_TYPE_KEYWORD
+    existing = dict(listed.custom_attributes)
+    missing = [name for name in names if existing.get(name) != keyword]
+    if missing:
+        raise ServiceUnavailable(
+            "search_attributes_missing",
+            f"namespace {namespace!r} lacks the Keyword search attributes {', '.join(missing)}: "
+            "register them with infra/register-search-attributes.sh (idempotent), then start the "
+            "worker again",
+        )

@@ -20,6 +20,7 @@ ATTRIBUTES=(
   RepoAlias
   ResearchCaseId
   TeamStatus
+  QueueItemStatus
 )
 
 if [[ -n "${TEMPORAL:-}" ]]; then

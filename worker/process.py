@@ -47,6 +47,7 @@ def activity_config(
 
 async def run_worker(stop: asyncio.Event | None = None) -> None:
     """Connect with the environment's settings and run a worker until ``stop`` is set (or a signal)."""
+    from infra.devserver import require_search_attributes
     from store.action_token import load_action_token, load_trust_root
 
     configure_logging()
@@ -54,6 +55,7 @@ async def run_worker(stop: asyncio.Event | None = None) -> None:
     token = load_action_token()
     trust_root = load_trust_root()
     client = await connect(settings)
+    await require_search_attributes(client, settings.namespace)
     config = activity_config(
         settings, budgets=RunBudgets.from_env(), action_token=token, trust_root=trust_root
     )
@@ -92,7 +94,8 @@ PROTECTED_COMMANDS: Final = (
     "research team-start",
     "research adjudicate",
     "research team-cancel",
-    "queue add, update, approve, reject, dispatch, done, park, release, reopen, capacity, autopilot",
+    "queue add, update, approve, reject, dispatch, route-next, done, park, release, reopen, capacity, "
+    "autopilot, recovery-delay, escalation-model",
 )
 """The protected actions the worker verifies (``authorize_action``), as an operator sends them."""
 

@@ -40,6 +40,7 @@ PROFILE_KEY = SearchAttributeKey.for_keyword(SearchAttribute.SPECIALIST_PROFILE)
 REVIEWER_KEY = SearchAttributeKey.for_keyword(SearchAttribute.SPECIALIST_REVIEWER)
 RISK_KEY = SearchAttributeKey.for_keyword(SearchAttribute.RISK_LEVEL)
 REPO_KEY = SearchAttributeKey.for_keyword(SearchAttribute.REPO_ALIAS)
+QUEUE_ITEM_STATUS_KEY = SearchAttributeKey.for_keyword(SearchAttribute.QUEUE_ITEM_STATUS)
 
 
 @dataclass

@@ -52,6 +52,7 @@ with workflow.unsafe.imports_passed_through():
         EnqueueRequest,
         ExecuteRequest,
         ProjectRunRequest,
+        QueueItemStatusUpdate,
         QueueVerdict,
         RunError,
         RunInput,
@@ -65,7 +66,7 @@ with workflow.unsafe.imports_passed_through():
     from workflows.patches import Behaviours
     from workflows.queue_verdict import apply_queue_verdict
     from workflows.run_jobs import run_model_job
-    from workflows.run_state import RunState, route_attributes
+    from workflows.run_state import QUEUE_ITEM_STATUS_KEY, RunState, route_attributes
     from workflows.worktree_attempt import attempt_worktree, uses_command_executor
 
 _SHORT_ACTIVITY = timedelta(seconds=10)
@@ -507,6 +508,13 @@ class SpecialistRunWorkflow:
     async def queue_verdict(self, verdict: QueueVerdict) -> None:
         """Its queue's FAIL verdict: rejected once verified (:mod:`workflows.queue_verdict`)."""
         await apply_queue_verdict(self._state, self._actions, verdict)
+
+    @workflow.signal(name=RunMessage.QUEUE_ITEM_STATUS)
+    def queue_item_status(self, update: QueueItemStatusUpdate) -> None:
+        """Its queue item's status now, shown as the ``QueueItemStatus`` search attribute while the run
+        is open (docs/architecture.md "Goal queue", "Item status on runs"); nothing else changes."""
+        if not self._state.status.terminal:
+            workflow.upsert_search_attributes([QUEUE_ITEM_STATUS_KEY.value_set(update.status.value)])
 
     @workflow.signal(name=RunMessage.CANCEL)
     async def cancel(self, request: CancelRequest) -> None:

@@ -22,6 +22,7 @@ finish and continues as new with the whole state.
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Callable
 from datetime import datetime, timedelta
 from typing import Any, TypeVar
@@ -97,7 +98,14 @@ with workflow.unsafe.imports_passed_through():
     from contracts.queue_routing import check_next, routed_problem
     from contracts.queue_transitions import Mover, QueueMove, apply_move, check_move
     from contracts.refusals import RefusalCode
-    from contracts.runs import AuthorizeRequest, QueueGrant, QueueVerdict, RunInput, RunStatus
+    from contracts.runs import (
+        AuthorizeRequest,
+        QueueGrant,
+        QueueItemStatusUpdate,
+        QueueVerdict,
+        RunInput,
+        RunStatus,
+    )
     from contracts.search_attributes import SearchAttribute
     from contracts.temporal_names import ActivityName, QueueMessage, RunMessage, WorkflowType
     from workflows.authorization import check_action
@@ -110,9 +118,16 @@ PATCH_TRACK_RUNS = "queue-tracks-runs"
 PATCH_AUTOPILOT = "queue-autopilot-dispatches"
 """Executions begun since the autopilot dispatches fill free slots by themselves (starting child runs
 under the autopilot grant); histories recorded before replay without it, autopilot only stored."""
+PATCH_ITEM_STATUS = "queue-item-status-on-runs"
+"""Executions begun since the runs show their item's status start each run with the
+``QueueItemStatus`` search attribute and signal the item's latest run when the status changes;
+histories recorded before replay without either."""
 READ_TIMEOUT = timedelta(seconds=30)
 READ_RETRY = RetryPolicy(maximum_attempts=3, initial_interval=timedelta(milliseconds=500))
 _STATUS_KEY = SearchAttributeKey.for_keyword(SearchAttribute.SPECIALIST_STATUS)
+_ITEM_STATUS_KEY = SearchAttributeKey.for_keyword(SearchAttribute.QUEUE_ITEM_STATUS)
+_CLOSED_WITH_ITEM = frozenset({QueueStatus.DONE, QueueStatus.REJECTED})
+"""Item statuses whose run a person closed before the queue's move: nothing is told to it."""
 
 
 class _UnknownItem(Exception):
@@ -180,11 +195,14 @@ class WorkQueueWorkflow:
         self._autopilot = False  # set by run(): whether this execution's autopilot dispatches
         self._unbuildable: set[str] = set()  # items whose run the autopilot could not build
         self._rearm = False  # set when the recovery delay changed: the run loop re-arms its timer
+        self._item_status = False  # set by run(): whether this execution tells runs their item's status
+        self._told: dict[str, QueueStatus] = dict(state.told_status)
 
     @workflow.run
     async def run(self, state: QueueState) -> None:
         tracks = workflow.patched(PATCH_TRACK_RUNS)
         self._autopilot = workflow.patched(PATCH_AUTOPILOT)
+        self._item_status = workflow.patched(PATCH_ITEM_STATUS)
         while True:
             try:  # cut short at the next recovery due, when one waits for its delay
                 await workflow.wait_condition(
@@ -193,6 +211,7 @@ class WorkQueueWorkflow:
                         or (tracks and bool(self._tracked()))
                         or bool(self._picks())
                         or self._rearm
+                        or bool(self._status_notices())
                     ),
                     timeout=self._until_next_recovery(),
                 )
@@ -203,12 +222,17 @@ class WorkQueueWorkflow:
                 continue
             if self._should_continue_as_new():
                 break
+            if self._status_notices():
+                await self._tell_item_statuses()
+                continue
             if self._picks():
                 await self._fill_slots()
                 continue
             try:  # a durable timer, cut short when the history has grown enough or a slot can be filled
                 await workflow.wait_condition(
-                    lambda: self._should_continue_as_new() or bool(self._picks()),
+                    lambda: (
+                        self._should_continue_as_new() or bool(self._picks()) or bool(self._status_notices())
+                    ),
                     timeout=timedelta(seconds=self._state.poll_seconds),
                 )
                 if self._should_continue_as_new():
@@ -292,9 +316,46 @@ class WorkQueueWorkflow:
         for run in runs:
             await self._start_run(run)
 
+    def _status_notices(self) -> list[tuple[str, QueueItemStatusUpdate]]:
+        """The latest runs whose item's status changed since they were last told (none in executions
+        recorded before runs showed it): not a run that failed, nor one a person closed with the item
+        (done, rejected)."""
+        if not self._item_status:
+            return []
+        notices = []
+        for item in self._items.values():
+            if not item.runs or item.status in _CLOSED_WITH_ITEM:
+                continue
+            run = item.runs[-1]
+            if run.outcome is RunOutcome.FAILED or self._told.get(run.run_id) is item.status:
+                continue
+            notices.append((run.run_id, QueueItemStatusUpdate(item_key=item.key, status=item.status)))
+        return notices
+
+    async def _tell_item_statuses(self) -> None:
+        """Signal each run of :meth:`_status_notices` its item's status (all at once); a run that has
+        closed meanwhile cannot be told and is not asked again."""
+        notices = self._status_notices()
+        for run_id, notice in notices:
+            self._told[run_id] = notice.status
+        results = await asyncio.gather(
+            *(
+                workflow.get_external_workflow_handle(run_id).signal(RunMessage.QUEUE_ITEM_STATUS, notice)
+                for run_id, notice in notices
+            ),
+            return_exceptions=True,
+        )
+        for (run_id, _), result in zip(notices, results, strict=True):
+            if isinstance(result, BaseException):
+                workflow.logger.info("could not tell %s its item's status: %s", run_id, result)
+
     async def _start_run(self, run: RunInput) -> None:
         """Start ``run`` as a child workflow the queue abandons on continue-as-new (it lives on its
-        own)."""
+        own), showing its item's status from the start (``active``) where this execution does."""
+        attributes = [SearchAttributePair(_STATUS_KEY, RunStatus.ROUTING.value)]
+        if self._item_status:
+            attributes.append(SearchAttributePair(_ITEM_STATUS_KEY, QueueStatus.ACTIVE.value))
+            self._told[run.run_id] = QueueStatus.ACTIVE
         await workflow.start_child_workflow(
             WorkflowType.SPECIALIST_RUN,
             run,
@@ -302,9 +363,7 @@ class WorkQueueWorkflow:
             task_queue=workflow.info().task_queue,
             parent_close_policy=ParentClosePolicy.ABANDON,
             memo={"request_digest": run.request_digest, "title": run.work_item.title},
-            search_attributes=TypedSearchAttributes(
-                [SearchAttributePair(_STATUS_KEY, RunStatus.ROUTING.value)]
-            ),
+            search_attributes=TypedSearchAttributes(attributes),
         )
 
     def _tracked(self) -> list[str]:
@@ -336,6 +395,11 @@ class WorkQueueWorkflow:
                 if moved is not None:
                     self._items[key] = moved
 
+    def _latest_told(self) -> dict[str, QueueStatus]:
+        """What the items' latest runs were told: all that is worth carrying across continue-as-new."""
+        latest = {item.runs[-1].run_id for item in self._items.values() if item.runs}
+        return {run_id: status for run_id, status in self._told.items() if run_id in latest}
+
     def _should_continue_as_new(self) -> bool:
         info = workflow.info()
         return (
@@ -354,6 +418,7 @@ class WorkQueueWorkflow:
                 "runs": self._state.runs + 1,
                 "run_status": self._live_run_status(),
                 "autopilot_grant": self._grant,
+                "told_status": self._latest_told(),
             }
         )
 

@@ -31,6 +31,7 @@ from infra.devserver import (
     free_port,
     is_reachable,
     register_search_attributes,
+    require_search_attributes,
     split_address,
 )
 
@@ -335,6 +336,19 @@ async def test_register_search_attributes_is_idempotent(bare_server: DevServer) 
     custom = await _custom_attributes(client, "bare-ns")
     assert all(custom.get(name) == KEYWORD for name in SEARCH_ATTRIBUTES)
     assert await register_search_attributes(client, "bare-ns") == []
+
+
+async def test_a_worker_refuses_a_namespace_that_lacks_a_search_attribute_naming_it_and_the_fix(
+    bare_server: DevServer,
+) -> None:
+    client = await Client.connect(bare_server.address, namespace="bare-ns")
+    await register_search_attributes(client, "bare-ns")
+    await require_search_attributes(client, "bare-ns")  # all there: nothing raised
+    with pytest.raises(ServiceUnavailable) as caught:
+        await require_search_attributes(client, "bare-ns", names=[*SEARCH_ATTRIBUTES, "NotRegisteredYet"])
+    assert caught.value.code == "search_attributes_missing" and caught.value.exit_code == 5
+    assert "NotRegisteredYet" in caught.value.message and "SpecialistStatus" not in caught.value.message
+    assert "infra/register-search-attributes.sh" in caught.value.message
 
 
 async def test_register_search_attributes_refuses_a_type_conflict(bare_server: DevServer) -> None:

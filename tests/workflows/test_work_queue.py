@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 from temporalio.client import Client
+from temporalio.common import SearchAttributeKey
 from temporalio.contrib.pydantic import pydantic_data_converter
 from temporalio.service import RPCError
 
@@ -25,6 +26,7 @@ from contracts.queue_items import QueueRefused, QueueStatus
 from contracts.queue_messages import ItemAnswer, MoveRequest, QueueAction, QueueState
 from contracts.queue_priority import occupancy
 from contracts.runs import RunStatus
+from contracts.search_attributes import SearchAttribute
 from contracts.temporal_names import QueueMessage
 from control.queue import dispatch_request, queue_update
 from control.queue_views import attention
@@ -300,6 +302,21 @@ async def test_a_dispatched_run_that_passes_its_review_goes_to_a_person_who_alon
         assert reviewed.runs[0].outcome == "reviewed"
         assert occupancy((await q.view()).items, 3).occupied == []
         assert (await get_view(q.client, run.run_id)).status is RunStatus.AWAITING_DECISION
+        # The run shows its item's status as a search attribute, told by the queue as it moves on,
+        # and an operator finds it by that status.
+        item_status = SearchAttributeKey.for_keyword(SearchAttribute.QUEUE_ITEM_STATUS)
+
+        async def shows_human_review() -> bool:
+            described = await q.client.get_workflow_handle(run.run_id).describe()
+            return described.typed_search_attributes.get(item_status) == "human-review"
+
+        assert await until(shows_human_review, timeout=15, every=0.2)
+
+        async def listed() -> bool:
+            query = f'QueueItemStatus = "human-review" AND WorkflowId = "{run.run_id}"'
+            return [e.id async for e in q.client.list_workflows(query)] == [run.run_id]
+
+        assert await until(listed, timeout=15, every=0.3)
 
         done = await q.done(key, note="reviewed and fine")
         assert done.item is not None and done.item.status is QueueStatus.DONE
