@@ -220,6 +220,7 @@ class ModelActivities:
                 kind=request.kind,
                 title=request.context.title,
                 expects_patch=request.context.expects_patch and request.kind is JobKind.ANALYSIS,
+                task=request.context.task,
             ),
         )
         log = run_logger(

@@ -8,7 +8,11 @@ A recordings file is JSON::
 
 Each recording is keyed by the job's identity — the profile that does the job, the job kind
 (``analysis``, ``review``, or ``change`` for a worktree run's change job) and the work item's title —
-not by a hash of the whole request, so recordings survive changes to prompts and context packs. The
+not by a hash of the whole request, so recordings survive changes to prompts and context packs. A
+recording may also name ``task_contains``: text the job's task (the work item's title and
+description) must contain, such as ``Findings of earlier review rounds`` for the run a goal queue
+re-dispatches after a FAIL. A job gets the recording of its identity whose ``task_contains`` its task
+contains (the longest such text, when several do), else the one without. The
 response is a complete :class:`~contracts.output.SpecialistOutput` and must already satisfy the rules a
 live answer must (its ``role`` is the profile, a review carries a verdict and an analysis none, a
 change carries a patch and nothing else does). Two recordings with the same key are refused, never
@@ -24,11 +28,19 @@ from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from enum import StrEnum
 from typing import Annotated, Final
 
-from pydantic import BaseModel, ConfigDict, Field, StringConstraints, ValidationError, field_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    StringConstraints,
+    ValidationError,
+    ValidationInfo,
+    field_validator,
+)
 
 from contracts.output import JobKind, OutputContractViolation, SpecialistOutput, check_output_for_job
 from contracts.text_rules import check_one_line
@@ -41,8 +53,10 @@ MAX_RECORDINGS_BYTES: Final = 16 * 1024 * 1024
 ProfileId = Annotated[str, StringConstraints(pattern=r"^[a-z0-9][a-z0-9-]{0,63}$")]
 RecordingTitle = Annotated[str, StringConstraints(min_length=1, max_length=200)]
 
-RecordingKey = tuple[str, str, str]
-"""``(profile, kind, title)``: how a job finds its recording."""
+RecordingKey = tuple[str, str, str, str]
+"""``(profile, kind, title, task_contains)`` (``""`` when the recording names none): how a job finds
+its recording (:func:`select_recording`)."""
+TaskMarker = Annotated[str, StringConstraints(min_length=1, max_length=200)]
 
 
 class RecordingKind(StrEnum):
@@ -70,18 +84,22 @@ class Recording(BaseModel):
     profile: ProfileId
     kind: RecordingKind
     title: RecordingTitle
+    task_contains: TaskMarker | None = None
+    """Text the job's task must contain for this recording to answer it (``None``: any task)."""
     response: SpecialistOutput
 
-    @field_validator("title")
+    @field_validator("title", "task_contains")
     @classmethod
-    def _title_one_line(cls, value: str) -> str:
+    def _one_line(cls, value: str | None, info: ValidationInfo) -> str | None:
+        if value is None:
+            return None
         if not value.strip():
-            raise ValueError("title must not be blank")
-        return check_one_line(value, "title")
+            raise ValueError(f"{info.field_name} must not be blank")
+        return check_one_line(value, str(info.field_name))
 
     @property
     def key(self) -> RecordingKey:
-        return (self.profile, self.kind.value, self.title)
+        return (self.profile, self.kind.value, self.title, self.task_contains or "")
 
     def check_rules(self) -> None:
         """The rules a live answer for this job must satisfy, evidence aside. Raises
@@ -124,6 +142,7 @@ class RecordingsFile(BaseModel):
                     "profile": recording.profile,
                     "kind": recording.kind.value,
                     "title": recording.title,
+                    **({"task_contains": recording.task_contains} if recording.task_contains else {}),
                     "response": recording.response.model_dump(mode="json", exclude_none=True),
                 }
                 for recording in ordered
@@ -156,14 +175,26 @@ def parse_recordings(text: str) -> RecordingsFile:
             problems.append(f"entry {index}: response: {violation}")
         first = seen.setdefault(recording.key, index)
         if first != index:
-            profile, kind, title = recording.key
+            profile, kind, title, marker = recording.key
+            when = f", task containing {marker!r}" if marker else ""
             problems.append(
-                f"entry {index}: profile {profile!r}, job {kind!r}, title {title!r} is already "
+                f"entry {index}: profile {profile!r}, job {kind!r}, title {title!r}{when} is already "
                 f"recorded by entry {first}"
             )
     if problems:
         raise InvalidRecordings(problems)
     return parsed
+
+
+def select_recording(
+    table: Mapping[RecordingKey, str], profile: str, kind: str, title: str, task: str
+) -> str | None:
+    """The recorded response for a job (profile, job kind, title) whose task is ``task``: the
+    recording whose ``task_contains`` the task contains (the longest such text, when several do),
+    else the one naming none; ``None`` when neither is recorded."""
+    markers = [key[3] for key in table if key[:3] == (profile, kind, title) and key[3] and key[3] in task]
+    marker = max(markers, key=lambda text: (len(text), text), default="")
+    return table.get((profile, kind, title, marker))
 
 
 def recordings_sha256(text: str) -> str:

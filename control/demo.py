@@ -14,7 +14,12 @@
 5. Creates the demo research case (``examples/research/case.json``: five factual and two interpretive
    evidence records) and runs one research team over it: six blinded stages, each an analysis and a
    review, to ``awaiting_human_review``. Its stages, limitations and omissions are printed.
-6. Prints a summary table and the Temporal UI URL, then stops what it started.
+6. Takes the goal queue through one item's life (:mod:`control.demo_queue`): a thin proposal without
+   a repository and a complete item are added; the proposal's approval is refused naming its gaps,
+   the complete item is approved and dispatched; its run's review FAILs round 1, the operator
+   re-dispatches it (the FAILed run rejected, the findings carried into the next run's task), round 2
+   PASSes to ``human-review`` and the demo operator marks it ``done``.
+7. Prints a summary table and the Temporal UI URL, then stops what it started.
 """
 
 from __future__ import annotations
@@ -34,6 +39,7 @@ from contracts.models import ModelSelection
 from contracts.research_teams import TeamStatus, TeamView
 from contracts.runs import DecisionOutcome, RunInput, RunStatus, RunView
 from contracts.work_item import WorkItem
+from control.demo_queue import QueueStory, run_queue_demo
 from control.demo_views import (
     diff_stat_lines,
     mission_control_lines,
@@ -170,7 +176,7 @@ def _prepare_store(database_url: str, token: bytes, repository: Path) -> None:
 
 async def _run_jobs(
     settings: Any, items: list[tuple[str, WorkItem]], token: bytes
-) -> tuple[list[tuple[str, RunView]], TeamView | None]:
+) -> tuple[list[tuple[str, RunView]], TeamView | None, QueueStory | None]:
     from runtime.settings import RunBudgets
     from runtime.temporal import connect
     from worker import activity_config, build_worker
@@ -184,6 +190,7 @@ async def _run_jobs(
     worker = build_worker(client, task_queue=settings.task_queue, config=config)
     results: list[tuple[str, RunView]] = []
     team: TeamView | None = None
+    story: QueueStory | None = None
     async with worker:
         jobs = [(name, item, Tier.RECOMMEND, False) for name, item in items]
         jobs += [(name, item, Tier.READ_ONLY, True) for name, item in items if name == READ_ONLY_EXAMPLE]
@@ -202,7 +209,19 @@ async def _run_jobs(
                     restore()
             results.append((name, view))
         team = await _run_team(client, settings)
-    return results, team
+        print("goal queue:", flush=True)
+        story = await _run_queue(client, settings)
+    return results, team, story
+
+
+async def _run_queue(client: Any, settings: Any) -> QueueStory:
+    """The goal queue part (:func:`control.demo_queue.run_queue_demo`), signed by the demo operator."""
+    from control.actions import proof_for
+
+    def sign(target: str, action: str, digest: str) -> Any:
+        return proof_for(run_id=target, action=action, actor=DEMO_ACTOR, digest=digest)
+
+    return await run_queue_demo(client, settings.task_queue, DEMO_ACTOR, sign)
 
 
 async def _run_team(client: Any, settings: Any) -> TeamView:
@@ -368,7 +387,7 @@ def main() -> int:
             print(f"using the Temporal server already on {settings.temporal_address}", flush=True)
         try:
             print("runs:", flush=True)
-            results, team = asyncio.run(_run_jobs(settings, items, token))
+            results, team, story = asyncio.run(_run_jobs(settings, items, token))
         finally:
             if server is not None:
                 server.stop()
@@ -395,6 +414,9 @@ def main() -> int:
     if team is None or team.status is not TeamStatus.AWAITING_HUMAN_REVIEW:
         status = "did not run" if team is None else f"ended {team.status.value}: {team.error}"
         unfinished.append(f"the research team {status}")
+    if story is None or story.final_status != "done":
+        ended = "did not run" if story is None else f"ended {story.final_status}"
+        unfinished.append(f"the goal queue's item {ended}")
     if unfinished:
         sys.stderr.write(f"error: the demo's decided runs did not end accepted: {'; '.join(unfinished)}\n")
         return 1

@@ -16,7 +16,8 @@ from contracts.output import JobKind
 @dataclass(frozen=True)
 class JobIdentity:
     """A job's stable identity: profile, job kind and the work item's title, and whether it is a
-    worktree run's change job (``expects_patch``: its result carries a unified diff).
+    worktree run's change job (``expects_patch``: its result carries a unified diff); with the job's
+    task (the work item's title and description), which a recording may require to contain a text.
 
     The replay provider keys recordings by it, so recordings survive changes to prompts and context.
     """
@@ -25,6 +26,7 @@ class JobIdentity:
     kind: JobKind
     title: str
     expects_patch: bool = False
+    task: str = ""
 
     @property
     def recording_kind(self) -> str:

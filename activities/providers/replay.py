@@ -9,7 +9,9 @@ replay:<name> --recordings FILE``, read through ``registered``), else from the w
                      "response": { ...a SpecialistOutput... }}]}
 
 Recordings are keyed by the job identity (profile, job kind, work item title), not by a hash of the
-whole request, so they survive later changes to prompts and context. A job with no recording fails
+whole request, so they survive later changes to prompts and context; a recording that names
+``task_contains`` answers only a job whose task contains that text, and is preferred over the one that
+names none (:func:`contracts.recordings.select_recording`). A job with no recording fails
 clearly (:class:`ReplayMiss`, ``replay_no_recording``), naming the identity it looked for and the
 nearest recorded one. A miss is an expected outcome of replaying, not a fault: the worker logs it as
 one line (error type and key), without a traceback.
@@ -27,7 +29,7 @@ from pathlib import Path
 from activities.providers.base import CompletionRequest, JobIdentity, ProviderError
 from contracts.errors import ErrorType, OperatorError
 from contracts.models import REPLAY_PROVIDER, is_built_in_replay_model
-from contracts.recordings import parse_recordings, recordings_sha256
+from contracts.recordings import RecordingKey, parse_recordings, recordings_sha256, select_recording
 
 _NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$")
 
@@ -53,13 +55,13 @@ class ReplayProvider:
         self._dir = recordings_dir
         self._registered = registered
         # Registered files by sha256 of their text: parsed once per worker.
-        self._registered_tables: dict[str, dict[tuple[str, str, str], str]] = {}
+        self._registered_tables: dict[str, dict[RecordingKey, str]] = {}
         # Parsed files by name, with the (mtime, size) they were parsed at: a call re-reads a file
         # only when it changed, not on every call (sync activities run in a thread pool).
-        self._tables: dict[str, tuple[tuple[int, int], dict[tuple[str, str, str], str]]] = {}
+        self._tables: dict[str, tuple[tuple[int, int], dict[RecordingKey, str]]] = {}
         self._lock = threading.Lock()
 
-    def _load(self, name: str) -> dict[tuple[str, str, str], str]:
+    def _load(self, name: str) -> dict[RecordingKey, str]:
         if not _NAME.fullmatch(name):
             raise ProviderError(ErrorType.MODEL_NOT_CONFIGURED, f"replay model name {name!r} is not valid")
         registered = self._registered_table(name)
@@ -81,7 +83,7 @@ class ReplayProvider:
                 self._tables[name] = (version, table)
         return table
 
-    def _registered_table(self, name: str) -> dict[tuple[str, str, str], str] | None:
+    def _registered_table(self, name: str) -> dict[RecordingKey, str] | None:
         model_id = f"{REPLAY_PROVIDER}:{name}"
         if self._registered is None or is_built_in_replay_model(model_id):
             return None  # a built-in name is never registered: no store read
@@ -102,7 +104,7 @@ class ReplayProvider:
                 self._registered_tables[digest] = table
         return table
 
-    def _parse(self, path: Path) -> dict[tuple[str, str, str], str]:
+    def _parse(self, path: Path) -> dict[RecordingKey, str]:
         try:
             data = json.loads(path.read_text(encoding="utf-8"))
         except FileNotFoundError:
@@ -115,9 +117,10 @@ class ReplayProvider:
                 ErrorType.MODEL_NOT_CONFIGURED,
                 f"replay recordings file {path.name!r} is unreadable ({type(error).__name__})",
             ) from None
-        table: dict[tuple[str, str, str], str] = {}
+        table: dict[RecordingKey, str] = {}
         for entry in data.get("recordings", []):
-            key = (str(entry["profile"]), str(entry["kind"]), str(entry["title"]))
+            marker = str(entry.get("task_contains") or "")
+            key = (str(entry["profile"]), str(entry["kind"]), str(entry["title"]), marker)
             table[key] = json.dumps(entry["response"], sort_keys=True)
         return table
 
@@ -131,19 +134,19 @@ class ReplayProvider:
         identity: JobIdentity = request.identity
         table = self._load(request.model_name)
         key = (identity.profile_id, identity.recording_kind, identity.title)
-        try:
-            return table[key]
-        except KeyError:
-            model = f"replay:{request.model_name}"
-            raise ReplayMiss(
-                key,
-                model,
-                f"no replay recording for profile {identity.profile_id!r}, job {identity.recording_kind!r}, "
-                f"title {identity.title!r} in {model}; {nearest_recording(key, table)}",
-            ) from None
+        answer = select_recording(table, *key, identity.task)
+        if answer is not None:
+            return answer
+        model = f"replay:{request.model_name}"
+        raise ReplayMiss(
+            key,
+            model,
+            f"no replay recording for profile {identity.profile_id!r}, job {identity.recording_kind!r}, "
+            f"title {identity.title!r} in {model}; {nearest_recording(key, table)}",
+        )
 
 
-def nearest_recording(key: tuple[str, str, str], table: Mapping[tuple[str, str, str], str]) -> str:
+def nearest_recording(key: tuple[str, str, str], table: Mapping[RecordingKey, str]) -> str:
     """What a miss says about the recordings there are: the recorded key nearest to ``key`` (the
     same profile and job first, then the closest title), or that the file has none."""
     if not table:
@@ -154,5 +157,5 @@ def nearest_recording(key: tuple[str, str, str], table: Mapping[tuple[str, str, 
         similarity = difflib.SequenceMatcher(None, candidate[2], key[2], autojunk=False).ratio()
         return mismatches, -similarity, candidate
 
-    profile, kind, title = min(table, key=distance)
+    profile, kind, title = min({recorded[:3] for recorded in table}, key=distance)
     return f"the nearest recorded key is profile {profile!r}, job {kind!r}, title {title!r}"

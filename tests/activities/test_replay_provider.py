@@ -247,3 +247,29 @@ def test_the_built_in_replay_models_are_exactly_the_recordings_the_worker_ships(
 
     shipped = sorted(f"replay:{path.stem}" for path in DEFAULT_RECORDINGS_DIR.glob("*.json"))
     assert sorted(BUILT_IN_REPLAY_MODELS) == shipped
+
+
+def test_a_recording_with_task_contains_answers_the_job_whose_task_contains_it(tmp_path: Path) -> None:
+    marker = "Findings of earlier review rounds"
+    data = {
+        "recordings": [
+            {"profile": "db", "kind": "review", "title": "Slow query", "response": _response("first")},
+            {
+                "profile": "db",
+                "kind": "review",
+                "title": "Slow query",
+                "task_contains": marker,
+                "response": _response("after review"),
+            },
+        ]
+    }
+    (tmp_path / "cases.json").write_text(json.dumps(data), encoding="utf-8")
+    provider = ReplayProvider(tmp_path)
+
+    def answer(task: str) -> Any:
+        identity = JobIdentity(profile_id="db", kind=JobKind.REVIEW, title="Slow query", task=task)
+        request = CompletionRequest(model_name="cases", instructions="p", context="p", identity=identity)
+        return json.loads(provider.complete(request))["role"]
+
+    assert answer("Slow query\n\nthe scope") == "first"
+    assert answer(f"Slow query\n\nthe scope\n\n{marker} (resolve each):\n- round 1") == "after review"

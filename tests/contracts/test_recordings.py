@@ -62,12 +62,12 @@ def test_a_valid_file_gives_each_key_its_response_as_canonical_json() -> None:
     parsed = parse_recordings(_text(_entry(), _entry(kind="review", verdict="agree")))
     table = parsed.table()
     assert set(table) == {
-        ("database-optimizer", "analysis", "Slow query"),
-        ("database-optimizer", "review", "Slow query"),
+        ("database-optimizer", "analysis", "Slow query", ""),
+        ("database-optimizer", "review", "Slow query", ""),
     }
-    answer = json.loads(table[("database-optimizer", "review", "Slow query")])
+    answer = json.loads(table[("database-optimizer", "review", "Slow query", "")])
     assert answer["verdict"] == "agree"
-    assert table[("database-optimizer", "review", "Slow query")] == json.dumps(answer, sort_keys=True)
+    assert table[("database-optimizer", "review", "Slow query", "")] == json.dumps(answer, sort_keys=True)
 
 
 def test_not_json_and_not_the_format_are_refused_with_the_reason() -> None:
@@ -149,3 +149,41 @@ def test_answers_collected_from_a_run_make_a_file_checked_like_any_other() -> No
     assert recordings_from_answers([answer]).table() == parse_recordings(_text(_entry())).table()
     with pytest.raises(InvalidRecordings):
         recordings_from_answers([answer, answer])
+
+
+def test_a_recording_that_names_task_contains_answers_only_a_task_that_contains_it() -> None:
+    from contracts.recordings import select_recording
+
+    plain = _entry()
+    later = {**_entry(axis="after review"), "task_contains": "Findings of earlier review rounds"}
+    longer = {
+        **_entry(axis="round 2"),
+        "task_contains": "Findings of earlier review rounds (resolve each):",
+    }
+    parsed = parse_recordings(_text(plain, later, longer))
+    table = parsed.table()
+    key = ("database-optimizer", "analysis", "Slow query")
+
+    def axis(task: str) -> str | None:
+        answer = select_recording(table, *key, task)
+        return None if answer is None else str(json.loads(answer)["axis"])
+
+    assert axis("Slow query\n\nthe scope") == "query plan"
+    assert axis("Slow query\n\nFindings of earlier review rounds:\n- round 1") == "after review"
+    # When several texts are contained, the longest names the recording.
+    assert axis("Findings of earlier review rounds (resolve each):\n- round 1") == "round 2"
+    assert select_recording(table, "database-optimizer", "review", "Slow query", "any task") is None
+    # Without a plain recording, a task without the text finds none.
+    only_later = parse_recordings(_text(later)).table()
+    assert select_recording(only_later, *key, "Slow query") is None
+    # The marker is part of the key: the same marker twice is refused, and the file keeps it.
+    assert "already recorded by entry 1" in " ".join(_problems(_text(plain, later, later)))
+    assert parse_recordings(parsed.to_json()).table() == table
+    assert any("task_contains" in entry for entry in json.loads(parsed.to_json())["recordings"])
+
+
+def test_task_contains_is_one_non_blank_line() -> None:
+    assert any("task_contains" in problem for problem in _problems(_text({**_entry(), "task_contains": " "})))
+    assert any(
+        "task_contains" in problem for problem in _problems(_text({**_entry(), "task_contains": "a\nb"}))
+    )

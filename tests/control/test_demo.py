@@ -1,13 +1,17 @@
 """``make demo``'s fixed parts, without a Temporal server: the worktree run's work item has every
 ``replay:demo`` recording its jobs look up, the recorded change applies to the demo repository and
-passes the executor's checks, and the diff stat the demo prints. (``make demo`` itself is the end to
-end run.)"""
+passes the executor's checks, and the diff stat the demo prints; and the demo's goal queue part on the
+shared dev server, through the real ``WorkQueue`` workflow: items added, the gap refusal, dispatch,
+round 1 FAIL, the re-dispatch carrying its findings, round 2 PASS and done. (``make demo`` itself is
+the end to end run.)"""
 
 from __future__ import annotations
 
 import json
 from pathlib import Path
 from typing import Any
+
+from temporalio.client import Client
 
 from activities.change_evidence import check_and_collect
 from activities.config import DEFAULT_RECORDINGS_DIR
@@ -82,3 +86,92 @@ def test_the_demo_says_how_to_open_mission_control_and_sign_in_as_its_operator(t
     assert f"SPECIALISTS_STATE_DIR={tmp_path}" in lines[0]
     assert f"SPECIALISTS_ACTOR_KEY_FILE={tmp_path / 'demo-operator.key'}" in lines[1]
     assert "specialists web sign-in CODE --actor demo-operator" in lines[1]
+
+
+def test_the_demo_queue_items_recordings_fail_the_first_review_and_pass_the_re_dispatched_one() -> None:
+    """What ``replay:demo`` answers the demo queue item's review: a FAIL for the first run's task, a
+    PASS for the task a re-dispatch builds (it carries the findings of the FAIL round)."""
+    import datetime as dt
+
+    from activities.providers.base import CompletionRequest, JobIdentity
+    from activities.providers.replay import ReplayProvider
+    from contracts.output import JobKind
+    from contracts.queue_dispatch import FINDINGS_HEADING, dispatch_work_item, judge_review
+    from contracts.queue_items import ItemProposal, QueueStatus, RoundVerdict, new_item
+    from contracts.queue_priority import record_dispatch
+    from contracts.queue_transitions import Mover, QueueMove, apply_move
+    from control.demo_queue import QUEUE_ITEM
+
+    at = dt.datetime(2026, 12, 2, tzinfo=dt.UTC)
+    item = new_item(ItemProposal.model_validate(QUEUE_ITEM), key="DEM-1", at=at, actor="demo-operator")
+    item = apply_move(item, QueueMove.APPROVE, Mover.OPERATOR, at=at, actor="demo-operator")
+    provider = ReplayProvider(DEFAULT_RECORDINGS_DIR)
+    decision = route(dispatch_work_item(item), load_catalog())
+
+    def review(task_item: Any) -> SpecialistOutput:
+        work_item = dispatch_work_item(task_item)
+        task = f"{work_item.title}\n\n{work_item.description}"
+        for kind, profile in ((JobKind.ANALYSIS, decision.primary), (JobKind.REVIEW, decision.reviewer)):
+            identity = JobIdentity(profile_id=profile, kind=kind, title=work_item.title, task=task)
+            request = CompletionRequest(model_name="demo", instructions="", context="", identity=identity)
+            output = SpecialistOutput.model_validate_json(provider.complete(request))
+            check_output_for_job(
+                output, kind=kind, profile_id=profile, evidence_ids=list(work_item.evidence_refs)
+            )
+        return output
+
+    def judged(task_item: Any, run_id: str) -> Any:
+        active = record_dispatch(task_item, run_id=run_id, mover=Mover.OPERATOR, actor="demo-operator", at=at)
+        reviewing = apply_move(active, QueueMove.REVIEW, Mover.SYSTEM, at=at, actor=None)
+        return judge_review(reviewing, run_id, review(active), at, None)
+
+    first = judged(item, "SOR-DEMOQUEUE0000001")
+    assert first.status is QueueStatus.AI_REVIEW
+    assert [r.verdict for r in first.cycle_rounds()] == [RoundVerdict.FAIL]
+    assert FINDINGS_HEADING in dispatch_work_item(first).description
+    second = judged(first, "SOR-DEMOQUEUE0000002")
+    assert second.status is QueueStatus.HUMAN_REVIEW
+    assert [r.verdict for r in second.cycle_rounds()] == [RoundVerdict.FAIL, RoundVerdict.PASS]
+
+
+async def test_the_demo_takes_a_queue_item_through_a_fail_and_a_re_dispatch_to_done(
+    temporal_client: Client, task_queue: str, tmp_path: Path
+) -> None:
+    from contracts.proofs import ActionProof
+    from contracts.queue_dispatch import FINDINGS_HEADING
+    from contracts.queue_items import QueueRefusalCode, QueueStatus, RoundVerdict
+    from contracts.runs import RunStatus
+    from control.demo_queue import run_queue_demo
+    from control.runs import get_view
+    from tests.workflows.harness import ACTOR, proof
+    from tests.workflows.queue_harness import queue_bench
+
+    def sign(target: str, action: str, digest: str) -> ActionProof:
+        return proof(target, action, actor=ACTOR, digest=digest)
+
+    async with queue_bench(temporal_client, task_queue, tmp_path) as q:
+        story = await run_queue_demo(temporal_client, task_queue, ACTOR, sign)
+        q.bench.started.extend(story.runs)
+        item = await q.item(story.key)
+        first, second = story.runs
+        first_view = await get_view(temporal_client, first)
+        second_view = await get_view(temporal_client, second)
+
+    # Added: a thin proposal without a repository, and the complete item of the demo repository.
+    assert story.thin_key.startswith("Q-") and story.key.startswith("DEM-")
+    # The thin proposal's approval is refused, naming every gap; the complete item is approved.
+    assert story.refused_code == QueueRefusalCode.ITEM_CONTRACT_INCOMPLETE.value
+    assert {"repo_alias", "evidence", "value", "urgency", "risk", "scope.problem"} <= set(story.gaps)
+    # Dispatched; round 1 FAILs; the operator's re-dispatch rejects that run and carries its findings.
+    assert [r.verdict for r in story.rounds] == [RoundVerdict.FAIL, RoundVerdict.PASS]
+    assert [r.run_id for r in story.rounds] == [first, second]
+    assert story.rejected_run == first and first_view.status is RunStatus.REJECTED
+    assert story.redispatch_task.startswith(FINDINGS_HEADING)
+    assert "- round 1 (score 2): the reviewer did not agree (disagree); high:" in story.redispatch_task
+    assert second_view.contract is not None and second_view.contract.task.endswith(story.redispatch_task)
+    assert second_view.review is not None and second_view.review.verdict == "agree"
+    assert second_view.follows == first
+    # Round 2 PASSes to human-review, and a person's done accepts the run.
+    assert story.statuses == ["proposal", "approved", "active", "ai-review", "active", "human-review", "done"]
+    assert story.done_run == second and second_view.status is RunStatus.ACCEPTED
+    assert item.status is QueueStatus.DONE
