@@ -24,7 +24,8 @@ whose every review disagrees with a high finding (:class:`DisagreeingReviewer`),
 the queue sends each FAILed run its verdict and re-dispatches the item with the findings until the
 escalation hands it to a person.
 ``tests/workflows/test_replay.py`` replays them; ``workflow-ids.json`` names the id each ran under.
-``v1/`` holds the first two as recorded before the queue dispatched runs (no patch marker), ``v2/``
+``v1/`` holds the first two as recorded before the queue dispatched runs (no patch marker), ``v3/``
+all five as recorded before runs showed their item's status (no ``queue-item-status-on-runs``), ``v2/``
 the first three as recorded before the autopilot dispatched (patch ``queue-tracks-runs`` only).
 """
 

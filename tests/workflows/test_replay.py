@@ -49,7 +49,7 @@ from workflows.model_job import PATCH_ATTEMPTS_IN_WORKFLOW, PATCH_JOB_V5, PATCH_
 from workflows.research_team import PATCH_COORDINATED
 from workflows.run_jobs import PATCH_AUDIT_MODEL_ATTEMPTS
 from workflows.specialist_run import PATCH_AUTHORIZE_CREATE, PATCH_ONE_UPSERT_PER_TASK, PATCH_RUN_V5
-from workflows.work_queue import PATCH_AUTOPILOT, PATCH_TRACK_RUNS
+from workflows.work_queue import PATCH_AUTOPILOT, PATCH_ITEM_STATUS, PATCH_TRACK_RUNS
 
 HISTORIES = Path(__file__).resolve().parent.parent / "histories"
 WORKFLOW_IDS = "workflow-ids.json"  # not a history: which id each current recording ran under
@@ -64,7 +64,8 @@ TEAMS_V1 = sorted(path for path in (HISTORIES / "teams" / "v1").glob("*.json") i
 QUEUE = sorted(path for path in (HISTORIES / "queue").glob("*.json") if path.name != WORKFLOW_IDS)
 QUEUE_V1 = sorted(path for path in (HISTORIES / "queue" / "v1").glob("*.json") if path.name != WORKFLOW_IDS)
 QUEUE_V2 = sorted(path for path in (HISTORIES / "queue" / "v2").glob("*.json") if path.name != WORKFLOW_IDS)
-ALL = [*CURRENT, *V1, *V2, *V3, *V4, *V5, *TEAMS, *TEAMS_V1, *QUEUE, *QUEUE_V1, *QUEUE_V2]
+QUEUE_V3 = sorted(path for path in (HISTORIES / "queue" / "v3").glob("*.json") if path.name != WORKFLOW_IDS)
+ALL = [*CURRENT, *V1, *V2, *V3, *V4, *V5, *TEAMS, *TEAMS_V1, *QUEUE, *QUEUE_V1, *QUEUE_V2, *QUEUE_V3]
 TEAM_PATHS = {"completed", "adjudicated", "blocked_retried_stopped", "cancelled", "invalidated"}
 
 V1_PATHS = {
@@ -191,7 +192,7 @@ def test_current_histories_carry_one_consolidated_patch_and_older_ones_predate_t
         assert _patches(path) == expected, path.name
     assert all(_patches(path) == [] for path in V1)
     assert PATCH_LEASE_RECORDS not in {patch for path in ALL for patch in _patches(path)}
-    older = [*V1, *V2, *V3, *V4, *V5, *TEAMS, *TEAMS_V1, *QUEUE, *QUEUE_V1]
+    older = [*V1, *V2, *V3, *V4, *V5, *TEAMS, *TEAMS_V1, *QUEUE, *QUEUE_V1, *QUEUE_V3]
     assert not {PATCH_RUN_V5, PATCH_JOB_V5} & {patch for path in older for patch in _patches(path)}
     job_patches = [PATCH_ATTEMPTS_IN_WORKFLOW, PATCH_LOCAL_PREPARE]
     for path in TEAMS:
@@ -411,16 +412,14 @@ def _accepted_updates(name: str) -> list[str]:
 def test_the_queue_histories_carry_the_tracking_and_autopilot_patches_and_the_older_ones_predate_them() -> (
     None
 ):
-    assert {path.name for path in QUEUE} == {
-        "first.json",
-        "continued.json",
-        "dispatched.json",
-        "autopilot.json",
-        "redispatched.json",
-    }
+    names = {"first.json", "continued.json", "dispatched.json", "autopilot.json", "redispatched.json"}
+    assert {path.name for path in QUEUE} == names
+    assert {path.name for path in QUEUE_V3} == names
     assert {path.name for path in QUEUE_V2} == {"first.json", "continued.json", "dispatched.json"}
     assert {path.name for path in QUEUE_V1} == {"first.json", "continued.json"}
     for path in QUEUE:
+        assert _patches(path) == [PATCH_TRACK_RUNS, PATCH_AUTOPILOT, PATCH_ITEM_STATUS], path
+    for path in QUEUE_V3:
         assert _patches(path) == [PATCH_TRACK_RUNS, PATCH_AUTOPILOT], path
     for path in QUEUE_V2:
         assert _patches(path) == [PATCH_TRACK_RUNS], path
@@ -446,6 +445,17 @@ def test_the_dispatch_history_starts_the_run_as_a_child_and_reads_its_progress_u
         and e["activityTaskScheduledEventAttributes"]["activityType"]["name"] == "read_run_progress"  # type: ignore[index]
     ]
     assert reads and kinds.count("EVENT_TYPE_TIMER_FIRED") >= len(reads)
+    # The run starts showing its item as active and is told when the item reaches human-review.
+    indexed = attributes["searchAttributes"]["indexedFields"]  # type: ignore[index]
+    assert base64.b64decode(indexed["QueueItemStatus"]["data"]) == b'"active"'
+    [told] = [
+        e["signalExternalWorkflowExecutionInitiatedEventAttributes"]
+        for e in events
+        if e["eventType"] == "EVENT_TYPE_SIGNAL_EXTERNAL_WORKFLOW_EXECUTION_INITIATED"
+    ]
+    assert told["signalName"] == "queue_item_status"  # type: ignore[index]
+    [payload] = told["input"]["payloads"]  # type: ignore[index]
+    assert json.loads(base64.b64decode(payload["data"]))["status"] == "human-review"
 
 
 def test_the_autopilot_history_fills_the_one_slot_twice_under_the_grant_and_never_with_high_risk() -> None:
@@ -485,9 +495,14 @@ def test_the_redispatch_history_signals_each_failed_run_its_verdict_before_start
         for e in events
         if e["eventType"] == "EVENT_TYPE_SIGNAL_EXTERNAL_WORKFLOW_EXECUTION_INITIATED"
     ]
-    assert starts >= 2 and len(signals) == starts - 1
-    assert {signal["signalName"] for signal in signals} == {"queue_verdict"}  # type: ignore[index]
-    rounds = [_payload(signal["input"]["payloads"][0])["round"] for signal in signals]  # type: ignore[index]
+    verdicts = [signal for signal in signals if signal["signalName"] == "queue_verdict"]  # type: ignore[index]
+    told = [signal for signal in signals if signal["signalName"] == "queue_item_status"]  # type: ignore[index]
+    assert len(verdicts) + len(told) == len(signals)
+    assert starts >= 2 and len(verdicts) == starts - 1
+    rounds = [_payload(signal["input"]["payloads"][0])["round"] for signal in verdicts]  # type: ignore[index]
+    # Each FAILed run is told its item is in ai-review; the last one, that it was handed to a person.
+    statuses = [_payload(signal["input"]["payloads"][0])["status"] for signal in told]  # type: ignore[index]
+    assert statuses == ["ai-review"] * (starts - 1) + ["blocked"]
     assert rounds == list(range(1, starts))
     assert _accepted_updates("queue/redispatched.json") == ["autopilot", "add", "approve"]
 
