@@ -19,6 +19,7 @@ from temporalio.exceptions import ApplicationError
 from temporalio.service import RPCError, RPCStatusCode
 
 from contracts.errors import InvalidInput, NotFound, OperatorError, Refused, ServiceUnavailable
+from contracts.policy import AutomationPolicy
 from contracts.proofs import ActionProof
 from contracts.queue_dispatch import dispatch_run_input
 from contracts.queue_items import QueueItem, QueueRefusalCode, QueueRefused, QueueSettings, RoundVerdict
@@ -156,6 +157,28 @@ def dispatch_request(
         override_capacity=override_capacity,
     )
     return request.model_copy(update={"proof": sign(item.key, QueueAction.DISPATCH, request.digest())})
+
+
+def plan_route_next(
+    items: list[QueueItem],
+    policy: AutomationPolicy,
+    actor: str,
+    sign: Callable[[str, str, str], ActionProof],
+    *,
+    run_id: str,
+) -> RouteNextRequest:
+    """``queue route-next`` worked out against the queue as the caller read it: the next approved
+    item (:func:`contracts.queue_routing.next_item`), its work item routed with the shipped catalog,
+    the policy's decision (``automation_off`` refused here) and the signed request
+    (:func:`route_next_request`). The CLI, the console and the tests all use this one function."""
+    from catalog.loader import load_catalog
+    from catalog.router import route
+    from contracts.queue_dispatch import dispatch_work_item
+    from contracts.queue_routing import next_item, route_next_decision
+
+    item = next_item(items)
+    routed = route_next_decision(item, route(dispatch_work_item(item), load_catalog()), policy)
+    return route_next_request(item, routed, actor, sign, run_id=run_id)
 
 
 def route_next_request(

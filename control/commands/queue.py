@@ -321,30 +321,25 @@ def route_next_command(actor: ActorOption = None, as_json: JsonFlag = False) -> 
     """Apply the automatic policy to the highest-priority approved item: mode off refuses; recommend
     mode, or high or critical risk, records a recommendation (no run); guarded mode dispatches an
     automatic read_only run into a free slot, never an edit tier. Protected."""
-    from catalog.loader import load_catalog
-    from catalog.router import route
     from contracts.ids import new_run_id
-    from contracts.queue_dispatch import dispatch_work_item
     from contracts.queue_messages import ItemAnswer
-    from contracts.queue_routing import next_item, route_next_decision
     from contracts.temporal_names import QueueMessage
     from control.actions import proof_for
     from control.output import emit
-    from control.queue import queue_update, route_next_request
+    from control.queue import plan_route_next, queue_update
     from control.queue_views import item_json, render_item, render_routed
 
     actor = require_actor(actor, "queue route-next")
     with open_configuration_store() as store:
         policy = store.get_policy().policy
-    item = next_item(_view().items)
-    decision = route(dispatch_work_item(item), load_catalog())
-    routed = route_next_decision(item, decision, policy)  # refuses automation_off
     signer = actor
 
     def sign(target: str, action: str, digest: str) -> Any:
         return proof_for(run_id=target, action=action, actor=signer, digest=digest)
 
-    request = route_next_request(item, routed, actor, sign, run_id=new_run_id())
+    # Refuses automation_off and an empty queue before anything is sent.
+    request = plan_route_next(_view().items, policy, actor, sign, run_id=new_run_id())
+    routed = request.routed
     queue = task_queue()
 
     async def go() -> ItemAnswer:

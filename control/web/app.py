@@ -286,8 +286,11 @@ def create_app(deployment: Deployment, settings: WebSettings | None = None) -> F
         if api:
             return JSONResponse(data)
         done = request.query_params.get("done")
-        notice = done if done in queue_board_data.MOVES else None
-        return page("queue.html", session=session, data=data, csrf=session.csrf, notice=notice)
+        notice = f"{done}: done" if done in queue_board_data.MOVES else None
+        routed = queue_board_data.routed_notice(
+            request.query_params.get("routed"), request.query_params.get("tier")
+        )
+        return page("queue.html", session=session, data=data, csrf=session.csrf, notice=routed or notice)
 
     @app.get("/queue")
     async def queue_page(request: Request) -> Response:
@@ -296,6 +299,19 @@ def create_app(deployment: Deployment, settings: WebSettings | None = None) -> F
     @app.get("/api/queue")
     async def queue_api(request: Request) -> Response:
         return await queue_board(request, api=True)
+
+    @app.post("/queue/route-next")
+    async def queue_route_next(request: Request) -> Response:
+        session = current(request)
+        if session is None:
+            return not_signed_in(False)
+        try:
+            await form_of(request, session)  # the CSRF check; the form carries nothing else
+            routed = await queue_board_data.route_next(deployment, session)
+        except OperatorError as error:
+            return failed(error, session, api=False)
+        key, tier = routed["item"]["key"], routed["routed"]["tier"]
+        return RedirectResponse(f"/queue?routed={key}&tier={tier}", status_code=303)
 
     @app.post("/queue/{key}/{move}")
     async def queue_move(request: Request, key: str, move: str) -> Response:

@@ -59,6 +59,47 @@ async def board(deployment: Deployment) -> dict[str, Any]:
     return {**listing, "columns": columns}
 
 
+def routed_notice(key: str | None, tier: str | None) -> str | None:
+    """The board's line after a route-next redirect, or ``None`` when the query does not name an
+    item key and a tier route-next yields (query values are never shown as given)."""
+    if key is None or ITEM_KEY_PATTERN.fullmatch(key) is None:
+        return None
+    if tier == "recommend":
+        return f"route-next: {key} recommended only (no run started; see its events)"
+    if tier == "read_only":
+        return f"route-next: {key} dispatched as an automatic read_only run"
+    return None
+
+
+async def route_next(deployment: Deployment, session: Session) -> dict[str, Any]:
+    """``queue route-next`` for the signed-in person (:func:`control.queue.plan_route_next`, the
+    policy read from the store): the item after it and ``"routed"``, the policy's decision with the
+    run it started, if any. Raises ``automation_off``, ``nothing_to_route``, ``not_next_item`` and the
+    queue's other refusals as operator errors."""
+    from contracts.ids import new_run_id
+    from contracts.queue_messages import ItemAnswer
+    from contracts.temporal_names import QueueMessage
+    from control.queue import plan_route_next, queue_update
+    from control.queue_views import item_json
+
+    store = deployment.store()
+    if store is None:
+        raise NotFound("no_store", "this deployment has no store yet: there is no policy to apply")
+    with store:
+        policy = store.get_policy().policy
+
+    def sign(target: str, action: str, digest: str) -> ActionProof:
+        return session.proof(action=action, target=target, digest=digest)
+
+    view = await _view(deployment)
+    request = plan_route_next(view.items, policy, session.actor, sign, run_id=new_run_id())
+    client = await deployment.client()
+    answer = await queue_update(client, deployment.task_queue, QueueMessage.ROUTE_NEXT, request, ItemAnswer)
+    assert answer.item is not None
+    run_id = None if request.run is None else request.run.run_id
+    return item_json(answer.item, routed={**request.routed.to_json(), "run_id": run_id})
+
+
 async def move(
     deployment: Deployment, session: Session, key: str, name: str, fields: dict[str, str]
 ) -> dict[str, Any]:

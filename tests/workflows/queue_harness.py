@@ -145,19 +145,13 @@ class QueueBench:
     async def route_next(self, policy: AutomationPolicy, *, actor: str = ACTOR) -> ItemAnswer:
         """``specialists queue route-next`` under ``policy``: the next approved item routed with the
         shipped catalog and the policy's decision sent with its run, if any."""
-        from catalog.loader import load_catalog
-        from catalog.router import route
-        from contracts.queue_dispatch import dispatch_work_item
-        from contracts.queue_routing import next_item, route_next_decision
-        from control.queue import route_next_request
-
-        item = next_item((await self.view()).items)
-        routed = route_next_decision(item, route(dispatch_work_item(item), load_catalog()), policy)
+        from control.queue import plan_route_next
 
         def sign(target: str, action: str, digest: str) -> ActionProof:
             return proof(target, action, actor=actor, digest=digest)
 
-        request = route_next_request(item, routed, actor, sign, run_id=new_run_id())
+        items = (await self.view()).items
+        request = plan_route_next(items, policy, actor, sign, run_id=new_run_id())
         if request.run is not None:
             self.bench.started.append(request.run.run_id)
         return await self._send(QueueMessage.ROUTE_NEXT, request)

@@ -355,6 +355,8 @@ def test_research_and_queue_pages_need_a_session_and_check_their_ids(client: Tes
     assert move.status_code == 400 and _error_code(move.text) == "invalid_key"
     unknown = client.post("/queue/ORD-1/merge", data={"csrf_token": csrf})
     assert unknown.status_code == 400 and _error_code(unknown.text) == "invalid_move"
+    forged = client.post("/queue/route-next", data={})
+    assert _error_code(forged.text) == "csrf_token_invalid"
     wrong = client.post("/research/teams/RTM-0000000000000000/publish", data={"csrf_token": csrf})
     assert wrong.status_code == 400 and _error_code(wrong.text) == "invalid_action"
     stage = client.post(

@@ -286,6 +286,12 @@ def test_the_queue_board_shows_gaps_approves_dispatches_and_a_person_marks_done(
     assert approved["status"] == "approved"
     key = approved["key"]  # renamed into its repository's series at approval
     screenshot(page, "queue-board", root)
+    # Route next under the default policy (mode recommend): a recommendation, no run.
+    ready = api(page, base, "/api/queue")["ready"]
+    page.get_by_test_id("route-next").click()
+    page.wait_for_url(f"{base}/queue?routed={ready[0]}&tier=recommend")
+    notice = page.get_by_test_id("notice").inner_text()
+    assert notice == f"route-next: {ready[0]} recommended only (no run started; see its events)"
     page.get_by_test_id(f"dispatch-{key}").click()
     page.wait_for_url(f"{base}/queue?done=dispatch")
     deadline = dt.datetime.now(dt.UTC) + dt.timedelta(seconds=90)

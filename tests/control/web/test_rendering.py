@@ -25,3 +25,15 @@ def test_a_diff_is_classed_by_line() -> None:
     diff = "diff --git a/x b/x\n--- a/x\n+++ b/x\n@@ -1 +1 @@\n-old\n+new\n same"
     assert [kind for kind, _ in diff_lines(diff)] == ["file", "file", "file", "hunk", "del", "add", "ctx"]
     assert diff_lines(None) == []
+
+
+def test_the_route_next_notice_shows_only_an_item_key_and_a_tier_route_next_yields() -> None:
+    from control.web.queue_board import routed_notice
+
+    assert (
+        routed_notice("ORD-3", "recommend")
+        == "route-next: ORD-3 recommended only (no run started; see its events)"
+    )
+    assert routed_notice("ORD-3", "read_only") == "route-next: ORD-3 dispatched as an automatic read_only run"
+    for key, tier in (("<script>", "recommend"), ("ORD-3", "worktree"), (None, "read_only"), ("ORD-3", None)):
+        assert routed_notice(key, tier) is None
