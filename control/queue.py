@@ -41,6 +41,7 @@ from contracts.queue_messages import (
 )
 from contracts.refusals import RefusalCode
 from contracts.temporal_names import QueueMessage, WorkflowType
+from contracts.ui_summaries import queue_summary
 
 QUERY_TIMEOUT = dt.timedelta(seconds=10)
 Answer = TypeVar("Answer", ItemAnswer, SettingsAnswer)
@@ -86,6 +87,7 @@ async def queue_update(
         id=queue_workflow_id(task_queue),
         task_queue=task_queue,
         id_conflict_policy=WorkflowIDConflictPolicy.USE_EXISTING,
+        static_summary=queue_summary(task_queue),
     )
     try:
         result: Answer = await client.execute_update_with_start_workflow(

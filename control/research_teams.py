@@ -43,6 +43,7 @@ from contracts.research_teams import (
 from contracts.runs import AuditEvent
 from contracts.search_attributes import SearchAttribute
 from contracts.temporal_names import CoordinatorMessage, TeamMessage, WorkflowType
+from contracts.ui_summaries import team_summary
 from control.temporal import describe_memo, poll_view, temporal_error
 from store.research import check_case_id
 
@@ -147,6 +148,7 @@ async def start_team(client: Client, team: TeamInput, *, task_queue: str) -> tup
                 id_conflict_policy=WorkflowIDConflictPolicy.USE_EXISTING,
                 id_reuse_policy=WorkflowIDReusePolicy.REJECT_DUPLICATE,
                 memo={"request_digest": team.request_digest, "case_id": team.case_id, "delivery": delivery},
+                static_summary=team_summary(team.case_id, team.actor),
                 search_attributes=TypedSearchAttributes(
                     [
                         SearchAttributePair(_STATUS_KEY, TeamStatus.STARTING.value),

@@ -54,6 +54,7 @@ from contracts.runs import (
 )
 from contracts.search_attributes import SearchAttribute
 from contracts.temporal_names import RunMessage, WorkflowType
+from contracts.ui_summaries import run_summary
 from control.temporal import START_WORKER_HINT, describe_memo, poll_view, require_worker
 
 RUN_WORKFLOW = WorkflowType.SPECIALIST_RUN
@@ -133,6 +134,10 @@ async def create_run(client: Client, run_input: RunInput, *, task_queue: str) ->
         id_reuse_policy=WorkflowIDReusePolicy.REJECT_DUPLICATE,
         memo={"request_digest": run_input.request_digest, "title": run_input.work_item.title},
         search_attributes=TypedSearchAttributes([SearchAttributePair(_STATUS_KEY, RunStatus.ROUTING.value)]),
+        static_summary=run_summary(
+            run_input.work_item.title,
+            run_input.requested_tier.value if run_input.requested_tier else None,
+        ),
     )
     view = await wait_for_view(client, run_input.run_id, lambda v: v.status is not RunStatus.ROUTING)
     return view, False

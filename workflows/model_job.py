@@ -66,6 +66,7 @@ with workflow.unsafe.imports_passed_through():
         highest_severity,
     )
     from contracts.temporal_names import ActivityName, CeilingMessage, ModelJobMessage, WorkflowType
+    from contracts.ui_summaries import model_job_details
     from workflows.patches import Behaviours
 
 _Prepared = TypeVar("_Prepared", ContextPackResult, LeaseTerms)
@@ -128,6 +129,12 @@ class ModelJobWorkflow:
 
     @workflow.run
     async def run(self, job: ModelJobInput) -> ModelJobResult:
+        # The job's current details in the Temporal UI (metadata, not history).
+        workflow.set_current_details(
+            model_job_details(
+                job.kind.value, job.profile_id, f"run {job.run_id} · chain {' → '.join(job.model.chain)}"
+            )
+        )
         behaviours = Behaviours(PATCH_JOB_V5)
         if not behaviours.has(PATCH_ATTEMPTS_IN_WORKFLOW):
             return await self._run_with_activity_retries(job)

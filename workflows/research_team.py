@@ -69,6 +69,7 @@ with workflow.unsafe.imports_passed_through():
     from contracts.runs import RunError
     from contracts.search_attributes import SearchAttribute
     from contracts.temporal_names import ActivityName, TeamMessage, WorkflowType
+    from contracts.ui_summaries import team_details
     from workflows import team_jobs
     from workflows.audit import AuditTrail, activity_failure
     from workflows.authorization import ProtectedActions
@@ -151,6 +152,7 @@ class ResearchTeamWorkflow:
             raise
 
     async def _run(self, team: TeamInput) -> TeamView:
+        self._show_details()
         workflow.upsert_search_attributes(
             [CASE_KEY.value_set(team.case_id), TEAM_STATUS_KEY.value_set(self._status.value)]
         )
@@ -552,6 +554,7 @@ class ResearchTeamWorkflow:
 
     def _update_stage(self, number: int, **changes: Any) -> None:
         self._stages[number - 1] = self._stages[number - 1].model_copy(update=changes)
+        self._show_details()
 
     def _set_status(self, status: TeamStatus) -> None:
         if status is self._status:
@@ -560,6 +563,12 @@ class ResearchTeamWorkflow:
         self._status = status
         self._audit.record(AuditKind.STATUS_CHANGED, data={"from": previous.value, "to": status.value})
         workflow.upsert_search_attributes([TEAM_STATUS_KEY.value_set(status.value)])
+        self._show_details()
+
+    def _show_details(self) -> None:
+        """The team's current details in the Temporal UI (metadata, not history)."""
+        done = sum(1 for stage in self._stages if stage.state == "done")
+        workflow.set_current_details(team_details(self._status.value, done, len(self._stages)))
 
     async def _finish(self, status: TeamStatus) -> TeamView:
         self._set_status(status)

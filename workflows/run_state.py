@@ -31,6 +31,7 @@ from contracts.runs import (
     RunView,
 )
 from contracts.search_attributes import SearchAttribute
+from contracts.ui_summaries import run_details
 from workflows.audit import AuditTrail
 from workflows.patches import Behaviours
 
@@ -94,6 +95,17 @@ class RunState:
         previous, self.status = self.status, status
         self.audit.record(AuditKind.STATUS_CHANGED, data={"from": previous.value, "to": status.value})
         self.update_attributes([STATUS_KEY.value_set(status.value)])
+        self.show_details()
+
+    def show_details(self) -> None:
+        """The run's current details in the Temporal UI: status, tier, primary, what it waits for
+        and who may act (:func:`contracts.ui_summaries.run_details`; metadata, not history)."""
+        contract = self.captured.contract if self.captured else None
+        requested = self.run_input.requested_tier
+        tier = contract.tier.value if contract else requested.value if requested else None
+        workflow.set_current_details(
+            run_details(self.status.value, tier, contract.primary if contract else None)
+        )
 
     def update_attributes(self, updates: list[SearchAttributeUpdate[Any]]) -> None:
         """Set search attributes: at once, or (``one_upsert_per_task``) at the next

@@ -123,6 +123,7 @@ class SpecialistRunWorkflow:
 
     @workflow.run
     async def run(self, run_input: RunInput) -> RunView:
+        self._state.show_details()
         ended = (
             await self._cancelled()
             or await self._authorize_creation()
@@ -221,6 +222,7 @@ class SpecialistRunWorkflow:
         except ActivityError as error:
             return self._step_failed(error, ActivityName.CAPTURE_CONTRACT)
         self._state.captured = captured
+        self._state.show_details()
         contract = captured.contract
         self._state.audit.record(
             AuditKind.CONTRACT_CAPTURED,

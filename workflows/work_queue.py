@@ -108,6 +108,7 @@ with workflow.unsafe.imports_passed_through():
     )
     from contracts.search_attributes import SearchAttribute
     from contracts.temporal_names import ActivityName, QueueMessage, RunMessage, WorkflowType
+    from contracts.ui_summaries import queue_details, run_summary
     from workflows.authorization import check_action
 
 T = TypeVar("T")
@@ -204,6 +205,7 @@ class WorkQueueWorkflow:
         self._autopilot = workflow.patched(PATCH_AUTOPILOT)
         self._item_status = workflow.patched(PATCH_ITEM_STATUS)
         while True:
+            self._show_details()
             try:  # cut short at the next recovery due, when one waits for its delay
                 await workflow.wait_condition(
                     lambda: (
@@ -316,6 +318,13 @@ class WorkQueueWorkflow:
         for run in runs:
             await self._start_run(run)
 
+    def _key_of(self, run_id: str) -> str | None:
+        """The key of the item that dispatched run ``run_id``."""
+        for item in self._items.values():
+            if any(run.run_id == run_id for run in item.runs):
+                return item.key
+        return None
+
     def _status_notices(self) -> list[tuple[str, QueueItemStatusUpdate]]:
         """The latest runs whose item's status changed since they were last told (none in executions
         recorded before runs showed it): not a run that failed, nor one a person closed with the item
@@ -356,10 +365,15 @@ class WorkQueueWorkflow:
         if self._item_status:
             attributes.append(SearchAttributePair(_ITEM_STATUS_KEY, QueueStatus.ACTIVE.value))
             self._told[run.run_id] = QueueStatus.ACTIVE
+        summary = None
+        if self._item_status:  # what the Temporal UI lists the run as
+            tier = run.requested_tier.value if run.requested_tier else None
+            summary = run_summary(run.work_item.title, tier, self._key_of(run.run_id))
         await workflow.start_child_workflow(
             WorkflowType.SPECIALIST_RUN,
             run,
             id=run.run_id,
+            static_summary=summary,
             task_queue=workflow.info().task_queue,
             parent_close_policy=ParentClosePolicy.ABANDON,
             memo={"request_digest": run.request_digest, "title": run.work_item.title},
@@ -500,9 +514,20 @@ class WorkQueueWorkflow:
             for key, held in self._items.items()
         }
 
-    @staticmethod
-    def _accepted(item: QueueItem, previous_key: str | None = None) -> ItemAnswer:
+    def _accepted(self, item: QueueItem, previous_key: str | None = None) -> ItemAnswer:
+        self._show_details()
         return ItemAnswer(accepted=True, item=item, spec=spec_completeness(item), previous_key=previous_key)
+
+    def _show_details(self) -> None:
+        """The queue's current details in the Temporal UI: the fleet line, the autopilot and the items
+        by status (metadata, not history)."""
+        counts = {status.value: 0 for status in QueueStatus}
+        for item in self._items.values():
+            counts[item.status.value] += 1
+        fleet = occupancy(self._items.values(), self._settings.slots)
+        workflow.set_current_details(
+            queue_details(len(fleet.occupied), fleet.slots, self._settings.autopilot, counts)
+        )
 
     async def _item_action(
         self,
@@ -910,6 +935,7 @@ class WorkQueueWorkflow:
                 at=workflow.now(), actor=actor, setting=setting, before=before, after=value
             )
             self._settings_changes = [*self._settings_changes, change][-SETTINGS_CHANGES_KEPT:]
+        self._show_details()
         return SettingsAnswer(accepted=True, settings=self._settings)
 
     # -------------------------------------------------------------------------------------------- query

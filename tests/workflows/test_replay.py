@@ -448,6 +448,8 @@ def test_the_dispatch_history_starts_the_run_as_a_child_and_reads_its_progress_u
     # The run starts showing its item as active and is told when the item reaches human-review.
     indexed = attributes["searchAttributes"]["indexedFields"]  # type: ignore[index]
     assert base64.b64decode(indexed["QueueItemStatus"]["data"]) == b'"active"'
+    summary = json.loads(base64.b64decode(started["userMetadata"]["summary"]["data"]))  # type: ignore[index]
+    assert summary.startswith("ORD\\-1 · ") and summary.endswith(" · read\\_only")  # what the UI lists
     [told] = [
         e["signalExternalWorkflowExecutionInitiatedEventAttributes"]
         for e in events
