@@ -17,8 +17,12 @@ directly, on one fresh dev server and one in-process worker (replay model), in t
 on its own task queue and queue; the wall times reported are the medians of the rounds.
 
 Prints one JSON object: the configuration, both sides' wall time, the ratio (target <= 1.2), what
-the queue did (every item's status and runs, the most runs at once) and the largest history between
-continue-as-new (target <= 2,000 events). Exits 1 when an item does not reach ``human-review``.
+the queue did (every item's status and runs, the most runs at once), where a run's time in a slot
+went (medians: ``direct.run_s`` from a create to the bench seeing it await its decision; by the
+queue's workflow time ``queue.run_s`` from a dispatch to the queue's verdict, ``queue.seen_after_s``
+from the run awaiting its decision to the queue seeing it, ``queue.refill_s`` from a slot freed to its
+next dispatch) and the largest history between continue-as-new (target <= 2,000 events). Exits 1
+when an item does not reach ``human-review``.
 """
 
 from __future__ import annotations
@@ -92,8 +96,9 @@ def sign(target: str, action: str, digest: str) -> Any:
     )
 
 
-async def direct(client: Any, task_queue: str, items: int, slots: int) -> float:
-    """Wall seconds for ``items`` runs created directly, ``slots`` at a time, to await a decision."""
+async def direct(client: Any, task_queue: str, items: int, slots: int) -> tuple[float, list[float]]:
+    """Wall seconds for ``items`` runs created directly, ``slots`` at a time, to await a decision, and
+    each run's seconds from its create to the bench seeing it await its decision."""
     from contracts.ids import new_run_id
     from contracts.queue_dispatch import dispatch_work_item
     from contracts.queue_items import ItemProposal, new_item
@@ -105,9 +110,11 @@ async def direct(client: Any, task_queue: str, items: int, slots: int) -> float:
     )
     work_item = dispatch_work_item(template)
     gate = asyncio.Semaphore(slots)
+    runs: list[float] = []
 
     async def one() -> None:
         async with gate:
+            begun = time.perf_counter()
             draft = RunInput(
                 run_id=new_run_id(),
                 work_item=work_item,
@@ -123,10 +130,16 @@ async def direct(client: Any, task_queue: str, items: int, slots: int) -> float:
                 client, run.run_id, lambda v: v.status.needs_person or v.status.terminal
             )
             assert view.status.value == "awaiting_decision", view.error
+            runs.append(time.perf_counter() - begun)
 
     started = time.perf_counter()
     await asyncio.gather(*(one() for _ in range(items)))
-    return time.perf_counter() - started
+    return time.perf_counter() - started, runs
+
+
+def median_s(values: list[float]) -> float | None:
+    """The median of ``values`` in seconds, rounded (``None`` for none)."""
+    return round(statistics.median(values), 3) if values else None
 
 
 def most_at_once(view: Any) -> int:
@@ -154,6 +167,33 @@ def queue_summary(view: Any) -> dict[str, Any]:
         "autopilot_runs": sum(1 for run in runs if run.autopilot),
         "verdicts": dict(Counter(round_.verdict.value for round_ in rounds)),
         "most_runs_at_once": most_at_once(view),
+    }
+
+
+async def run_timings(client: Any, view: Any, slots: int) -> dict[str, float | None]:
+    """Where each queue run's time in its slot went, by workflow time: from its dispatch to the
+    queue seeing its review (``run_s``), of which from the run's last audit event (it awaits its
+    decision) to the queue seeing that (``seen_after_s``: the queue's poll), and from an end seen in
+    a slot to the next dispatch (``refill_s``). Medians; read after the timed part."""
+    from control.runs import get_view
+
+    runs = [run for item in view.items for run in item.runs if run.ended_at is not None]
+    gate = asyncio.Semaphore(8)
+
+    async def last_event(run_id: str) -> dt.datetime:
+        async with gate:
+            return max(event.at for event in (await get_view(client, run_id)).audit)
+
+    lasts = await asyncio.gather(*(last_event(run.run_id) for run in runs))
+    seen = [(run.ended_at - last).total_seconds() for run, last in zip(runs, lasts, strict=True)]
+    starts = sorted(run.at for run in runs)
+    ends = sorted(run.ended_at for run in runs)
+    # The k-th dispatch after the first ``slots`` ones takes the slot of the k-th end.
+    refill = [(start - end).total_seconds() for start, end in zip(starts[slots:], ends, strict=False)]
+    return {
+        "run_s": median_s([(run.ended_at - run.at).total_seconds() for run in runs]),
+        "seen_after_s": median_s(seen),
+        "refill_s": median_s(refill),
     }
 
 
@@ -218,6 +258,7 @@ async def through_queue(
         "wall_s": round(wall, 3),
         "executions": view.runs,
         **queue_summary(view),
+        **await run_timings(client, view, slots),
     }
 
 
@@ -256,13 +297,18 @@ async def one_round(client: Any, config: Any, task_queue: str, args: argparse.Na
     from worker import build_worker
 
     async with build_worker(client, task_queue=task_queue, config=config):
-        direct_s = await direct(client, task_queue, args.items, args.slots)
+        direct_s, direct_runs = await direct(client, task_queue, args.items, args.slots)
         queue = await through_queue(
             client, task_queue, args.items, args.slots, args.poll, args.continue_as_new_after
         )
         histories = await queue_histories(client, task_queue)
         await client.get_workflow_handle(f"work-queue@{task_queue}").terminate("bench finished")
-    return {"direct_s": round(direct_s, 3), "queue": queue, "histories": histories}
+    return {
+        "direct_s": round(direct_s, 3),
+        "direct_run_s": median_s(direct_runs),
+        "queue": queue,
+        "histories": histories,
+    }
 
 
 async def bench(args: argparse.Namespace, server: Any, state: Path) -> dict[str, Any]:
@@ -303,7 +349,11 @@ async def bench(args: argparse.Namespace, server: Any, state: Path) -> dict[str,
             "continue_as_new_after_events": args.continue_as_new_after,
             "dispatch": "autopilot (the operator's signed autopilot on; the queue fills its slots)",
         },
-        "direct": {"wall_s": round(direct_s, 3), "rounds_s": [r["direct_s"] for r in rounds]},
+        "direct": {
+            "wall_s": round(direct_s, 3),
+            "rounds_s": [r["direct_s"] for r in rounds],
+            "run_s": last["direct_run_s"],
+        },
         "queue": {
             **last["queue"],
             "wall_s": round(queue_s, 3),

@@ -24,6 +24,9 @@ def test_queue_bench_prints_both_sides_the_ratio_and_every_executions_history(tm
     assert queue["runs"] == queue["autopilot_runs"] == 6
     assert queue["verdicts"] == {"PASS": 6}
     assert 1 <= queue["most_runs_at_once"] <= 3
+    # Where a run's time in a slot went (medians, never asserted as timings, only as present).
+    assert report["direct"]["run_s"] > 0 and queue["run_s"] > 0
+    assert queue["seen_after_s"] >= 0 and queue["refill_s"] >= 0
     lengths = report["history"]["events_per_execution"]
     assert len(lengths) == queue["executions"] >= 2  # it continued as new after 60 events
     assert report["history"]["max_events"] == max(lengths)
