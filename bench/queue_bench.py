@@ -21,8 +21,9 @@ the queue did (every item's status and runs, the most runs at once), where a run
 went (medians: ``direct.run_s`` from a create to the bench seeing it await its decision; by the
 queue's workflow time ``queue.run_s`` from a dispatch to the queue's verdict, ``queue.seen_after_s``
 from the run awaiting its decision to the queue seeing it, ``queue.refill_s`` from a slot freed to its
-next dispatch) and the largest history between continue-as-new (target <= 2,000 events). Exits 1
-when an item does not reach ``human-review``.
+next dispatch; ``queue.poll``: the queue's poll timer, its ``read_run_progress`` and the time between
+two reads, from its history) and the largest history between continue-as-new (target <= 2,000
+events). Exits 1 when an item does not reach ``human-review``.
 """
 
 from __future__ import annotations
@@ -31,6 +32,7 @@ import argparse
 import asyncio
 import datetime as dt
 import functools
+import itertools
 import json
 import secrets
 import statistics
@@ -262,20 +264,53 @@ async def through_queue(
     }
 
 
-async def queue_histories(client: Any, task_queue: str) -> list[int]:
-    """The number of events of each execution of the queue workflow, oldest first."""
+async def queue_histories(client: Any, task_queue: str) -> tuple[list[int], dict[str, Any]]:
+    """The number of events of each execution of the queue workflow, oldest first, and its poll
+    cycle by event time (medians): the poll timer (``timer_s``, started to fired), the
+    ``read_run_progress`` activity (``read_s``, scheduled to completed) and the time between two
+    reads' completions (``cycle_s``), with the number of reads."""
+    from temporalio.api.enums.v1 import EventType
+
     from contracts.queue_messages import queue_workflow_id
+    from contracts.temporal_names import ActivityName
 
     workflow_id = queue_workflow_id(task_queue)
     lengths: list[int] = []
+    timers: list[float] = []
+    reads: list[float] = []
+    cycles: list[float] = []
     run_id: str | None = (await client.get_workflow_handle(workflow_id).describe()).run_id
     # Walk back from the current execution through each one's continued-from run.
     while run_id:
         history = await client.get_workflow_handle(workflow_id, run_id=run_id).fetch_history()
         lengths.append(len(history.events))
+        at = {event.event_id: event.event_time.ToDatetime() for event in history.events}
+        read_ids = set()
+        done: list[dt.datetime] = []
+        for event in history.events:
+            kind = event.event_type
+            if kind == EventType.EVENT_TYPE_TIMER_FIRED:
+                started_id = event.timer_fired_event_attributes.started_event_id
+                timers.append((at[event.event_id] - at[started_id]).total_seconds())
+            elif kind == EventType.EVENT_TYPE_ACTIVITY_TASK_SCHEDULED:
+                name = event.activity_task_scheduled_event_attributes.activity_type.name
+                if name == ActivityName.READ_RUN_PROGRESS:
+                    read_ids.add(event.event_id)
+            elif kind == EventType.EVENT_TYPE_ACTIVITY_TASK_COMPLETED:
+                scheduled_id = event.activity_task_completed_event_attributes.scheduled_event_id
+                if scheduled_id in read_ids:
+                    reads.append((at[event.event_id] - at[scheduled_id]).total_seconds())
+                    done.append(at[event.event_id])
+        cycles.extend((later - earlier).total_seconds() for earlier, later in itertools.pairwise(done))
         started = history.events[0].workflow_execution_started_event_attributes
         run_id = started.continued_execution_run_id or None
-    return list(reversed(lengths))
+    poll = {
+        "reads": len(reads),
+        "timer_s": median_s(timers),
+        "read_s": median_s(reads),
+        "cycle_s": median_s(cycles),
+    }
+    return list(reversed(lengths)), poll
 
 
 def log_to(path: Path) -> Any:
@@ -301,12 +336,12 @@ async def one_round(client: Any, config: Any, task_queue: str, args: argparse.Na
         queue = await through_queue(
             client, task_queue, args.items, args.slots, args.poll, args.continue_as_new_after
         )
-        histories = await queue_histories(client, task_queue)
+        histories, poll = await queue_histories(client, task_queue)
         await client.get_workflow_handle(f"work-queue@{task_queue}").terminate("bench finished")
     return {
         "direct_s": round(direct_s, 3),
         "direct_run_s": median_s(direct_runs),
-        "queue": queue,
+        "queue": {**queue, "poll": poll},
         "histories": histories,
     }
 
