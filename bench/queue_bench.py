@@ -8,8 +8,9 @@ directly, on one fresh dev server and one in-process worker (replay model), in t
 * **Queue**: N items added and approved and the slots set (timed apart as ``prepare_s``), then the
   operator's signed ``autopilot on`` (as ``specialists queue autopilot on`` sends it): the queue fills
   its free slots by itself, follows the runs (reading them every ``--poll`` seconds, the queue's
-  ``poll_seconds``, set in the state the queue starts with) and judges their reviews, until every item
-  is in ``human-review``. Timed from the ``autopilot on`` to the bench seeing the last item there.
+  ``poll_seconds``, set in the state the queue starts with; the dev server fires a timer shorter than
+  a second after about 1 s) and judges their reviews, until every item is in ``human-review``. Timed
+  from the ``autopilot on`` to the bench seeing the last item there.
 * **History**: the events of every execution of the queue workflow (it continues as new after
   ``--continue-as-new-after`` events).
 

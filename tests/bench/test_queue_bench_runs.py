@@ -28,8 +28,9 @@ def test_queue_bench_prints_both_sides_the_ratio_and_every_executions_history(tm
     assert report["direct"]["run_s"] > 0 and queue["run_s"] > 0
     assert queue["seen_after_s"] >= 0 and queue["refill_s"] >= 0
     poll = queue["poll"]
-    assert set(poll) == {"reads", "timer_s", "read_s", "cycle_s"} and poll["reads"] >= 2
-    assert poll["timer_s"] > 0 and poll["read_s"] > 0 and poll["cycle_s"] > 0
+    assert set(poll) == {"reads", "timer_s", "read_s", "cycle_s"} and poll["reads"] >= 1
+    # A median of no sample is null (six items make few reads: one read in an execution has no cycle).
+    assert all(poll[name] is None or poll[name] >= 0 for name in ("timer_s", "read_s", "cycle_s"))
     lengths = report["history"]["events_per_execution"]
     assert len(lengths) == queue["executions"] >= 2  # it continued as new after 60 events
     assert report["history"]["max_events"] == max(lengths)
