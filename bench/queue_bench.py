@@ -15,7 +15,8 @@ directly, on one fresh dev server and one in-process worker (replay model), in t
   ``--continue-as-new-after`` events).
 
 ``--rounds R`` repeats both sides R times, interleaved (direct, queue, direct, queue, …), each round
-on its own task queue and queue; the wall times reported are the medians of the rounds.
+on its own task queue and queue; the wall times reported are the medians of the rounds (each
+round's in ``rounds_s``), ``history.max_events`` the largest of any round, the rest the last round's.
 
 Prints one JSON object: the configuration, both sides' wall time, the ratio (target <= 1.2), what
 the queue did (every item's status and runs, the most runs at once), where a run's time in a slot
