@@ -52,9 +52,22 @@ DEFAULT_POLL_SECONDS: Final = 5.0
 """How often the queue reads the progress of the runs of its active items (a durable timer)."""
 
 
+QUEUE_ID_PREFIX: Final = "work-queue@"
+
+
 def queue_workflow_id(task_queue: str) -> str:
     """The goal queue of the deployment serving ``task_queue``: one per deployment and task queue."""
-    return f"work-queue@{task_queue}"
+    return f"{QUEUE_ID_PREFIX}{task_queue}"
+
+
+class RunProgressed(BaseModel):
+    """Signal ``run_progressed`` from a run the queue started to the queue: the run reached its
+    decision or ended, so the queue reads its runs' progress now instead of at its next poll. A
+    signal names no sender: the queue believes nothing in it but reads the runs' own status."""
+
+    model_config = ConfigDict(frozen=True)
+
+    run_id: str
 
 
 class QueueAction(StrEnum):

@@ -107,6 +107,7 @@ class QueueMessage(StrEnum):
     RECOVERY_DELAY = "recovery_delay"
     ESCALATION_MODEL = "escalation_model"
     ROUTE_NEXT = "route_next"
+    RUN_PROGRESSED = "run_progressed"
     VIEW = "view"
 
 

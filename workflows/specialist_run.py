@@ -38,6 +38,7 @@ with workflow.unsafe.imports_passed_through():
     from contracts.execution import COMMAND_EXECUTOR, ChangeUnderReview, ExecutionRecord
     from contracts.output import JobKind
     from contracts.policy import APPROVAL_TIERS
+    from contracts.queue_messages import QUEUE_ID_PREFIX, RunProgressed
     from contracts.refusals import RefusalCode
     from contracts.runs import (
         GRANT_TIERS,
@@ -60,7 +61,7 @@ with workflow.unsafe.imports_passed_through():
         RunStatus,
         RunView,
     )
-    from contracts.temporal_names import ActivityName, RunMessage, WorkflowType
+    from contracts.temporal_names import ActivityName, QueueMessage, RunMessage, WorkflowType
     from workflows.audit import activity_failure
     from workflows.authorization import ProtectedActions
     from workflows.patches import Behaviours
@@ -82,6 +83,9 @@ _PROJECTION_RETRY = RetryPolicy(maximum_attempts=5, initial_interval=timedelta(m
 PATCH_AUTHORIZE_CREATE = "authorize-protected-create"
 PATCH_ONE_UPSERT_PER_TASK = "one-search-attribute-upsert-per-task"
 PATCH_RUN_V5 = "run-v5"
+PATCH_TELLS_QUEUE = "run-tells-its-queue"
+"""Runs started since, by a goal queue, signal it ``run_progressed`` when they reach their decision
+and when they end (docs/architecture.md "Goal queue"); asked only by a queue's child run."""
 
 
 @workflow.defn(name=WorkflowType.SPECIALIST_RUN)
@@ -101,6 +105,7 @@ class SpecialistRunWorkflow:
         )
         self._state.one_upsert_per_task = self._state.behaviours.has(PATCH_ONE_UPSERT_PER_TASK)
         self._actions = ProtectedActions(run_input.run_id, self._state.audit, self._refused)
+        self._tells_queue: bool | None = None  # asked once, when the run first tells its queue
         self._state.audit.record(
             AuditKind.RUN_CREATED,
             actor=run_input.created_by,
@@ -278,6 +283,7 @@ class SpecialistRunWorkflow:
         if state.cancel is not None:
             return RunStatus.CANCELLED
         await self._transition(RunStatus.AWAITING_DECISION)
+        await self._tell_queue()
         await workflow.wait_condition(lambda: state.decision is not None or state.cancel is not None)
         await self._actions.settled()
         if state.decision is None:
@@ -560,7 +566,26 @@ class SpecialistRunWorkflow:
         # The final status (and a recommendation's route) in the task that closes the run: the
         # server writes its visibility record then anyway, one activity after the status changed.
         self._state.publish_attributes()
+        await self._tell_queue()
         return self.view()
+
+    async def _tell_queue(self) -> None:
+        """Wake the goal queue that started this run, so it reads the run's progress now (behind
+        :data:`PATCH_TELLS_QUEUE`; nothing for a run no queue started). The queue believes nothing in
+        the signal: it reads the run's own status. One it cannot be sent to is only logged."""
+        parent = workflow.info().parent
+        if parent is None or not parent.workflow_id.startswith(QUEUE_ID_PREFIX):
+            return
+        if self._tells_queue is None:
+            self._tells_queue = workflow.patched(PATCH_TELLS_QUEUE)
+        if not self._tells_queue:
+            return
+        try:
+            await workflow.get_external_workflow_handle(parent.workflow_id).signal(
+                QueueMessage.RUN_PROGRESSED, RunProgressed(run_id=self._run_id)
+            )
+        except Exception as error:  # the queue may have ended; its poll reads the run anyway
+            workflow.logger.info("could not tell queue %s: %s", parent.workflow_id, error)
 
     def _step_failed(self, error: ActivityError, step: str) -> RunStatus:
         """A step's activity failed: its error is the run's, audited; the run ends ``failed``."""

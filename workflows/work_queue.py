@@ -81,6 +81,7 @@ with workflow.unsafe.imports_passed_through():
         RefusedAction,
         RouteNextRequest,
         RunIds,
+        RunProgressed,
         RunStates,
         SettingsAnswer,
         SettingsChange,
@@ -198,6 +199,7 @@ class WorkQueueWorkflow:
         self._rearm = False  # set when the recovery delay changed: the run loop re-arms its timer
         self._item_status = False  # set by run(): whether this execution tells runs their item's status
         self._told: dict[str, QueueStatus] = dict(state.told_status)
+        self._progressed = False  # a tracked run said it progressed: read the runs now
 
     @workflow.run
     async def run(self, state: QueueState) -> None:
@@ -233,12 +235,18 @@ class WorkQueueWorkflow:
             try:  # a durable timer, cut short when the history has grown enough or a slot can be filled
                 await workflow.wait_condition(
                     lambda: (
-                        self._should_continue_as_new() or bool(self._picks()) or bool(self._status_notices())
+                        self._should_continue_as_new()
+                        or bool(self._picks())
+                        or bool(self._status_notices())
+                        or self._progressed
                     ),
                     timeout=timedelta(seconds=self._state.poll_seconds),
                 )
                 if self._should_continue_as_new():
                     break
+                if self._progressed:  # never set in histories recorded before runs told their queue
+                    self._progressed = False
+                    await self._read_progress()
             except TimeoutError:
                 await self._read_progress()
         await workflow.wait_condition(workflow.all_handlers_finished)
@@ -937,6 +945,14 @@ class WorkQueueWorkflow:
             self._settings_changes = [*self._settings_changes, change][-SETTINGS_CHANGES_KEPT:]
         self._show_details()
         return SettingsAnswer(accepted=True, settings=self._settings)
+
+    @workflow.signal(name=QueueMessage.RUN_PROGRESSED)
+    def run_progressed(self, notice: RunProgressed) -> None:
+        """A run says it reached its decision or ended: the queue reads its tracked runs' progress
+        now rather than at its next poll (it believes nothing in the signal, and ignores one from a
+        run it does not follow)."""
+        if notice.run_id in self._tracked():
+            self._progressed = True
 
     # -------------------------------------------------------------------------------------------- query
 

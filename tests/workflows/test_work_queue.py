@@ -7,6 +7,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import datetime as dt
+import json
 from pathlib import Path
 
 import pytest
@@ -14,6 +15,7 @@ from temporalio.client import Client
 from temporalio.common import SearchAttributeKey
 from temporalio.contrib.pydantic import pydantic_data_converter
 from temporalio.service import RPCError
+from temporalio.worker import Replayer
 
 from contracts.constants import DEFAULT_NAMESPACE
 from contracts.enums import AutomationMode, Tier
@@ -42,6 +44,7 @@ from tests.workflows.queue_harness import (
     items_in_every_status,
     queue_bench,
 )
+from worker import WORKFLOWS, sandbox_runner
 
 pytestmark = pytest.mark.asyncio
 
@@ -607,3 +610,34 @@ async def test_route_next_dispatches_a_low_risk_item_as_automatic_read_only_and_
             None,
         )
         assert "the item's own risk high" in routed.data["reasons"][0]
+
+
+@within(60)
+async def test_a_run_tells_its_queue_when_it_reaches_its_decision_so_the_queue_need_not_wait_for_its_poll(
+    temporal_client: Client, task_queue: str, tmp_path: Path
+) -> None:
+    async with queue_bench(temporal_client, task_queue, tmp_path, poll_seconds=3600) as q:
+        key = (await q.add(SLOW_QUERY_ITEM)).item.key  # type: ignore[union-attr]
+        await q.move(QueueMessage.APPROVE, key)
+        answer = await q.dispatch(key)
+        assert answer.item is not None
+        [run] = answer.item.runs
+        # The queue polls once an hour: only the run's signal can move the item on this soon.
+        reviewed = await q.until_status(key, QueueStatus.HUMAN_REVIEW, timeout=40)
+        assert reviewed.rounds[0].run_id == run.run_id
+        history = await temporal_client.get_workflow_handle(run.run_id).fetch_history()
+        patches = [
+            json.loads(payload.data)["id"]
+            for event in history.events
+            if event.marker_recorded_event_attributes.marker_name == "core_patch"
+            for payload in event.marker_recorded_event_attributes.details["patch-data"].payloads
+        ]
+        assert patches[-1] == "run-tells-its-queue"  # behind its patch, asked by a queue's run only
+        # That history replays on the workflow code as it is.
+        replayer = Replayer(
+            workflows=list(WORKFLOWS),
+            data_converter=pydantic_data_converter,
+            workflow_runner=sandbox_runner(),
+        )
+        replayed = await replayer.replay_workflow(history, raise_on_replay_failure=False)
+        assert replayed.replay_failure is None, replayed.replay_failure
