@@ -9,6 +9,7 @@ does not know is reported with no status. Read-only and idempotent; Temporal ret
 
 from __future__ import annotations
 
+import asyncio
 import datetime as dt
 
 from temporalio import activity
@@ -62,8 +63,8 @@ class QueueRunActivities:
         error message, and the review of a run awaiting its decision. Raises what Temporal raises
         otherwise (retried)."""
         client = activity.client()
-        states = []
-        for run_id in request.run_ids:
+
+        async def read(run_id: str) -> RunState:
             handle = client.get_workflow_handle(run_id)
             try:
                 progress: RunProgress = await handle.query(
@@ -71,8 +72,7 @@ class QueueRunActivities:
                 )
             except RPCError as error:
                 if error.status == RPCStatusCode.NOT_FOUND:
-                    states.append(RunState(run_id=run_id, status=None, error=f"no run {run_id}"))
-                    continue
+                    return RunState(run_id=run_id, status=None, error=f"no run {run_id}")
                 raise
             message = None
             review = None
@@ -83,5 +83,7 @@ class QueueRunActivities:
                 if view.error is not None:
                     message = f"{view.error.type}: {view.error.message}"
                 review = view.review if progress.status is RunStatus.AWAITING_DECISION else None
-            states.append(RunState(run_id=run_id, status=progress.status, error=message, review=review))
-        return RunStates(states=states)
+            return RunState(run_id=run_id, status=progress.status, error=message, review=review)
+
+        # The runs are asked at once; the answer keeps the order they were asked in.
+        return RunStates(states=list(await asyncio.gather(*(read(run_id) for run_id in request.run_ids))))

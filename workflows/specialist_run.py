@@ -25,6 +25,7 @@ applied, or its repository's agent run, and checked in a fresh worktree). Model 
 
 from __future__ import annotations
 
+import asyncio
 from datetime import datetime, timedelta
 
 from temporalio import workflow
@@ -282,8 +283,10 @@ class SpecialistRunWorkflow:
         state.review = review.require_output()
         if state.cancel is not None:
             return RunStatus.CANCELLED
-        await self._transition(RunStatus.AWAITING_DECISION)
-        await self._tell_queue()
+        # Its queue (if a queue started it) is told in the same task as the projection is written.
+        self._state.set_status(RunStatus.AWAITING_DECISION)
+        self._state.publish_attributes()
+        await asyncio.gather(self._tell_queue(), self._project())
         await workflow.wait_condition(lambda: state.decision is not None or state.cancel is not None)
         await self._actions.settled()
         if state.decision is None:

@@ -124,6 +124,9 @@ PATCH_ITEM_STATUS = "queue-item-status-on-runs"
 """Executions begun since the runs show their item's status start each run with the
 ``QueueItemStatus`` search attribute and signal the item's latest run when the status changes;
 histories recorded before replay without either."""
+PATCH_LOCAL_READS = "queue-reads-runs-locally"
+"""Executions begun since read their runs' progress in a local activity (asked at the first read);
+histories recorded before replay with the ordinary activity."""
 READ_TIMEOUT = timedelta(seconds=30)
 READ_RETRY = RetryPolicy(maximum_attempts=3, initial_interval=timedelta(milliseconds=500))
 _STATUS_KEY = SearchAttributeKey.for_keyword(SearchAttribute.SPECIALIST_STATUS)
@@ -200,6 +203,7 @@ class WorkQueueWorkflow:
         self._item_status = False  # set by run(): whether this execution tells runs their item's status
         self._told: dict[str, QueueStatus] = dict(state.told_status)
         self._progressed = False  # a tracked run said it progressed: read the runs now
+        self._reads_locally: bool | None = None  # asked at the first read of this execution
 
     @workflow.run
     async def run(self, state: QueueState) -> None:
@@ -215,7 +219,7 @@ class WorkQueueWorkflow:
                         or (tracks and bool(self._tracked()))
                         or bool(self._picks())
                         or self._rearm
-                        or bool(self._status_notices())
+                        or bool(self._items_to_tell())
                     ),
                     timeout=self._until_next_recovery(),
                 )
@@ -226,18 +230,18 @@ class WorkQueueWorkflow:
                 continue
             if self._should_continue_as_new():
                 break
-            if self._status_notices():
-                await self._tell_item_statuses()
-                continue
-            if self._picks():
+            if self._picks():  # first: a free slot waits for nothing the runs are told
                 await self._fill_slots()
+                continue
+            if self._items_to_tell():
+                await self._tell_item_statuses()
                 continue
             try:  # a durable timer, cut short when the history has grown enough or a slot can be filled
                 await workflow.wait_condition(
                     lambda: (
                         self._should_continue_as_new()
                         or bool(self._picks())
-                        or bool(self._status_notices())
+                        or bool(self._items_to_tell())
                         or self._progressed
                     ),
                     timeout=timedelta(seconds=self._state.poll_seconds),
@@ -257,6 +261,9 @@ class WorkQueueWorkflow:
         off, without a grant, or in an execution recorded before the autopilot dispatched)."""
         if not self._autopilot or self._grant is None:
             return []
+        free = occupancy(self._items.values(), self._settings.slots).free
+        if free <= 0:  # the same answer, without sorting every item (the wait conditions ask often)
+            return []
         pool = [item for item in self._items.values() if item.key not in self._unbuildable]
         redo = sorted((item for item in pool if _redispatch_due(item)), key=dispatch_sort_key)
         now, delay = workflow.now(), self._settings.recovery_delay_seconds
@@ -264,7 +271,6 @@ class WorkQueueWorkflow:
             (item for item in pool if _recovery(item, now, delay).action is RecoveryAction.RECOVER),
             key=dispatch_sort_key,
         )
-        free = occupancy(self._items.values(), self._settings.slots).free
         picks = [*redo, *recover]
         return [*(item.key for item in picks), *autopilot_picks(pool, self._settings)][:free]
 
@@ -337,17 +343,24 @@ class WorkQueueWorkflow:
         """The latest runs whose item's status changed since they were last told (none in executions
         recorded before runs showed it): not a run that failed, nor one a person closed with the item
         (done, rejected)."""
+        return [
+            (item.runs[-1].run_id, QueueItemStatusUpdate(item_key=item.key, status=item.status))
+            for item in self._items_to_tell()
+        ]
+
+    def _items_to_tell(self) -> list[QueueItem]:
+        """The items of :meth:`_status_notices` (cheap: what the run loop's wait conditions ask)."""
         if not self._item_status:
             return []
-        notices = []
-        for item in self._items.values():
-            if not item.runs or item.status in _CLOSED_WITH_ITEM:
-                continue
-            run = item.runs[-1]
-            if run.outcome is RunOutcome.FAILED or self._told.get(run.run_id) is item.status:
-                continue
-            notices.append((run.run_id, QueueItemStatusUpdate(item_key=item.key, status=item.status)))
-        return notices
+        told = self._told
+        return [
+            item
+            for item in self._items.values()
+            if item.runs
+            and item.status not in _CLOSED_WITH_ITEM
+            and item.runs[-1].outcome is not RunOutcome.FAILED
+            and told.get(item.runs[-1].run_id) is not item.status
+        ]
 
     async def _tell_item_statuses(self) -> None:
         """Signal each run of :meth:`_status_notices` its item's status (all at once); a run that has
@@ -397,8 +410,12 @@ class WorkQueueWorkflow:
         run_ids = self._tracked()
         if not run_ids:
             return
+        if self._reads_locally is None:
+            self._reads_locally = workflow.patched(PATCH_LOCAL_READS)
+        # A local activity: no round trip through the server to schedule, start and complete it.
+        execute = workflow.execute_local_activity if self._reads_locally else workflow.execute_activity
         try:
-            states: RunStates = await workflow.execute_activity(
+            states: RunStates = await execute(
                 ActivityName.READ_RUN_PROGRESS,
                 RunIds(run_ids=run_ids),
                 result_type=RunStates,

@@ -49,7 +49,7 @@ from workflows.model_job import PATCH_ATTEMPTS_IN_WORKFLOW, PATCH_JOB_V5, PATCH_
 from workflows.research_team import PATCH_COORDINATED
 from workflows.run_jobs import PATCH_AUDIT_MODEL_ATTEMPTS
 from workflows.specialist_run import PATCH_AUTHORIZE_CREATE, PATCH_ONE_UPSERT_PER_TASK, PATCH_RUN_V5
-from workflows.work_queue import PATCH_AUTOPILOT, PATCH_ITEM_STATUS, PATCH_TRACK_RUNS
+from workflows.work_queue import PATCH_AUTOPILOT, PATCH_ITEM_STATUS, PATCH_LOCAL_READS, PATCH_TRACK_RUNS
 
 HISTORIES = Path(__file__).resolve().parent.parent / "histories"
 WORKFLOW_IDS = "workflow-ids.json"  # not a history: which id each current recording ran under
@@ -417,8 +417,10 @@ def test_the_queue_histories_carry_the_tracking_and_autopilot_patches_and_the_ol
     assert {path.name for path in QUEUE_V3} == names
     assert {path.name for path in QUEUE_V2} == {"first.json", "continued.json", "dispatched.json"}
     assert {path.name for path in QUEUE_V1} == {"first.json", "continued.json"}
-    for path in QUEUE:
-        assert _patches(path) == [PATCH_TRACK_RUNS, PATCH_AUTOPILOT, PATCH_ITEM_STATUS], path
+    for path in QUEUE:  # the local reads' patch is asked at the first read of runs, if any
+        reads = ["dispatched.json", "autopilot.json", "redispatched.json"]
+        local = [PATCH_LOCAL_READS] if path.name in reads else []
+        assert _patches(path) == [PATCH_TRACK_RUNS, PATCH_AUTOPILOT, PATCH_ITEM_STATUS, *local], path
     for path in QUEUE_V3:
         assert _patches(path) == [PATCH_TRACK_RUNS, PATCH_AUTOPILOT], path
     for path in QUEUE_V2:
@@ -438,12 +440,18 @@ def test_the_dispatch_history_starts_the_run_as_a_child_and_reads_its_progress_u
     attributes = started["startChildWorkflowExecutionInitiatedEventAttributes"]
     assert attributes["workflowType"]["name"] == "SpecialistRun"  # type: ignore[index]
     assert attributes["parentClosePolicy"] == "PARENT_CLOSE_POLICY_ABANDON"  # type: ignore[index]
+    # The reads are local activities (patch queue-reads-runs-locally): recorded as markers.
     reads = [
         e
         for e in events
-        if e["eventType"] == "EVENT_TYPE_ACTIVITY_TASK_SCHEDULED"
-        and e["activityTaskScheduledEventAttributes"]["activityType"]["name"] == "read_run_progress"  # type: ignore[index]
+        if e["eventType"] == "EVENT_TYPE_MARKER_RECORDED"
+        and e["markerRecordedEventAttributes"]["markerName"] == "core_local_activity"  # type: ignore[index]
     ]
+    assert not any(
+        e["eventType"] == "EVENT_TYPE_ACTIVITY_TASK_SCHEDULED"
+        and e["activityTaskScheduledEventAttributes"]["activityType"]["name"] == "read_run_progress"  # type: ignore[index]
+        for e in events
+    )
     # Each read follows a poll timer or the run's own run_progressed signal.
     told = [
         e
@@ -509,9 +517,10 @@ def test_the_redispatch_history_signals_each_failed_run_its_verdict_before_start
     assert len(verdicts) + len(told) == len(signals)
     assert starts >= 2 and len(verdicts) == starts - 1
     rounds = [_payload(signal["input"]["payloads"][0])["round"] for signal in verdicts]  # type: ignore[index]
-    # Each FAILed run is told its item is in ai-review; the last one, that it was handed to a person.
+    # A FAILed run's item is re-dispatched in the same task (so it is never told ai-review); the
+    # last run is told that its item was handed to a person.
     statuses = [_payload(signal["input"]["payloads"][0])["status"] for signal in told]  # type: ignore[index]
-    assert statuses == ["ai-review"] * (starts - 1) + ["blocked"]
+    assert statuses == ["blocked"]
     assert rounds == list(range(1, starts))
     assert _accepted_updates("queue/redispatched.json") == ["autopilot", "add", "approve"]
 
