@@ -517,6 +517,25 @@ def _now() -> str:
 # Search attributes on an existing server or cluster
 
 
+async def _custom_attributes(client: Client, namespace: str) -> dict[str, int] | None:
+    """The custom search attributes of ``namespace`` with their types, or ``None`` on a server that
+    cannot list them (the time-skipping test server). Raises :class:`ServiceUnavailable` otherwise."""
+    from temporalio.api.operatorservice.v1 import ListSearchAttributesRequest
+    from temporalio.service import RPCError, RPCStatusCode
+
+    try:
+        listed = await client.operator_service.list_search_attributes(
+            ListSearchAttributesRequest(namespace=namespace)
+        )
+    except RPCError as exc:
+        if exc.status == RPCStatusCode.UNIMPLEMENTED:
+            return None
+        raise ServiceUnavailable(
+            UNREACHABLE, f"cannot list search attributes of namespace {namespace!r}: {exc}"
+        ) from exc
+    return dict(listed.custom_attributes)
+
+
 async def register_search_attributes(
     client: Client,
     namespace: str = DEFAULT_NAMESPACE,
@@ -529,24 +548,12 @@ async def register_search_attributes(
     exists with another type is refused (:class:`Refused`, ``search_attribute_conflict``).
     """
     from temporalio.api.enums.v1 import IndexedValueType
-    from temporalio.api.operatorservice.v1 import (
-        AddSearchAttributesRequest,
-        ListSearchAttributesRequest,
-    )
+    from temporalio.api.operatorservice.v1 import AddSearchAttributesRequest
     from temporalio.service import RPCError, RPCStatusCode
 
     keyword = IndexedValueType.INDEXED_VALUE_TYPE_KEYWORD
     operator = client.operator_service
-    try:
-        listed = await operator.list_search_attributes(ListSearchAttributesRequest(namespace=namespace))
-    except RPCError as exc:
-        if exc.status != RPCStatusCode.UNIMPLEMENTED:
-            raise ServiceUnavailable(
-                UNREACHABLE, f"cannot list search attributes of namespace {namespace!r}: {exc}"
-            ) from exc
-        existing: dict[str, int] | None = None
-    else:
-        existing = dict(listed.custom_attributes)
+    existing = await _custom_attributes(client, namespace)
 
     if existing is not None:
         conflicts = sorted(n for n in names if n in existing and existing[n] != keyword)
@@ -594,21 +601,11 @@ async def require_search_attributes(
     :class:`ServiceUnavailable` ``search_attributes_missing`` naming each one and the fix. A server
     that cannot list attributes (the time-skipping test server) is not checked."""
     from temporalio.api.enums.v1 import IndexedValueType
-    from temporalio.api.operatorservice.v1 import ListSearchAttributesRequest
-    from temporalio.service import RPCError, RPCStatusCode
 
-    try:
-        listed = await client.operator_service.list_search_attributes(
-            ListSearchAttributesRequest(namespace=namespace)
-        )
-    except RPCError as exc:
-        if exc.status == RPCStatusCode.UNIMPLEMENTED:
-            return
-        raise ServiceUnavailable(
-            UNREACHABLE, f"cannot list search attributes of namespace {namespace!r}: {exc}"
-        ) from exc
+    existing = await _custom_attributes(client, namespace)
+    if existing is None:
+        return
     keyword = IndexedValueType.INDEXED_VALUE_TYPE_KEYWORD
-    existing = dict(listed.custom_attributes)
     missing = [name for name in names if existing.get(name) != keyword]
     if missing:
         raise ServiceUnavailable(

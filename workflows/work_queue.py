@@ -297,7 +297,7 @@ class WorkQueueWorkflow:
         grant = self._grant
         assert grant is not None
         at = workflow.now()
-        runs: list[RunInput] = []
+        runs: list[tuple[str, RunInput]] = []
         verdicts: list[tuple[str, QueueVerdict]] = []
         for key in self._picks():
             item = self._items[key]
@@ -323,21 +323,14 @@ class WorkQueueWorkflow:
             self._items[key] = record_dispatch(
                 item, run_id=run_id, mover=Mover.SYSTEM, actor=grant.granted_by, at=at, autopilot=True
             )
-            runs.append(run)
+            runs.append((key, run))
         for run_id, verdict in verdicts:
             try:  # the run verifies the verdict itself; one that has ended ignores it
                 await workflow.get_external_workflow_handle(run_id).signal(RunMessage.QUEUE_VERDICT, verdict)
             except Exception as error:
                 workflow.logger.info("could not send the verdict to %s: %s", run_id, error)
-        for run in runs:
-            await self._start_run(run)
-
-    def _key_of(self, run_id: str) -> str | None:
-        """The key of the item that dispatched run ``run_id``."""
-        for item in self._items.values():
-            if any(run.run_id == run_id for run in item.runs):
-                return item.key
-        return None
+        for key, run in runs:
+            await self._start_run(key, run)
 
     def _status_notices(self) -> list[tuple[str, QueueItemStatusUpdate]]:
         """The latest runs whose item's status changed since they were last told (none in executions
@@ -379,7 +372,7 @@ class WorkQueueWorkflow:
             if isinstance(result, BaseException):
                 workflow.logger.info("could not tell %s its item's status: %s", run_id, result)
 
-    async def _start_run(self, run: RunInput) -> None:
+    async def _start_run(self, key: str, run: RunInput) -> None:
         """Start ``run`` as a child workflow the queue abandons on continue-as-new (it lives on its
         own), showing its item's status from the start (``active``) where this execution does."""
         attributes = [SearchAttributePair(_STATUS_KEY, RunStatus.ROUTING.value)]
@@ -389,7 +382,7 @@ class WorkQueueWorkflow:
         summary = None
         if self._item_status:  # what the Temporal UI lists the run as
             tier = run.requested_tier.value if run.requested_tier else None
-            summary = run_summary(run.work_item.title, tier, self._key_of(run.run_id))
+            summary = run_summary(run.work_item.title, tier, key)
         await workflow.start_child_workflow(
             WorkflowType.SPECIALIST_RUN,
             run,
@@ -685,7 +678,7 @@ class WorkQueueWorkflow:
             return ItemAnswer(accepted=False, code=code, message=message, extra=extra)
         # The move is made before the start is awaited, so no other update can dispatch the item too.
         self._items[dispatched.key] = dispatched
-        await self._start_run(request.run)
+        await self._start_run(dispatched.key, request.run)
         return self._accepted(self._items[dispatched.key])
 
     @dispatch.validator
@@ -732,7 +725,7 @@ class WorkQueueWorkflow:
             return ItemAnswer(accepted=False, code=code, message=message, extra=extra)
         self._items[routed.key] = routed  # made before the start is awaited, as a dispatch is
         if request.run is not None:
-            await self._start_run(request.run)
+            await self._start_run(routed.key, request.run)
         return self._accepted(self._items[routed.key])
 
     @route_next.validator

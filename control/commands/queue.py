@@ -136,6 +136,16 @@ def _send_settings(message: QueueMessage, request: Any) -> tuple[SettingsAnswer,
     return run_async(go())
 
 
+def _change_setting(message: QueueMessage, action: str, actor: str, request: Any, as_json: bool) -> None:
+    """Send a settings ``request`` (capacity, autopilot, recovery delay, escalation model) with
+    ``actor``'s proof bound to its digest, and print the settings it leaves."""
+    from control.actions import proof_for
+
+    proof = proof_for(run_id=_queue_id(), action=action, actor=actor, digest=request.digest())
+    answer, view = _send_settings(message, request.model_copy(update={"proof": proof}))
+    _emit_settings(answer, view, as_json)
+
+
 def _emit_item(answer: ItemAnswer, as_json: bool, *, with_previous_key: bool = False) -> None:
     from control.output import emit
     from control.queue_views import item_json, render_item
@@ -458,7 +468,6 @@ def capacity_command(
     from contracts.queue_items import MAX_SLOTS
     from contracts.queue_messages import CapacityRequest, QueueAction
     from contracts.temporal_names import QueueMessage
-    from control.actions import proof_for
 
     if not 1 <= slots <= MAX_SLOTS:
         raise InvalidInput(
@@ -466,9 +475,7 @@ def capacity_command(
         )
     actor = require_actor(actor, "queue capacity")
     request = CapacityRequest(actor=actor, slots=slots)
-    proof = proof_for(run_id=_queue_id(), action=QueueAction.CAPACITY, actor=actor, digest=request.digest())
-    answer, view = _send_settings(QueueMessage.CAPACITY, request.model_copy(update={"proof": proof}))
-    _emit_settings(answer, view, as_json)
+    _change_setting(QueueMessage.CAPACITY, QueueAction.CAPACITY, actor, request, as_json)
 
 
 @app.command("autopilot")
@@ -482,15 +489,12 @@ def autopilot_command(
     """Turn autopilot on or off (off, the default, starts nothing by itself). Protected."""
     from contracts.queue_messages import AutopilotRequest, QueueAction
     from contracts.temporal_names import QueueMessage
-    from control.actions import proof_for
 
     if setting not in ("on", "off"):
         raise InvalidInput("invalid_autopilot", f"autopilot takes on or off, not {setting!r}")
     actor = require_actor(actor, "queue autopilot")
     request = AutopilotRequest(actor=actor, on=setting == "on")
-    proof = proof_for(run_id=_queue_id(), action=QueueAction.AUTOPILOT, actor=actor, digest=request.digest())
-    answer, view = _send_settings(QueueMessage.AUTOPILOT, request.model_copy(update={"proof": proof}))
-    _emit_settings(answer, view, as_json)
+    _change_setting(QueueMessage.AUTOPILOT, QueueAction.AUTOPILOT, actor, request, as_json)
 
 
 @app.command("recovery-delay")
@@ -505,7 +509,6 @@ def recovery_delay_command(
     from contracts.queue_items import MAX_RECOVERY_DELAY_SECONDS
     from contracts.queue_messages import QueueAction, RecoveryDelayRequest
     from contracts.temporal_names import QueueMessage
-    from control.actions import proof_for
 
     if not 0 <= seconds <= MAX_RECOVERY_DELAY_SECONDS:
         raise InvalidInput(
@@ -514,11 +517,7 @@ def recovery_delay_command(
         )
     actor = require_actor(actor, "queue recovery-delay")
     request = RecoveryDelayRequest(actor=actor, seconds=seconds)
-    proof = proof_for(
-        run_id=_queue_id(), action=QueueAction.RECOVERY_DELAY, actor=actor, digest=request.digest()
-    )
-    answer, view = _send_settings(QueueMessage.RECOVERY_DELAY, request.model_copy(update={"proof": proof}))
-    _emit_settings(answer, view, as_json)
+    _change_setting(QueueMessage.RECOVERY_DELAY, QueueAction.RECOVERY_DELAY, actor, request, as_json)
 
 
 @app.command("escalation-model")
@@ -535,7 +534,6 @@ def escalation_model_command(
     from contracts.models import ModelSelection
     from contracts.queue_messages import EscalationModelRequest, QueueAction
     from contracts.temporal_names import QueueMessage
-    from control.actions import proof_for
     from control.inputs import parse_model
 
     chosen: str | None = None
@@ -546,11 +544,7 @@ def escalation_model_command(
             store.require_registered_models([chosen])
     actor = require_actor(actor, "queue escalation-model")
     request = EscalationModelRequest(actor=actor, model=chosen)
-    proof = proof_for(
-        run_id=_queue_id(), action=QueueAction.ESCALATION_MODEL, actor=actor, digest=request.digest()
-    )
-    answer, view = _send_settings(QueueMessage.ESCALATION_MODEL, request.model_copy(update={"proof": proof}))
-    _emit_settings(answer, view, as_json)
+    _change_setting(QueueMessage.ESCALATION_MODEL, QueueAction.ESCALATION_MODEL, actor, request, as_json)
 
 
 def _view(key: str | None = None) -> Any:
