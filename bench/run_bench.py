@@ -45,20 +45,13 @@ from abc import ABC, abstractmethod
 from collections import defaultdict
 from collections.abc import Awaitable, Callable, Iterable
 from dataclasses import dataclass, field
-from datetime import timedelta
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
-
-from temporalio import activity, workflow
-from temporalio.common import RetryPolicy
 
 if TYPE_CHECKING:
     from temporalio.client import Client, WorkflowHandle
 
     from infra.devserver import DevServer
-
-# Imported again inside the workflow sandbox for every baseline run: keep the module's top level to
-# the standard library and temporalio (both passed through), and import the project in functions.
 
 TARGET_THROUGHPUT_RATIO = 0.9
 TARGET_RESUME_S = 3.0
@@ -67,97 +60,9 @@ MODEL = "replay:demo"
 PROJECT_QUEUE = "bench-project"
 BASELINE_QUEUE = "bench-baseline"
 RESUME_QUEUE = "bench-resume"
-AWAITING = "awaiting_decision"
+AWAITING = "awaiting_decision"  # RunStatus.AWAITING_DECISION, and the baseline's status there
 RUN_TIMEOUT_S = 120.0
 WORKER_READY_TIMEOUT_S = 60.0
-
-# --------------------------------------------------------------------------------------------------
-# The baseline: no-op activities and children in the shape of a run (same timeouts and retries).
-
-_SHORT = timedelta(seconds=30)
-_RETRY = RetryPolicy(maximum_attempts=3, initial_interval=timedelta(milliseconds=200))
-
-
-@activity.defn(name="bench_noop")
-def noop_activity(step: str) -> str:
-    """Does nothing (a sync activity, in the worker's thread pool like the project's)."""
-    return step
-
-
-@workflow.defn(name="BenchBaselineChild")
-class BaselineChildWorkflow:
-    """Runs ``local`` no-op local activities side by side, then ``activities`` no-op activities one
-    after another (input: ``[activities, local]``)."""
-
-    @workflow.run
-    async def run(self, shape: list[int]) -> str:
-        activities, local = shape
-        await asyncio.gather(
-            *(
-                workflow.execute_local_activity(
-                    noop_activity, f"local-{index}", start_to_close_timeout=_SHORT, retry_policy=_RETRY
-                )
-                for index in range(local)
-            )
-        )
-        for index in range(activities):
-            await workflow.execute_activity(
-                noop_activity, f"child-{index}", start_to_close_timeout=_SHORT, retry_policy=_RETRY
-            )
-        return "done"
-
-
-@workflow.defn(name="BenchBaselineRun")
-class BaselineRunWorkflow:
-    """Walks a plan: ``activity``, ``child:N+L`` (a child running L local activities and N activities),
-    ``decision`` (wait for the
-    ``decide`` update, whose handler runs one activity)."""
-
-    @workflow.init
-    def __init__(self, plan: list[str]) -> None:
-        self._status = "running"
-        self._decided = False
-
-    @workflow.run
-    async def run(self, plan: list[str]) -> str:
-        for index, step in enumerate(plan):
-            if step == "activity":
-                await workflow.execute_activity(
-                    noop_activity, f"step-{index}", start_to_close_timeout=_SHORT, retry_policy=_RETRY
-                )
-            elif step.startswith("child:"):
-                activities, _, local = step.partition(":")[2].partition("+")
-                await workflow.execute_child_workflow(
-                    BaselineChildWorkflow.run,
-                    [int(activities), int(local or 0)],
-                    id=f"{workflow.info().workflow_id}-c{index}",
-                    task_queue=workflow.info().task_queue,
-                )
-            elif step == "decision":
-                self._status = AWAITING
-                await workflow.wait_condition(lambda: self._decided)
-                self._status = "running"
-        await workflow.wait_condition(workflow.all_handlers_finished)
-        self._status = "done"
-        return self._status
-
-    @workflow.query(name="status")
-    def status(self) -> str:
-        return self._status
-
-    @workflow.update(name="decide")
-    async def decide(self, actor: str) -> str:
-        await workflow.execute_activity(
-            noop_activity, "decide", start_to_close_timeout=_SHORT, retry_policy=_RETRY
-        )
-        self._decided = True
-        return "accepted"
-
-    @decide.validator
-    def _validate_decide(self, actor: str) -> None:
-        if self._status != AWAITING or self._decided:
-            raise ValueError(f"not awaiting a decision ({self._status})")
-
 
 # --------------------------------------------------------------------------------------------------
 # Measurements
@@ -370,6 +275,8 @@ class BaselineDriver(Driver):
         self.plans = plans
 
     async def start(self, tier: str, index: int) -> WorkflowHandle[Any, Any]:
+        from bench.run_baseline import BaselineRunWorkflow
+
         return await self.client.start_workflow(
             BaselineRunWorkflow.run,
             self.plans[tier],
@@ -378,9 +285,13 @@ class BaselineDriver(Driver):
         )
 
     async def status(self, handle: WorkflowHandle[Any, Any]) -> str:
+        from bench.run_baseline import BaselineRunWorkflow
+
         return str(await handle.query(BaselineRunWorkflow.status))
 
     async def decide(self, handle: WorkflowHandle[Any, Any]) -> None:
+        from bench.run_baseline import BaselineRunWorkflow
+
         await handle.execute_update(BaselineRunWorkflow.decide, ACTOR)
 
     def check_result(self, tier: str, result: Any) -> None:
@@ -847,6 +758,7 @@ async def _bench(args: argparse.Namespace, server: DevServer, state: Path) -> di
     from temporalio.worker import Worker
 
     from activities.config import ActivityConfig
+    from bench.run_baseline import BaselineChildWorkflow, BaselineRunWorkflow, noop_activity
     from store.database import default_database_url
     from worker import build_worker, compile_workflow_modules
 
@@ -930,12 +842,13 @@ async def _bench(args: argparse.Namespace, server: DevServer, state: Path) -> di
             report.update(
                 baseline={
                     "description": (
-                        "BenchBaselineRun (defined in bench/run_bench.py) on its own task queue and worker "
-                        "with the project worker's configuration: for each activity the project run "
-                        "schedules, one no-op sync activity (same timeouts and retry policy); for each "
-                        "ModelJob child, a child workflow running the same number of no-op activities; "
-                        "where the run's decide handler runs authorize_action, a decide update whose "
-                        "handler runs one no-op activity. Tiny string payloads, no search attribute "
+                        "BenchBaselineRun (bench/run_baseline.py, a small module of its own) on its own "
+                        "task queue and worker with the project worker's configuration: for each "
+                        "activity the project run schedules, one no-op sync activity (same timeouts and "
+                        "retry policy); for each ModelJob child, a child workflow running the same number "
+                        "of no-op activities; where the run's decide handler runs authorize_action, a "
+                        "decide update whose handler runs one no-op activity. Tiny string payloads, no "
+                        "search attribute "
                         "upserts, no memo; the status query returns a string"
                     ),
                     "plans": plans,

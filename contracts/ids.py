@@ -22,6 +22,17 @@ RUN_ID_PATTERN: Final = re.compile(r"^SOR-[0-9A-Z]{16}$")
 MAX_REQUEST_ID_CHARS: Final = 200
 
 
+def _random_chars(count: int) -> str:
+    """``count`` characters drawn uniformly from ``[0-9A-Z]``: one draw of a number below 36**count
+    (one read of the system's random source, not one per character), written in base 36."""
+    value = secrets.randbelow(len(_ALPHABET) ** count)
+    chars = []
+    for _ in range(count):
+        value, digit = divmod(value, len(_ALPHABET))
+        chars.append(_ALPHABET[digit])
+    return "".join(chars)
+
+
 def run_id_for_request(request_id: str) -> str:
     """The run id for a caller's request id: ``SOR-`` + first 16 hex digits of its sha256, upper case.
 
@@ -44,22 +55,22 @@ def _id_for_request(prefix: str, request_id: str) -> str:
 
 def new_run_id() -> str:
     """A fresh random run id: ``SOR-`` + 16 characters from ``[0-9A-Z]``."""
-    return RUN_PREFIX + "".join(secrets.choice(_ALPHABET) for _ in range(16))
+    return RUN_PREFIX + _random_chars(16)
 
 
 def new_case_id() -> str:
     """A fresh random research case id: ``RSC-`` + 12 characters from ``[0-9A-Z]``."""
-    return CASE_PREFIX + "".join(secrets.choice(_ALPHABET) for _ in range(12))
+    return CASE_PREFIX + _random_chars(12)
 
 
 def new_evidence_id() -> str:
     """A fresh random evidence record id: ``EVD-`` + 12 characters from ``[0-9A-Z]``."""
-    return EVIDENCE_PREFIX + "".join(secrets.choice(_ALPHABET) for _ in range(12))
+    return EVIDENCE_PREFIX + _random_chars(12)
 
 
 def new_check_id() -> str:
     """A fresh model check id (``specialists models test``): ``SMC-`` + 16 characters ``[0-9A-Z]``."""
-    return CHECK_PREFIX + "".join(secrets.choice(_ALPHABET) for _ in range(16))
+    return CHECK_PREFIX + _random_chars(16)
 
 
 def is_run_id(value: str) -> bool:

@@ -27,8 +27,6 @@ Temporal retry the activity instead, hold no leases and report one attempt per m
 since ``PATCH_JOB_V5`` record that one marker for both behaviours (``workflows/patches.py``).
 """
 
-from __future__ import annotations
-
 import asyncio
 from datetime import timedelta
 from typing import TypeVar

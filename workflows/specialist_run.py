@@ -23,8 +23,6 @@ applied, or its repository's agent run, and checked in a fresh worktree). Model 
 ``ModelJob`` child workflows. Handlers only change state; the phases wait on conditions.
 """
 
-from __future__ import annotations
-
 import asyncio
 from datetime import datetime, timedelta
 
