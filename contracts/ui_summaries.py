@@ -57,6 +57,12 @@ def queue_summary(task_queue: str) -> str:
     return _label(f"goal queue of task queue {inert(task_queue)}")
 
 
+def model_job_summary(kind: str, profile: str, title: str) -> str:
+    """A model job's static summary: which job (analysis, review, change), by which profile, for
+    which work item."""
+    return _label(f"{inert(kind)} by {inert(profile)} · {inert(title)}")
+
+
 _WAITS: Final = {
     "ready": ("a person's enqueue", "an active registered actor (`specialists enqueue RUN`)"),
     "awaiting_approval": (

@@ -23,6 +23,7 @@ with workflow.unsafe.imports_passed_through():
     from contracts.model_jobs import JobContext, ModelAttempt, ModelJobInput, ModelJobResult
     from contracts.output import JobKind, SpecialistOutput
     from contracts.runs import ContextPackRecord, ExecutionContract
+    from contracts.ui_summaries import model_job_summary
     from workflows.model_job import ModelJobWorkflow
     from workflows.run_state import RunState
 
@@ -59,7 +60,11 @@ async def run_model_job(
     state.model_job_running = True
     child = asyncio.ensure_future(
         workflow.execute_child_workflow(
-            ModelJobWorkflow.run, job, id=job.job_id, task_queue=workflow.info().task_queue
+            ModelJobWorkflow.run,
+            job,
+            id=job.job_id,
+            task_queue=workflow.info().task_queue,
+            static_summary=model_job_summary(kind.value, job.profile_id, state.run_input.work_item.title),
         )
     )
     remaining = max((deadline - workflow.now()).total_seconds(), 0.001)

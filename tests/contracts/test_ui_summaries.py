@@ -8,6 +8,7 @@ from contracts.ui_summaries import (
     MAX_SUMMARY_CHARS,
     inert,
     model_job_details,
+    model_job_summary,
     queue_details,
     queue_summary,
     run_details,
@@ -56,4 +57,7 @@ def test_team_queue_and_model_job_details() -> None:
     assert (
         model_job_details("review", "code-reviewer", "run SOR-1")
         == "**review** by code\\-reviewer · run SOR\\-1"
+    )
+    assert model_job_summary("review", "code-reviewer", "Slow *orders* query") == (
+        "review by code\\-reviewer · Slow \\*orders\\* query"
     )

@@ -52,6 +52,9 @@ async def test_a_run_and_its_model_jobs_say_what_they_are_and_what_the_run_waits
         assert "a person's decision on the reviewed result" in details
         job = await _details(temporal_client, f"{view.run_id}-analysis")  # its job id
         assert job.startswith("**analysis** by database\\-optimizer · run SOR\\-")
+        assert await _summary(temporal_client, f"{view.run_id}-analysis") == (
+            f"analysis by database\\-optimizer · {inert(example(SLOW_QUERY).title)}"
+        )
 
 
 @within(60)
