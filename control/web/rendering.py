@@ -3,7 +3,8 @@
 The templates autoescape every value; :func:`visible` is also the environment's ``finalize``, so every
 value a template prints has its control and format characters (bidi overrides, zero-width
 characters, escape sequences) replaced by a visible ``⟨U+XXXX⟩`` before it is escaped: text shows
-what it is, not what it pretends to be. :func:`diff_lines` classes a diff's lines for highlighting.
+what it is, not what it pretends to be. :func:`control.web.diff_view.diff_view`
+splits a diff into classed, tokenized lines.
 """
 
 from __future__ import annotations
@@ -13,6 +14,8 @@ from pathlib import Path
 from typing import Final
 
 from jinja2 import Environment, FileSystemLoader, StrictUndefined
+
+from control.web.diff_view import diff_view
 
 TEMPLATES: Final = Path(__file__).resolve().parent / "templates"
 _KEPT: Final = frozenset("\n\t")
@@ -33,27 +36,6 @@ def visible(value: object) -> object:
     )
 
 
-def diff_lines(diff: str | None) -> list[tuple[str, str]]:
-    """``(class, line)`` for each line of a unified diff: ``add``, ``del``, ``hunk``, ``file`` or
-    ``ctx``."""
-    if not diff:
-        return []
-    classed = []
-    for line in diff.splitlines():
-        if line.startswith(("+++", "---", "diff --git", "index ", "rename ", "new file", "deleted file")):
-            kind = "file"
-        elif line.startswith("@@"):
-            kind = "hunk"
-        elif line.startswith("+"):
-            kind = "add"
-        elif line.startswith("-"):
-            kind = "del"
-        else:
-            kind = "ctx"
-        classed.append((kind, line))
-    return classed
-
-
 def environment() -> Environment:
     """The console's template environment: autoescaped, strict, every value made visible."""
     env = Environment(
@@ -64,5 +46,5 @@ def environment() -> Environment:
         trim_blocks=True,
         lstrip_blocks=True,
     )
-    env.filters["diff_lines"] = diff_lines
+    env.filters["diff_view"] = diff_view
     return env

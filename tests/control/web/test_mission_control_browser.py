@@ -116,6 +116,7 @@ def test_sign_in_approve_the_shown_digest_run_in_worktree_see_the_diff_and_accep
         page.get_by_test_id("files").inner_text()
     )
     assert page.locator("pre.diff span.add").count() > 0
+    assert page.locator("pre.diff span.add span[class^='t-']").count() > 0  # its code tokenized
     assert page.get_by_test_id("verdict").count() == 1  # the blinded review beside the findings
     screenshot(page, "run-diff-and-review", root)
     page.get_by_test_id("accept").click()

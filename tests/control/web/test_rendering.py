@@ -3,7 +3,7 @@ visible, whatever template prints it."""
 
 from __future__ import annotations
 
-from control.web.rendering import diff_lines, environment, visible
+from control.web.rendering import environment, visible
 
 
 def test_control_and_format_characters_are_shown_not_obeyed() -> None:
@@ -19,12 +19,6 @@ def test_every_printed_value_is_escaped_and_made_visible() -> None:
     template = environment().from_string("<p>{{ value }}</p><p>{{ items | join(', ') }}</p>")
     html = template.render(value="<script>alert(1)</script>\u202e", items=["<b>", 'a"b'])
     assert html == ("<p>&lt;script&gt;alert(1)&lt;/script&gt;⟨U+202E⟩</p><p>&lt;b&gt;, a&#34;b</p>")
-
-
-def test_a_diff_is_classed_by_line() -> None:
-    diff = "diff --git a/x b/x\n--- a/x\n+++ b/x\n@@ -1 +1 @@\n-old\n+new\n same"
-    assert [kind for kind, _ in diff_lines(diff)] == ["file", "file", "file", "hunk", "del", "add", "ctx"]
-    assert diff_lines(None) == []
 
 
 def test_the_route_next_notice_shows_only_an_item_key_and_a_tier_route_next_yields() -> None:
