@@ -34,7 +34,9 @@ def web_command(
     from control.commands.common import client, default_policy_record, open_store, task_queue
     from control.web.app import WebSettings, create_app
     from control.web.console import Deployment
+    from runtime.logs import configure_logging
 
+    configure_logging()  # uvicorn's and the SDK's lines as the worker's: JSON, SPECIALISTS_LOG_LEVEL
     deployment = Deployment(
         task_queue=task_queue(),
         connect=client,
@@ -45,7 +47,7 @@ def web_command(
     typer.echo(
         f"Mission Control on http://{host}:{port}/ (sign in: `specialists web sign-in CODE --actor ID`)"
     )
-    uvicorn.run(application, host=host, port=port, log_level="warning", access_log=False)
+    uvicorn.run(application, host=host, port=port, log_level="warning", access_log=False, log_config=None)
 
 
 @app.command("sign-in")
