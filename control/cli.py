@@ -39,7 +39,7 @@ GROUPS: Final = (
     ("configuration", "app", None, ("policy", "status")),
     ("runs", "app", None, ("create", "enqueue", "decide", "cancel", "approve", "execute")),
     ("inspect", "app", None, ("show", "list")),
-    ("dev", "app", None, ("worker", "dev")),
+    ("dev", "app", None, ("worker", "dev", "setup")),
     ("models", "app", "models", ("models",)),
     ("repositories", "app", "repos", ("repos",)),
     ("configuration", "actors_app", "actors", ("actors",)),

@@ -1,9 +1,12 @@
-"""``specialists worker`` (a worker against the configured Temporal server) and ``specialists dev``
-(the embedded dev server and a worker, stopped together on Ctrl-C)."""
+"""``specialists worker`` (a worker against the configured Temporal server), ``specialists dev``
+(the embedded dev server and a worker, stopped together on Ctrl-C) and ``specialists setup`` (a
+deployment's store migrated and its search attributes registered)."""
 
 from typing import Annotated
 
 import typer
+
+from control.commands.common import JsonFlag
 
 app = typer.Typer()
 
@@ -26,3 +29,37 @@ def dev_command(
     from control.dev import run_dev
 
     raise typer.Exit(run_dev(server_only=server_only))
+
+
+@app.command("setup")
+def setup_command(as_json: JsonFlag = False) -> None:
+    """Prepare a deployment (idempotent; a one-shot job before the workers start): bring the store to
+    the newest schema and register the custom search attributes on the namespace."""
+    from control.commands.common import client, open_store, run_async
+    from control.output import emit
+    from infra.devserver import register_search_attributes
+    from runtime.settings import Settings
+    from store.migrate import head_revision
+
+    settings = Settings.from_env()
+    store = open_store(create=True)  # creates the database, or migrates it to head
+    assert store is not None
+    store.close()
+
+    async def register() -> list[str]:
+        return await register_search_attributes(await client(), settings.namespace)
+
+    added = run_async(register())
+    data = {
+        "schema_revision": head_revision(),
+        "namespace": settings.namespace,
+        "search_attributes_added": added,
+    }
+    emit(
+        data,
+        as_json,
+        lambda console: console.print(
+            f"store at schema {data['schema_revision']}; search attributes on namespace "
+            f"{settings.namespace}: " + (", ".join(added) + " added" if added else "all present")
+        ),
+    )
