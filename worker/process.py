@@ -4,6 +4,7 @@ worker for the deployment's task queue and one for this host's queue until stopp
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import signal
 import sys
 from dataclasses import replace
@@ -12,10 +13,11 @@ from typing import Any, Final
 from activities.config import ActivityConfig
 from activities.store_access import SharedStore
 from activities.worktree_prune import worker_host
-from contracts.errors import OperatorError
+from contracts.errors import InvalidInput, OperatorError
 from contracts.worktree_prune import host_task_queue
+from runtime.health import ENV_HEALTH_ADDRESS, Health, HealthServer, health_address
 from runtime.logs import configure_logging
-from runtime.settings import RunBudgets, Settings
+from runtime.settings import RunBudgets, Settings, format_address
 from runtime.temporal import connect
 from worker.registration import build_host_worker, build_worker
 
@@ -52,6 +54,7 @@ async def run_worker(stop: asyncio.Event | None = None) -> None:
 
     configure_logging()
     settings = Settings.from_env()
+    address = health_address()
     token = load_action_token()
     trust_root = load_trust_root()
     client = await connect(settings)
@@ -68,17 +71,38 @@ async def run_worker(stop: asyncio.Event | None = None) -> None:
     store = SharedStore(config.database_url, config.trust_anchor)
     worker = build_worker(client, task_queue=settings.task_queue, config=config, store=store)
     host_worker = build_host_worker(client, task_queue=settings.task_queue, config=config, store=store)
-    async with worker, host_worker:
-        # Polling has started; open the store meanwhile so a resumed run's first activity is quick.
-        warming = loop.run_in_executor(None, store.warm)
-        print(
-            f"worker polling task queue {settings.task_queue!r} on {settings.temporal_address} "
-            f"(namespace {settings.namespace}); this host's queue "
-            f"{host_task_queue(settings.task_queue, worker_host())!r}",
-            flush=True,
-        )
-        await stop.wait()
-        await warming
+    health = Health()
+    with health_server(health, address):
+        beating = asyncio.ensure_future(health.keep_beating())
+        async with worker, host_worker:
+            # Polling has started; open the store meanwhile so a resumed run's first activity is
+            # quick. Ready (for a readiness probe) once the store is open.
+            warming = loop.run_in_executor(None, store.warm)
+            warming.add_done_callback(lambda done: health.set_ready(done.exception() is None))
+            print(
+                f"worker polling task queue {settings.task_queue!r} on {settings.temporal_address} "
+                f"(namespace {settings.namespace}); this host's queue "
+                f"{host_task_queue(settings.task_queue, worker_host())!r}",
+                flush=True,
+            )
+            await stop.wait()
+            health.set_ready(False)  # draining: take no new work from a load balancer's view
+            await warming
+        beating.cancel()
+
+
+def health_server(health: Health, address: tuple[str, int] | None) -> contextlib.AbstractContextManager[Any]:
+    """The health endpoints on ``address`` (none without one); an address that cannot be bound is an
+    operator error naming the variable."""
+    if address is None:
+        return contextlib.nullcontext()
+    try:
+        return HealthServer(health, *address)
+    except OSError as error:
+        raise InvalidInput(
+            "invalid_setting",
+            f"{ENV_HEALTH_ADDRESS}={format_address(*address)}: cannot listen there ({error.strerror})",
+        ) from None
 
 
 PROTECTED_COMMANDS: Final = (
