@@ -7,10 +7,11 @@ STAMP  := $(VENV)/.installed
 
 .PHONY: demo test lint typecheck unit dev bench screenshots lock clean
 
-$(STAMP): pyproject.toml
+$(STAMP): pyproject.toml requirements-dev.lock
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --disable-pip-version-check --upgrade pip
-	$(BIN)/python -m pip install --quiet --disable-pip-version-check -e '.[dev]'
+	$(BIN)/python -m pip install --quiet --disable-pip-version-check --require-hashes -r requirements-dev.lock
+	$(BIN)/python -m pip install --quiet --disable-pip-version-check --no-deps -e '.[dev]'
 	touch $(STAMP)
 
 # The demo and `make dev` keep their state in the clone (./.specialists), never in the user's state

@@ -48,6 +48,7 @@ from activities.providers.replay import ReplayMiss, ReplayProvider
 from activities.store_access import SharedStore
 from contracts.errors import ErrorType, NotFound, is_retryable
 from contracts.failures import ModelCallFailureDetail
+from contracts.metric_names import MODEL_CALLS
 from contracts.model_jobs import (
     CallUsage,
     ModelCallRequest,
@@ -183,9 +184,16 @@ class ModelActivities:
         error (``model_output_schema``, ``model_output_invalid``, ``result_too_large``) after it.
         """
         released = False
+        outcome = "ok"
         try:
             result = self._call(request)
+        except ApplicationError as error:
+            outcome = error.type or "error"
+            raise
         finally:
+            activity.metric_meter().create_counter(MODEL_CALLS, "model calls, by outcome").add(
+                1, {"model": request.model_id, "kind": request.kind.value, "outcome": outcome}
+            )
             if request.lease_id is not None and self._releaser is not None:
                 released = self._releaser.release(
                     activity.info().task_queue, request.model_id, request.lease_id

@@ -38,6 +38,7 @@ with workflow.unsafe.imports_passed_through():
         LeaseRequest,
         LeaseStatus,
     )
+    from contracts.metric_names import CEILING_LEASES_HELD
     from contracts.temporal_names import CeilingMessage, ModelJobMessage, WorkflowType
 
 PATCH_LEASE_RECORDS = "ceiling-lease-records"
@@ -148,12 +149,18 @@ class ModelCeilingWorkflow:
             self._reclaim_expired()
             self._assign_free_slots()
             await self._notify_granted()
+            self._record_occupancy()
             if self._should_continue_as_new():
                 await workflow.wait_condition(workflow.all_handlers_finished)
                 while self._unnotified:  # granted by an update meanwhile: its holder hears of it here
                     await self._notify_granted()
                 workflow.continue_as_new(self.state())
             await self._wait_for_change()
+
+    def _record_occupancy(self) -> None:
+        workflow.metric_meter().create_gauge(CEILING_LEASES_HELD, "leases a model's ceiling holds").set(
+            len(self._held), {"model": self._model_id, "ceiling": str(self._ceiling)}
+        )
 
     def _reclaim_expired(self) -> None:
         now = workflow.now()

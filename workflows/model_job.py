@@ -47,6 +47,7 @@ with workflow.unsafe.imports_passed_through():
     from contracts.context_packs import ContextPackResult
     from contracts.errors import ErrorType, advances_fallback, is_retryable
     from contracts.failures import ModelCallFailureDetail, ModelJobFailureDetail, failure_detail
+    from contracts.metric_names import MODEL_FALLBACKS
     from contracts.model_jobs import (
         CallUsage,
         ContextPackRequest,
@@ -90,6 +91,12 @@ PATCH_LOCAL_PREPARE = "model-job-local-prepare"
 PATCH_JOB_V5 = "model-job-v5"
 """Both behaviours above under one marker: jobs started since record only this one (the older ids
 are asked only by jobs recorded before it; docs/architecture.md "Temporal conventions")."""
+
+
+def _count_fallback(model_id: str, error_type: str) -> None:
+    workflow.metric_meter().create_counter(MODEL_FALLBACKS, "jobs that left a model for the next").add(
+        1, {"model": model_id, "error_type": error_type}
+    )
 
 
 def _usage(error: ActivityError) -> CallUsage:
@@ -168,6 +175,7 @@ class ModelJobWorkflow:
                         continue
                     if fallback:
                         workflow.logger.info("model %s failed with %s; falling back", model_id, error_type)
+                        _count_fallback(model_id, error_type)
                         break
                     raise self._failure(job, model_id, error_type, message) from error
                 self._attempts.append(
@@ -443,6 +451,7 @@ class ModelJobWorkflow:
                 )
                 if fallback:
                     workflow.logger.info("model %s failed with %s; falling back", model_id, error_type)
+                    _count_fallback(model_id, error_type)
                     continue
                 raise self._failure(job, model_id, error_type, message) from error
             self._attempts.append(ModelAttempt(model_id=model_id, outcome="ok"))

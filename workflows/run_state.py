@@ -15,6 +15,7 @@ from temporalio.common import SearchAttributeKey, SearchAttributeUpdate
 from contracts.audit import AuditKind
 from contracts.errors import ErrorType
 from contracts.execution import ExecutionRecord
+from contracts.metric_names import RUN_STATUS_CHANGES
 from contracts.output import SpecialistOutput
 from contracts.runs import (
     Approval,
@@ -95,6 +96,10 @@ class RunState:
         previous, self.status = self.status, status
         self.audit.record(AuditKind.STATUS_CHANGED, data={"from": previous.value, "to": status.value})
         self.update_attributes([STATUS_KEY.value_set(status.value)])
+        tier = self.captured.contract.tier.value if self.captured is not None else "none"
+        workflow.metric_meter().create_counter(RUN_STATUS_CHANGES, "runs moved to a status").add(
+            1, {"status": status.value, "tier": tier}
+        )
         self.show_details()
 
     def show_details(self) -> None:

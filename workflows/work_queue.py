@@ -34,6 +34,7 @@ from temporalio.exceptions import ActivityError, ApplicationError
 from temporalio.workflow import ParentClosePolicy
 
 with workflow.unsafe.imports_passed_through():
+    from contracts.metric_names import QUEUE_SLOTS_OCCUPIED
     from contracts.proofs import ActionProof
     from contracts.queue_approval import approve, spec_completeness
     from contracts.queue_dispatch import (
@@ -545,6 +546,9 @@ class WorkQueueWorkflow:
         fleet = occupancy(self._items.values(), self._settings.slots)
         workflow.set_current_details(
             queue_details(len(fleet.occupied), fleet.slots, self._settings.autopilot, counts)
+        )
+        workflow.metric_meter().create_gauge(QUEUE_SLOTS_OCCUPIED, "the goal queue's occupied slots").set(
+            len(fleet.occupied), {"slots": str(fleet.slots)}
         )
 
     async def _item_action(

@@ -49,5 +49,5 @@ def test_a_request_id_maps_to_the_same_id_every_time() -> None:
 
 @pytest.mark.parametrize("request_id", ["", "x" * 201])
 def test_an_empty_or_overlong_request_id_is_refused(request_id: str) -> None:
-    with pytest.raises(ValueError, match="1..200 characters"):
+    with pytest.raises(ValueError, match=r"1\.\.200 characters"):
         run_id_for_request(request_id)
