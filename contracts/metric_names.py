@@ -1,4 +1,4 @@
-"""The names of the project's own metrics (docs/architecture.md "Metrics"), exported with the Temporal
+"""The names of the project's own metrics (docs/architecture.md "Observability"), exported with the Temporal
 SDK's on the Prometheus endpoint of ``SPECIALISTS_METRICS_ADDRESS``. Emitted through the SDK's metric
 meter (``workflow.metric_meter()`` in workflow code — silent during replay, so a transition is
 counted once — and ``activity.metric_meter()`` in activities); labels are low-cardinality enums and

@@ -11,6 +11,7 @@ from temporalio.contrib.pydantic import pydantic_data_converter
 
 from contracts.errors import ServiceUnavailable
 from runtime.settings import Settings
+from runtime.telemetry import client_plugins
 
 CONNECT_TIMEOUT_SECONDS = 5.0
 
@@ -36,6 +37,7 @@ async def connect(settings: Settings, *, timeout: float = CONNECT_TIMEOUT_SECOND
                 settings.temporal_address,
                 namespace=settings.namespace,
                 data_converter=pydantic_data_converter,
+                plugins=client_plugins(),
             ),
             timeout=timeout,
         )

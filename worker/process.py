@@ -18,6 +18,7 @@ from contracts.worktree_prune import host_task_queue
 from runtime.health import ENV_HEALTH_ADDRESS, Health, HealthServer, health_address
 from runtime.logs import configure_logging
 from runtime.settings import RunBudgets, Settings, format_address
+from runtime.telemetry import install as install_telemetry
 from runtime.temporal import connect
 from worker.registration import build_host_worker, build_worker
 
@@ -55,6 +56,7 @@ async def run_worker(stop: asyncio.Event | None = None) -> None:
     configure_logging()
     settings = Settings.from_env()
     address = health_address()
+    telemetry = install_telemetry(service="specialist-orchestrator-worker")
     token = load_action_token()
     trust_root = load_trust_root()
     client = await connect(settings)
@@ -89,6 +91,7 @@ async def run_worker(stop: asyncio.Event | None = None) -> None:
             health.set_ready(False)  # draining: take no new work from a load balancer's view
             await warming
         beating.cancel()
+    telemetry.shutdown()  # the spans still buffered go to the collector
 
 
 def health_server(health: Health, address: tuple[str, int] | None) -> contextlib.AbstractContextManager[Any]:

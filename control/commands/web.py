@@ -35,8 +35,10 @@ def web_command(
     from control.web.app import WebSettings, create_app
     from control.web.console import Deployment
     from runtime.logs import configure_logging
+    from runtime.telemetry import install as install_telemetry
 
     configure_logging()  # uvicorn's and the SDK's lines as the worker's: JSON, SPECIALISTS_LOG_LEVEL
+    telemetry = install_telemetry(service="specialist-orchestrator-web")
     deployment = Deployment(
         task_queue=task_queue(),
         connect=client,
@@ -47,7 +49,10 @@ def web_command(
     typer.echo(
         f"Mission Control on http://{host}:{port}/ (sign in: `specialists web sign-in CODE --actor ID`)"
     )
-    uvicorn.run(application, host=host, port=port, log_level="warning", access_log=False, log_config=None)
+    try:
+        uvicorn.run(application, host=host, port=port, log_level="warning", access_log=False, log_config=None)
+    finally:
+        telemetry.shutdown()
 
 
 @app.command("sign-in")

@@ -19,11 +19,14 @@ from typing import Any
 
 import pytest
 from temporalio.client import Client, WorkflowHandle
+from temporalio.contrib.pydantic import pydantic_data_converter
+from temporalio.runtime import MetricBuffer, Runtime, TelemetryConfig
 from temporalio.service import RPCError
 
 from catalog.loader import load_catalog
 from contracts.ceilings import CeilingState, LeaseRelease, LeaseRequest, ceiling_workflow_id
 from contracts.enums import FallbackMode
+from contracts.metric_names import CEILING_LEASES_HELD
 from contracts.model_jobs import JobContext, ModelJobInput, ModelJobResult
 from contracts.models import ModelRegistration
 from contracts.output import JobKind
@@ -446,3 +449,35 @@ async def test_a_late_request_for_a_lease_already_given_back_takes_no_slot(
     assert (late.status, overtaken.status) == ("released", "released")
     assert (state.held, state.waiting, state.granted_total) == ([], [], 1)
     assert state.released == ["done", "overtaken"]
+
+
+@within(90)
+async def test_the_ceiling_reports_the_leases_it_holds_as_a_gauge_for_its_model(
+    temporal_dev_server: DevServer, task_queue: str, tmp_path: Path, server: WireServer
+) -> None:
+    buffer = MetricBuffer(10_000)
+    client = await Client.connect(
+        temporal_dev_server.address,
+        data_converter=pydantic_data_converter,
+        runtime=Runtime(telemetry=TelemetryConfig(metrics=buffer)),
+    )
+    server.default = Scripted(200, openai_completion(ANSWER), delay_s=0.3)
+    async with bench(client, task_queue, tmp_path, model=None) as b, b.worker():
+        _register(b.database_url, server, ceiling=2)
+        handles = await _start_burst(client, task_queue, 6)
+        await asyncio.gather(*(handle.result() for handle in handles))
+
+        async def all_given_back() -> bool:
+            return not (await _ceiling(client, task_queue)).held
+
+        assert await until(all_given_back)
+    held = [
+        (update.value, dict(update.attributes))
+        for update in buffer.retrieve_updates()
+        if update.metric.name == CEILING_LEASES_HELD
+    ]
+    assert held, "the gauge was recorded"
+    assert {value for value, _ in held} <= {0, 1, 2}
+    assert max(value for value, _ in held) == 2, "full at the ceiling"
+    assert held[-1][0] == 0, "empty once every job gave its lease back"
+    assert all(labels["model"] == MODEL and labels["ceiling"] == "2" for _, labels in held)
