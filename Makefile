@@ -44,7 +44,7 @@ BENCHES := $(sort $(wildcard bench/*_bench.py))
 bench: $(STAMP)
 	@for script in $(BENCHES); do echo "== $$script" >&2; $(BIN)/python $$script || exit 1; done
 
-# requirements.lock: every runtime dependency pinned with its hashes (what the image installs);
+# requirements.lock: every runtime dependency and the tracing extra, pinned with hashes (the image's);
 # requirements-dev.lock: the same with the `dev` extra (tests, linters, the dev server). For reproducible
 # installs: `pip install --require-hashes -r requirements.lock`, then the project's wheel with --no-deps.
 # Rewrite both after changing a dependency in pyproject.toml; a test checks they cover it.
@@ -52,7 +52,7 @@ LOCK := $(BIN)/uv pip compile pyproject.toml --generate-hashes --python-version 
 	--python-platform x86_64-manylinux_2_28 --no-header --quiet
 
 lock: $(STAMP)
-	$(LOCK) -o requirements.lock
+	$(LOCK) --extra tracing -o requirements.lock
 	$(LOCK) --extra dev -o requirements-dev.lock
 
 # The README's Mission Control screenshots, taken by the browser tests in headless Chromium.

@@ -1,5 +1,6 @@
 """The lock files pin every dependency pyproject.toml declares, at a version its specifier allows, with
-hashes: ``requirements.lock`` the runtime's (what the image installs with ``--require-hashes``),
+hashes: ``requirements.lock`` the runtime's and the tracing extra's (what the image installs with
+``--require-hashes``),
 ``requirements-dev.lock`` those and the ``dev`` extra's."""
 
 from __future__ import annotations
@@ -19,7 +20,7 @@ PIN = re.compile(r"^([A-Za-z0-9_.\-]+)(\[[^\]]*\])?==([^\s\\;]+)")
 def _declared(*, dev: bool) -> list[Requirement]:
     project = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))["project"]
     extras = project["optional-dependencies"]
-    texts = [*project["dependencies"], *(extras["dev"] + extras["dev-server"] if dev else [])]
+    texts = [*project["dependencies"], *extras["tracing"], *(extras["dev"] + extras["dev-server"] if dev else [])]
     return [Requirement(text) for text in texts]
 
 
