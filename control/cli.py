@@ -48,6 +48,7 @@ GROUPS: Final = (
     ("worktrees", "app", "worktrees", ("worktrees",)),
     ("queue", "app", "queue", ("queue",)),
     ("web", "app", "web", ("web",)),
+    ("versions", "app", "versions", ("versions",)),
 )
 LONG_RUNNING: Final = frozenset({"worker", "dev", "web"})
 """Commands that keep running (a worker): they load pydantic plugins as configured."""

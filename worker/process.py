@@ -20,6 +20,7 @@ from runtime.logs import configure_logging
 from runtime.settings import RunBudgets, Settings, format_address
 from runtime.telemetry import install as install_telemetry
 from runtime.temporal import connect
+from runtime.versioning import deployment_version, promote_if_first
 from worker.registration import build_host_worker, build_worker
 
 
@@ -56,6 +57,7 @@ async def run_worker(stop: asyncio.Event | None = None) -> None:
     configure_logging()
     settings = Settings.from_env()
     address = health_address()
+    version = deployment_version()
     telemetry = install_telemetry(service="specialist-orchestrator-worker")
     token = load_action_token()
     trust_root = load_trust_root()
@@ -71,7 +73,7 @@ async def run_worker(stop: asyncio.Event | None = None) -> None:
     for signum in (signal.SIGINT, signal.SIGTERM):
         loop.add_signal_handler(signum, stop.set)
     store = SharedStore(config.database_url, config.trust_anchor)
-    worker = build_worker(client, task_queue=settings.task_queue, config=config, store=store)
+    worker = build_worker(client, task_queue=settings.task_queue, config=config, store=store, version=version)
     host_worker = build_host_worker(client, task_queue=settings.task_queue, config=config, store=store)
     health = Health()
     with health_server(health, address):
@@ -81,10 +83,17 @@ async def run_worker(stop: asyncio.Event | None = None) -> None:
             # quick. Ready (for a readiness probe) once the store is open.
             warming = loop.run_in_executor(None, store.warm)
             warming.add_done_callback(lambda done: health.set_ready(done.exception() is None))
+            if version is not None and await promote_if_first(client, version, identity=client.identity):
+                _log_first_version(version.deployment_name, version.build_id)
             print(
                 f"worker polling task queue {settings.task_queue!r} on {settings.temporal_address} "
                 f"(namespace {settings.namespace}); this host's queue "
-                f"{host_task_queue(settings.task_queue, worker_host())!r}",
+                f"{host_task_queue(settings.task_queue, worker_host())!r}"
+                + (
+                    f"; version {version.build_id!r} of deployment {version.deployment_name!r}"
+                    if version
+                    else ""
+                ),
                 flush=True,
             )
             await stop.wait()
@@ -92,6 +101,14 @@ async def run_worker(stop: asyncio.Event | None = None) -> None:
             await warming
         beating.cancel()
     telemetry.shutdown()  # the spans still buffered go to the collector
+
+
+def _log_first_version(deployment: str, build_id: str) -> None:
+    import structlog
+
+    structlog.get_logger("specialists").info(
+        "deployment_version_current", deployment=deployment, build_id=build_id, reason="first_version"
+    )
 
 
 def health_server(health: Health, address: tuple[str, int] | None) -> contextlib.AbstractContextManager[Any]:

@@ -19,7 +19,8 @@ from typing import Any
 
 from temporalio import workflow
 from temporalio.client import Client
-from temporalio.worker import Worker
+from temporalio.common import VersioningBehavior, WorkerDeploymentVersion
+from temporalio.worker import Worker, WorkerDeploymentConfig
 from temporalio.worker.workflow_sandbox import SandboxedWorkflowRunner, SandboxRestrictions
 
 from activities.authorization import AuthorizationActivities
@@ -144,8 +145,11 @@ def build_worker(
     providers: dict[str, ModelProvider] | None = None,
     executor: concurrent.futures.Executor | None = None,
     store: SharedStore | None = None,
+    version: WorkerDeploymentVersion | None = None,
 ) -> Worker:
-    """A worker for ``task_queue`` with every workflow and activity registered.
+    """A worker for ``task_queue`` with every workflow and activity registered; with ``version``, it
+    polls as that version of its worker deployment (each workflow class declares whether it stays
+    on the version it started on or moves to the current one: docs/architecture.md "Safe upgrades").
 
     Built inside the event loop that will run it: ``call_model`` gives its ceiling lease back through
     ``client`` on that loop (outside one, jobs give leases back themselves).
@@ -167,6 +171,16 @@ def build_worker(
         workflow_runner=sandbox_runner(),
         sticky_queue_schedule_to_start_timeout=STICKY_QUEUE_TIMEOUT,
         graceful_shutdown_timeout=timedelta(seconds=5),
+        deployment_config=deployment_config(version),
+    )
+
+
+def deployment_config(version: WorkerDeploymentVersion | None) -> WorkerDeploymentConfig | None:
+    """Versioning on for ``version`` (a workflow class that declares no behaviour is pinned)."""
+    if version is None:
+        return None
+    return WorkerDeploymentConfig(
+        version=version, use_worker_versioning=True, default_versioning_behavior=VersioningBehavior.PINNED
     )
 
 

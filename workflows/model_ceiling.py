@@ -28,6 +28,7 @@ import contextlib
 from datetime import timedelta
 
 from temporalio import workflow
+from temporalio.common import VersioningBehavior
 
 with workflow.unsafe.imports_passed_through():
     from contracts.ceilings import (
@@ -51,7 +52,7 @@ MAX_HISTORY_EVENTS = 2000
 """Continue as new past this many events: keeps replay of the table cheap."""
 
 
-@workflow.defn(name=WorkflowType.MODEL_CEILING)
+@workflow.defn(name=WorkflowType.MODEL_CEILING, versioning_behavior=VersioningBehavior.AUTO_UPGRADE)
 class ModelCeilingWorkflow:
     """Grant at most ``ceiling`` leases on one model at a time."""
 

@@ -16,7 +16,7 @@ from __future__ import annotations
 from datetime import timedelta
 
 from temporalio import workflow
-from temporalio.common import RetryPolicy
+from temporalio.common import RetryPolicy, VersioningBehavior
 
 with workflow.unsafe.imports_passed_through():
     from contracts.model_jobs import (
@@ -33,7 +33,7 @@ with workflow.unsafe.imports_passed_through():
 CHECK_HEARTBEAT = timedelta(seconds=30)
 
 
-@workflow.defn(name=WorkflowType.MODEL_CHECK)
+@workflow.defn(name=WorkflowType.MODEL_CHECK, versioning_behavior=VersioningBehavior.PINNED)
 class ModelCheckWorkflow:
     """Authorise the check, then call the model once and report how it ended."""
 

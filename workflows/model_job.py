@@ -32,7 +32,7 @@ from datetime import timedelta
 from typing import TypeVar
 
 from temporalio import workflow
-from temporalio.common import RetryPolicy
+from temporalio.common import RetryPolicy, VersioningBehavior
 from temporalio.exceptions import ActivityError, ApplicationError, TimeoutError
 
 with workflow.unsafe.imports_passed_through():
@@ -115,7 +115,7 @@ def _error_type(error: ActivityError) -> tuple[str, str]:
     return ErrorType.MODEL_TASK, str(cause or error)
 
 
-@workflow.defn(name=WorkflowType.MODEL_JOB)
+@workflow.defn(name=WorkflowType.MODEL_JOB, versioning_behavior=VersioningBehavior.PINNED)
 class ModelJobWorkflow:
     """Run one model job over the captured chain and return a validated result."""
 

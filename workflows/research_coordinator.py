@@ -28,7 +28,7 @@ from __future__ import annotations
 from datetime import timedelta
 
 from temporalio import workflow
-from temporalio.common import RetryPolicy
+from temporalio.common import RetryPolicy, VersioningBehavior
 from temporalio.exceptions import ActivityError, ApplicationError
 
 with workflow.unsafe.imports_passed_through():
@@ -49,7 +49,7 @@ with workflow.unsafe.imports_passed_through():
     from contracts.temporal_names import ActivityName, CoordinatorMessage, TeamMessage, WorkflowType
 
 
-@workflow.defn(name=WorkflowType.RESEARCH_COORDINATOR)
+@workflow.defn(name=WorkflowType.RESEARCH_COORDINATOR, versioning_behavior=VersioningBehavior.AUTO_UPGRADE)
 class ResearchCoordinatorWorkflow:
     """Admit research teams and grant their stage advances, a bounded number per cycle."""
 

@@ -33,7 +33,7 @@ from datetime import timedelta
 from typing import Any
 
 from temporalio import workflow
-from temporalio.common import RetryPolicy, SearchAttributeKey
+from temporalio.common import RetryPolicy, SearchAttributeKey, VersioningBehavior
 from temporalio.exceptions import ActivityError, ApplicationError, ChildWorkflowError
 
 with workflow.unsafe.imports_passed_through():
@@ -97,7 +97,7 @@ _BOOKKEEPING_RETRY = RetryPolicy(maximum_attempts=3, initial_interval=timedelta(
 _CHECK_RETRY = RetryPolicy(initial_interval=timedelta(seconds=1), maximum_interval=timedelta(minutes=1))
 
 
-@workflow.defn(name=WorkflowType.RESEARCH_TEAM)
+@workflow.defn(name=WorkflowType.RESEARCH_TEAM, versioning_behavior=VersioningBehavior.PINNED)
 class ResearchTeamWorkflow:
     """Carry one research team from its start to ``awaiting_human_review`` (or a stop)."""
 

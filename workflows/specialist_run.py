@@ -27,7 +27,7 @@ import asyncio
 from datetime import datetime, timedelta
 
 from temporalio import workflow
-from temporalio.common import RetryPolicy
+from temporalio.common import RetryPolicy, VersioningBehavior
 from temporalio.exceptions import ActivityError, ApplicationError
 
 with workflow.unsafe.imports_passed_through():
@@ -87,7 +87,7 @@ PATCH_TELLS_QUEUE = "run-tells-its-queue"
 and when they end (docs/architecture.md "Goal queue"); asked only by a queue's child run."""
 
 
-@workflow.defn(name=WorkflowType.SPECIALIST_RUN)
+@workflow.defn(name=WorkflowType.SPECIALIST_RUN, versioning_behavior=VersioningBehavior.PINNED)
 class SpecialistRunWorkflow:
     """Carry one specialist run through its lifecycle; the workflow history is its audit trail."""
 

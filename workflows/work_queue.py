@@ -29,7 +29,13 @@ from typing import Any, TypeVar
 
 from pydantic import ValidationError
 from temporalio import workflow
-from temporalio.common import RetryPolicy, SearchAttributeKey, SearchAttributePair, TypedSearchAttributes
+from temporalio.common import (
+    RetryPolicy,
+    SearchAttributeKey,
+    SearchAttributePair,
+    TypedSearchAttributes,
+    VersioningBehavior,
+)
 from temporalio.exceptions import ActivityError, ApplicationError
 from temporalio.workflow import ParentClosePolicy
 
@@ -183,7 +189,7 @@ def _redispatch_due(item: QueueItem) -> bool:
     return runs[-1].autopilot and all(run.outcome is not RunOutcome.PENDING for run in runs)
 
 
-@workflow.defn(name=WorkflowType.WORK_QUEUE)
+@workflow.defn(name=WorkflowType.WORK_QUEUE, versioning_behavior=VersioningBehavior.AUTO_UPGRADE)
 class WorkQueueWorkflow:
     """Hold the goal queue's items and make the operator's moves on them."""
 

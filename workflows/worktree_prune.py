@@ -21,7 +21,7 @@ from __future__ import annotations
 from datetime import timedelta
 
 from temporalio import workflow
-from temporalio.common import RetryPolicy
+from temporalio.common import RetryPolicy, VersioningBehavior
 from temporalio.exceptions import ActivityError, ApplicationError, TimeoutType
 from temporalio.exceptions import TimeoutError as TemporalTimeoutError
 
@@ -48,7 +48,7 @@ _PRUNE_TIMEOUT = timedelta(minutes=5)
 _RETRY = RetryPolicy(maximum_attempts=2, initial_interval=timedelta(milliseconds=200))
 
 
-@workflow.defn(name=WorkflowType.WORKTREE_PRUNE)
+@workflow.defn(name=WorkflowType.WORKTREE_PRUNE, versioning_behavior=VersioningBehavior.AUTO_UPGRADE)
 class WorktreePruneWorkflow:
     """Authorise, check the run has finished, then remove its worktrees on each host holding them."""
 

@@ -20,7 +20,11 @@ PIN = re.compile(r"^([A-Za-z0-9_.\-]+)(\[[^\]]*\])?==([^\s\\;]+)")
 def _declared(*, dev: bool) -> list[Requirement]:
     project = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))["project"]
     extras = project["optional-dependencies"]
-    texts = [*project["dependencies"], *extras["tracing"], *(extras["dev"] + extras["dev-server"] if dev else [])]
+    texts = [
+        *project["dependencies"],
+        *extras["tracing"],
+        *(extras["dev"] + extras["dev-server"] if dev else []),
+    ]
     return [Requirement(text) for text in texts]
 
 
