@@ -46,7 +46,7 @@ def payloads_in(message: Message, path: str = "") -> Iterator[tuple[str, Payload
         yield path, message
         return
     for field, value in message.ListFields():
-        if field.type != field.TYPE_MESSAGE:
+        if field.type != field.TYPE_MESSAGE or field.message_type is None:
             continue
         if field.message_type.GetOptions().map_entry:
             items = [(f"{field.name}[{key}]", item) for key, item in value.items()]
