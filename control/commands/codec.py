@@ -85,8 +85,17 @@ def _keys_file(path: Path | None) -> Path:
 
 def _write(path: Path, text: str) -> None:
     """Replace ``path`` with ``text`` atomically; the new file has mode 0600 from its creation."""
+    from contracts.errors import InvalidInput
+    from runtime.settings import ENV_CODEC_KEYS_FILE
+
     temporary = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    descriptor = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    try:
+        descriptor = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    except OSError as error:
+        raise InvalidInput(
+            "codec_keys_unwritable",
+            f"{ENV_CODEC_KEYS_FILE}={str(path)!r}: cannot write there ({error.strerror})",
+        ) from None
     try:
         with os.fdopen(descriptor, "w", encoding="utf-8") as handle:
             handle.write(text)
@@ -137,12 +146,9 @@ def add_key_command(
                 "codec_key_duplicate", f"{ENV_CODEC_KEYS_FILE}={str(path)!r}: key id {key_id!r} exists"
             )
         ring = KeyRing(current=key_id if current else ring.current, keys={**ring.keys, key_id: fresh})
-        _write(path, key_ring_json(ring))
     else:
         ring = KeyRing(current=key_id, keys={key_id: fresh})
-        descriptor = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
-        with os.fdopen(descriptor, "w", encoding="utf-8") as handle:
-            handle.write(key_ring_json(ring))
+    _write(path, key_ring_json(ring))
     state = "current" if ring.current == key_id else f"not current (current: {ring.current})"
     _report(path, ring.current, list(ring.keys), as_json, f"added key {key_id!r} to {path}, {state}")
 

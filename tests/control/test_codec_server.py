@@ -298,6 +298,13 @@ def test_codec_key_add_use_and_list_manage_the_file_and_never_print_a_key(
     assert run("add", "2026-01")[0] == 2  # codec_key_duplicate
     assert run("use", "2027-01")[0] == 3  # codec_key_unknown
     assert run("add", "bad id")[0] == 2  # codec_key_id_invalid
+    assert run("add", "k", "--file", str(tmp_path / "absent" / "keys.json")) == (
+        2,
+        {"error": {"code": "codec_keys_unwritable", "message": (
+            f"SPECIALISTS_CODEC_KEYS_FILE={str(tmp_path / 'absent' / 'keys.json')!r}: cannot write there "
+            "(No such file or directory)"
+        )}},
+    )  # fmt: skip
     keys = [base64.b64encode(key).decode() for key in load_key_ring(path).keys.values()]
     assert [text for text in printed for key in keys if key in text] == []
 
