@@ -49,8 +49,10 @@ GROUPS: Final = (
     ("queue", "app", "queue", ("queue",)),
     ("web", "app", "web", ("web",)),
     ("versions", "app", "versions", ("versions",)),
+    ("codec", "app", None, ("codec-server",)),
+    ("codec", "key_app", "codec-key", ("codec-key",)),
 )
-LONG_RUNNING: Final = frozenset({"worker", "dev", "web"})
+LONG_RUNNING: Final = frozenset({"worker", "dev", "web", "codec-server"})
 """Commands that keep running (a worker): they load pydantic plugins as configured."""
 
 

@@ -28,6 +28,7 @@ ENV_NAMESPACE: Final = "SPECIALISTS_NAMESPACE"
 ENV_TASK_QUEUE: Final = "SPECIALISTS_TASK_QUEUE"
 ENV_STATE_DIR: Final = "SPECIALISTS_STATE_DIR"
 ENV_DATABASE_URL: Final = "SPECIALISTS_DATABASE_URL"
+ENV_CODEC_KEYS_FILE: Final = "SPECIALISTS_CODEC_KEYS_FILE"
 
 DATABASE_FILENAME: Final = "specialists.db"
 """The SQLite store's file name inside the state directory."""
@@ -97,7 +98,9 @@ class Settings:
     Build it with :meth:`from_env` (``Settings.from_env({})`` gives the defaults); every field is
     already validated and normalised there: ``state_dir`` is absolute (by default
     ``$XDG_STATE_HOME/specialists``, else ``~/.local/state/specialists``), ``database_url`` is
-    filled in.
+    filled in. ``codec_keys_file`` is the payload keys file (absolute; ``None``: payloads are not
+    encrypted), read when a client connects (``runtime.codec``; docs/architecture.md "Encrypted
+    history").
     """
 
     temporal_address: str
@@ -106,6 +109,7 @@ class Settings:
     task_queue: str
     state_dir: Path
     database_url: str
+    codec_keys_file: Path | None = None
 
     @classmethod
     def from_env(cls, environ: Mapping[str, str] | None = None) -> Settings:
@@ -141,6 +145,7 @@ class Settings:
 
         return cls(
             temporal_address=format_address(host, port),
+            codec_keys_file=_optional_path(env, ENV_CODEC_KEYS_FILE),
             temporal_ui_port=ui_port,
             namespace=_name(env, ENV_NAMESPACE, DEFAULT_NAMESPACE),
             task_queue=_name(env, ENV_TASK_QUEUE, DEFAULT_TASK_QUEUE),
@@ -167,6 +172,16 @@ class Settings:
     def temporal_db_path(self) -> Path:
         """The embedded dev server's SQLite file."""
         return self.state_dir / TEMPORAL_DB_FILENAME
+
+
+def _optional_path(env: Mapping[str, str], variable: str) -> Path | None:
+    """An absolute path from ``variable`` (relative to the working directory), or ``None`` unset."""
+    text = (env.get(variable) or "").strip()
+    if not text:
+        return None
+    if "\x00" in text:
+        raise InvalidInput("invalid_setting", f"{variable} contains a NUL character")
+    return Path(text).expanduser().absolute()
 
 
 def sqlite_url(path: Path) -> str:

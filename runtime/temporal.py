@@ -1,5 +1,6 @@
 """The one way this deployment connects to Temporal, for the worker and the operator surface alike
-(docs/architecture.md "Layers"): the configured address and namespace, the pydantic data converter, and
+(docs/architecture.md "Layers"): the configured address and namespace, the pydantic data converter
+(encrypting payloads when keys are configured, docs/architecture.md "Encrypted history"), and
 an unreachable server reported as an operator error (exit 5) that says how to start one."""
 
 from __future__ import annotations
@@ -7,9 +8,9 @@ from __future__ import annotations
 import asyncio
 
 from temporalio.client import Client
-from temporalio.contrib.pydantic import pydantic_data_converter
 
 from contracts.errors import ServiceUnavailable
+from runtime.codec import data_converter
 from runtime.settings import Settings
 from runtime.telemetry import client_plugins
 
@@ -24,19 +25,21 @@ def connected() -> bool:
 
 
 async def connect(settings: Settings, *, timeout: float = CONNECT_TIMEOUT_SECONDS) -> Client:
-    """A client for ``settings.temporal_address``/``namespace`` using the pydantic data converter.
+    """A client for ``settings.temporal_address``/``namespace`` using the pydantic data converter
+    (with the payload encryption codec when keys are configured: :func:`runtime.codec.data_converter`).
 
     Raises :class:`ServiceUnavailable` (``temporal_unreachable``) when the server does not answer
     within ``timeout`` seconds.
     """
     global _connected
+    converter = data_converter(settings)  # before connecting: a bad keys file is an input error
     _connected = True  # set before the attempt: a failed connect may have started the runtime too
     try:
         return await asyncio.wait_for(
             Client.connect(
                 settings.temporal_address,
                 namespace=settings.namespace,
-                data_converter=pydantic_data_converter,
+                data_converter=converter,
                 plugins=client_plugins(),
             ),
             timeout=timeout,
