@@ -44,6 +44,7 @@ from workflows.model_job import ModelJobWorkflow
 from workflows.research_coordinator import ResearchCoordinatorWorkflow
 from workflows.research_team import ResearchTeamWorkflow
 from workflows.specialist_run import SpecialistRunWorkflow
+from workflows.versioning import use_worker_versioning
 from workflows.work_queue import WorkQueueWorkflow
 from workflows.worktree_prune import WorktreePruneWorkflow
 
@@ -176,9 +177,11 @@ def build_worker(
 
 
 def deployment_config(version: WorkerDeploymentVersion | None) -> WorkerDeploymentConfig | None:
-    """Versioning on for ``version`` (a workflow class that declares no behaviour is pinned)."""
+    """Versioning on for ``version``: the workflows declare their behaviours from then on (a class
+    that declares none is pinned)."""
     if version is None:
         return None
+    use_worker_versioning()
     return WorkerDeploymentConfig(
         version=version, use_worker_versioning=True, default_versioning_behavior=VersioningBehavior.PINNED
     )

@@ -28,7 +28,6 @@ import contextlib
 from datetime import timedelta
 
 from temporalio import workflow
-from temporalio.common import VersioningBehavior
 
 with workflow.unsafe.imports_passed_through():
     from contracts.ceilings import (
@@ -41,6 +40,7 @@ with workflow.unsafe.imports_passed_through():
     )
     from contracts.metric_names import CEILING_LEASES_HELD
     from contracts.temporal_names import CeilingMessage, ModelJobMessage, WorkflowType
+    from workflows.versioning import auto_upgrade
 
 PATCH_LEASE_RECORDS = "ceiling-lease-records"
 """``acquire`` for a lease already held signals its holder again (``try_acquire`` grants without a
@@ -52,7 +52,7 @@ MAX_HISTORY_EVENTS = 2000
 """Continue as new past this many events: keeps replay of the table cheap."""
 
 
-@workflow.defn(name=WorkflowType.MODEL_CEILING, versioning_behavior=VersioningBehavior.AUTO_UPGRADE)
+@workflow.defn(name=WorkflowType.MODEL_CEILING, versioning_behavior=auto_upgrade())
 class ModelCeilingWorkflow:
     """Grant at most ``ceiling`` leases on one model at a time."""
 

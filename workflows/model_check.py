@@ -16,7 +16,7 @@ from __future__ import annotations
 from datetime import timedelta
 
 from temporalio import workflow
-from temporalio.common import RetryPolicy, VersioningBehavior
+from temporalio.common import RetryPolicy
 
 with workflow.unsafe.imports_passed_through():
     from contracts.model_jobs import (
@@ -29,11 +29,12 @@ with workflow.unsafe.imports_passed_through():
     from contracts.runs import AuthorizeRequest
     from contracts.temporal_names import ActivityName, WorkflowType
     from workflows.authorization import authorize_action
+    from workflows.versioning import pinned
 
 CHECK_HEARTBEAT = timedelta(seconds=30)
 
 
-@workflow.defn(name=WorkflowType.MODEL_CHECK, versioning_behavior=VersioningBehavior.PINNED)
+@workflow.defn(name=WorkflowType.MODEL_CHECK, versioning_behavior=pinned())
 class ModelCheckWorkflow:
     """Authorise the check, then call the model once and report how it ended."""
 

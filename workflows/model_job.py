@@ -32,7 +32,7 @@ from datetime import timedelta
 from typing import TypeVar
 
 from temporalio import workflow
-from temporalio.common import RetryPolicy, VersioningBehavior
+from temporalio.common import RetryPolicy
 from temporalio.exceptions import ActivityError, ApplicationError, TimeoutError
 
 with workflow.unsafe.imports_passed_through():
@@ -67,6 +67,7 @@ with workflow.unsafe.imports_passed_through():
     from contracts.temporal_names import ActivityName, CeilingMessage, ModelJobMessage, WorkflowType
     from contracts.ui_summaries import model_job_details
     from workflows.patches import Behaviours
+    from workflows.versioning import pinned
 
 _Prepared = TypeVar("_Prepared", ContextPackResult, LeaseTerms)
 
@@ -115,7 +116,7 @@ def _error_type(error: ActivityError) -> tuple[str, str]:
     return ErrorType.MODEL_TASK, str(cause or error)
 
 
-@workflow.defn(name=WorkflowType.MODEL_JOB, versioning_behavior=VersioningBehavior.PINNED)
+@workflow.defn(name=WorkflowType.MODEL_JOB, versioning_behavior=pinned())
 class ModelJobWorkflow:
     """Run one model job over the captured chain and return a validated result."""
 

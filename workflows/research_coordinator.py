@@ -28,7 +28,7 @@ from __future__ import annotations
 from datetime import timedelta
 
 from temporalio import workflow
-from temporalio.common import RetryPolicy, VersioningBehavior
+from temporalio.common import RetryPolicy
 from temporalio.exceptions import ActivityError, ApplicationError
 
 with workflow.unsafe.imports_passed_through():
@@ -47,9 +47,13 @@ with workflow.unsafe.imports_passed_through():
         TeamIds,
     )
     from contracts.temporal_names import ActivityName, CoordinatorMessage, TeamMessage, WorkflowType
+    from workflows.versioning import auto_upgrade
 
 
-@workflow.defn(name=WorkflowType.RESEARCH_COORDINATOR, versioning_behavior=VersioningBehavior.AUTO_UPGRADE)
+@workflow.defn(
+    name=WorkflowType.RESEARCH_COORDINATOR,
+    versioning_behavior=auto_upgrade(),
+)
 class ResearchCoordinatorWorkflow:
     """Admit research teams and grant their stage advances, a bounded number per cycle."""
 

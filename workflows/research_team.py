@@ -33,7 +33,7 @@ from datetime import timedelta
 from typing import Any
 
 from temporalio import workflow
-from temporalio.common import RetryPolicy, SearchAttributeKey, VersioningBehavior
+from temporalio.common import RetryPolicy, SearchAttributeKey
 from temporalio.exceptions import ActivityError, ApplicationError, ChildWorkflowError
 
 with workflow.unsafe.imports_passed_through():
@@ -81,6 +81,7 @@ with workflow.unsafe.imports_passed_through():
         limitation,
     )
     from workflows.team_coordination import abandon, ask_for_advance, leave_coordinator, request_admission
+    from workflows.versioning import pinned
 
 # workflow.patched() ids: each marks a change to logic that recorded histories already exercise.
 PATCH_COORDINATED = "team-coordinated"
@@ -97,7 +98,7 @@ _BOOKKEEPING_RETRY = RetryPolicy(maximum_attempts=3, initial_interval=timedelta(
 _CHECK_RETRY = RetryPolicy(initial_interval=timedelta(seconds=1), maximum_interval=timedelta(minutes=1))
 
 
-@workflow.defn(name=WorkflowType.RESEARCH_TEAM, versioning_behavior=VersioningBehavior.PINNED)
+@workflow.defn(name=WorkflowType.RESEARCH_TEAM, versioning_behavior=pinned())
 class ResearchTeamWorkflow:
     """Carry one research team from its start to ``awaiting_human_review`` (or a stop)."""
 

@@ -27,7 +27,7 @@ import asyncio
 from datetime import datetime, timedelta
 
 from temporalio import workflow
-from temporalio.common import RetryPolicy, VersioningBehavior
+from temporalio.common import RetryPolicy
 from temporalio.exceptions import ActivityError, ApplicationError
 
 with workflow.unsafe.imports_passed_through():
@@ -67,6 +67,7 @@ with workflow.unsafe.imports_passed_through():
     from workflows.queue_verdict import apply_queue_verdict
     from workflows.run_jobs import run_model_job
     from workflows.run_state import QUEUE_ITEM_STATUS_KEY, RunState, route_attributes
+    from workflows.versioning import pinned
     from workflows.worktree_attempt import attempt_worktree, uses_command_executor
 
 _SHORT_ACTIVITY = timedelta(seconds=10)
@@ -87,7 +88,7 @@ PATCH_TELLS_QUEUE = "run-tells-its-queue"
 and when they end (docs/architecture.md "Goal queue"); asked only by a queue's child run."""
 
 
-@workflow.defn(name=WorkflowType.SPECIALIST_RUN, versioning_behavior=VersioningBehavior.PINNED)
+@workflow.defn(name=WorkflowType.SPECIALIST_RUN, versioning_behavior=pinned())
 class SpecialistRunWorkflow:
     """Carry one specialist run through its lifecycle; the workflow history is its audit trail."""
 

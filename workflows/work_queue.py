@@ -34,7 +34,6 @@ from temporalio.common import (
     SearchAttributeKey,
     SearchAttributePair,
     TypedSearchAttributes,
-    VersioningBehavior,
 )
 from temporalio.exceptions import ActivityError, ApplicationError
 from temporalio.workflow import ParentClosePolicy
@@ -118,6 +117,7 @@ with workflow.unsafe.imports_passed_through():
     from contracts.temporal_names import ActivityName, QueueMessage, RunMessage, WorkflowType
     from contracts.ui_summaries import queue_details, run_summary
     from workflows.authorization import check_action
+    from workflows.versioning import auto_upgrade
 
 T = TypeVar("T")
 
@@ -189,7 +189,7 @@ def _redispatch_due(item: QueueItem) -> bool:
     return runs[-1].autopilot and all(run.outcome is not RunOutcome.PENDING for run in runs)
 
 
-@workflow.defn(name=WorkflowType.WORK_QUEUE, versioning_behavior=VersioningBehavior.AUTO_UPGRADE)
+@workflow.defn(name=WorkflowType.WORK_QUEUE, versioning_behavior=auto_upgrade())
 class WorkQueueWorkflow:
     """Hold the goal queue's items and make the operator's moves on them."""
 

@@ -21,7 +21,7 @@ from __future__ import annotations
 from datetime import timedelta
 
 from temporalio import workflow
-from temporalio.common import RetryPolicy, VersioningBehavior
+from temporalio.common import RetryPolicy
 from temporalio.exceptions import ActivityError, ApplicationError, TimeoutType
 from temporalio.exceptions import TimeoutError as TemporalTimeoutError
 
@@ -42,13 +42,14 @@ with workflow.unsafe.imports_passed_through():
         is_finished,
     )
     from workflows.authorization import authorize_action
+    from workflows.versioning import auto_upgrade
 
 _SHORT_TIMEOUT = timedelta(seconds=30)
 _PRUNE_TIMEOUT = timedelta(minutes=5)
 _RETRY = RetryPolicy(maximum_attempts=2, initial_interval=timedelta(milliseconds=200))
 
 
-@workflow.defn(name=WorkflowType.WORKTREE_PRUNE, versioning_behavior=VersioningBehavior.AUTO_UPGRADE)
+@workflow.defn(name=WorkflowType.WORKTREE_PRUNE, versioning_behavior=auto_upgrade())
 class WorktreePruneWorkflow:
     """Authorise, check the run has finished, then remove its worktrees on each host holding them."""
 

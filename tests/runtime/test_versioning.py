@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import json
 import uuid
 from pathlib import Path
 
@@ -14,6 +15,7 @@ from temporalio.api.enums.v1 import EventType, VersioningBehavior
 from temporalio.client import Client
 
 from contracts.errors import InvalidInput
+from contracts.queue_messages import queue_workflow_id
 from infra.devserver import DevServer
 from runtime.versioning import ENV_BUILD_ID, ENV_DEPLOYMENT_NAME, deployment_name, deployment_version
 from tests.control.cli_harness import SLOW_QUERY, Cli, running_worker
@@ -65,6 +67,11 @@ def _task_build_ids(address: str, workflow_id: str) -> tuple[list[str], int]:
     return asyncio.run(fetch())
 
 
+def _queue_add(cli: Cli, title: str) -> None:
+    item = json.dumps({"title": title})
+    assert cli.call("queue", "add", "--input-json", item, "--actor", "alice", "--json").exit_code == 0
+
+
 def _awaiting_decision(cli: Cli) -> str:
     run = cli.run(
         "create", f"--input-json=@{SLOW_QUERY}", "--tier", "read_only", "--enqueue", "--actor", "alice",
@@ -92,6 +99,7 @@ def test_a_promoted_version_takes_new_runs_while_a_started_run_finishes_on_its_o
         shown = cli.call("versions", "show", "--json").ok()
         assert shown["current_build_id"] == "v1", "the deployment's first version made itself current"
         first = _awaiting_decision(cli)
+        _queue_add(cli, "before the upgrade")  # the goal queue starts on v1
 
         refused = cli.call("versions", "promote", "v2", "--actor", "alice", "--json")
         assert refused.exit_code == 3 and refused.json()["error"]["code"] == "version_not_polling"
@@ -105,6 +113,7 @@ def test_a_promoted_version_takes_new_runs_while_a_started_run_finishes_on_its_o
             assert {version["build_id"] for version in promoted["versions"]} == {"v1", "v2"}
 
             second = _awaiting_decision(cli)
+            _queue_add(cli, "after the upgrade")
             for run_id in (first, second):
                 assert (
                     cli.run("decide", run_id, "--actor", "alice", "--accept", "--json").ok()["status"]
@@ -116,6 +125,11 @@ def test_a_promoted_version_takes_new_runs_while_a_started_run_finishes_on_its_o
     assert first_builds and set(first_builds) == {"v1"}, "the first run finished on the version it started on"
     assert second_builds and set(second_builds) == {"v2"}
     assert first_behavior == second_behavior == VersioningBehavior.VERSIONING_BEHAVIOR_PINNED
+    queue_builds, queue_behavior = _task_build_ids(
+        temporal_dev_server.address, queue_workflow_id(cli.env["SPECIALISTS_TASK_QUEUE"])
+    )
+    assert queue_builds[0] == "v1" and queue_builds[-1] == "v2", "the goal queue moved to the current version"
+    assert queue_behavior == VersioningBehavior.VERSIONING_BEHAVIOR_AUTO_UPGRADE
 
 
 def test_a_released_run_moves_to_the_current_version_and_finishes_after_its_workers_stop(
