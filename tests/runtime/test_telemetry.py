@@ -16,7 +16,7 @@ import pytest
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
 
 from contracts.errors import InvalidInput
-from contracts.metric_names import MODEL_CALLS, RUN_STATUS_CHANGES
+from contracts.metric_names import MODEL_CALLS, QUEUE_SLOTS_OCCUPIED, RUN_STATUS_CHANGES
 from infra.devserver import DevServer, free_port
 from runtime.telemetry import (
     ENV_METRICS_ADDRESS,
@@ -83,8 +83,8 @@ def collector() -> Iterator[_Collector]:
 def observed_run(
     temporal_dev_server: DevServer, collector: _Collector, tmp_path_factory: pytest.TempPathFactory
 ) -> Iterator[tuple[int, str]]:
-    """A worker with metrics and tracing on, and one read_only run it took to its decision, accepted:
-    yields the metrics port and the run id."""
+    """A worker with metrics and tracing on, one read_only run it took to its decision, accepted, and
+    a goal queue with one proposal: yields the metrics port and the run id."""
     root = tmp_path_factory.mktemp("telemetry")
     port = free_port()
     cli = Cli.isolated(
@@ -109,6 +109,8 @@ def observed_run(
         assert run["status"] == "awaiting_decision"
         decided = cli.run("decide", run["run_id"], "--actor", "alice", "--accept", "--json").ok()
         assert decided["status"] == "accepted"
+        item = json.dumps({"title": "Measure the queue"})
+        assert cli.call("queue", "add", "--input-json", item, "--actor", "alice", "--json").exit_code == 0
         yield port, run["run_id"]
 
 
@@ -162,6 +164,13 @@ def test_the_worker_serves_the_sdks_metrics_and_the_projects_own(observed_run: t
             for labels, value in calls
             if value >= 1
         )
+
+
+def test_the_goal_queue_reports_its_occupied_slots(observed_run: tuple[int, str]) -> None:
+    port, _ = observed_run
+    slots = _samples(_scrape(port), QUEUE_SLOTS_OCCUPIED)
+    assert slots and all(value == 0 for _, value in slots), "a proposal occupies no slot"
+    assert all('slots="' in labels for labels, _ in slots)
 
 
 def test_no_metric_label_carries_a_run_id(observed_run: tuple[int, str]) -> None:
