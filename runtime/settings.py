@@ -81,7 +81,13 @@ def _parse_port(text: str, *, variable: str, shown: str) -> int:
 
 
 def _name(env: Mapping[str, str], variable: str, default: str) -> str:
-    value = (env.get(variable) or "").strip() or default
+    return validate_name((env.get(variable) or "").strip() or default, variable)
+
+
+def validate_name(value: str, variable: str) -> str:
+    """``value`` (stripped) when it is a namespace or task-queue name; :class:`InvalidInput` naming
+    ``variable`` (or whatever setting it came from) otherwise."""
+    value = value.strip()
     if not _NAME.match(value):
         raise InvalidInput(
             "invalid_setting",
@@ -97,7 +103,9 @@ class Settings:
     Build it with :meth:`from_env` (``Settings.from_env({})`` gives the defaults); every field is
     already validated and normalised there: ``state_dir`` is absolute (by default
     ``$XDG_STATE_HOME/specialists``, else ``~/.local/state/specialists``), ``database_url`` is
-    filled in.
+    filled in. ``temporal_address`` and ``namespace`` are this project's settings or the defaults;
+    what a client connects to also takes the SDK's environment configuration into account
+    (:func:`runtime.connection.load_connection`).
     """
 
     temporal_address: str
@@ -106,6 +114,12 @@ class Settings:
     task_queue: str
     state_dir: Path
     database_url: str
+    temporal_address_set: bool = False
+    """Whether ``SPECIALISTS_TEMPORAL_ADDRESS`` was set: then it wins over the SDK's environment
+    configuration (``TEMPORAL_ADDRESS``, a profile's ``address``; :mod:`runtime.connection`)."""
+    namespace_set: bool = False
+    """Whether ``SPECIALISTS_NAMESPACE`` was set: then it wins over ``TEMPORAL_NAMESPACE`` and a
+    profile's ``namespace``."""
 
     @classmethod
     def from_env(cls, environ: Mapping[str, str] | None = None) -> Settings:
@@ -146,6 +160,8 @@ class Settings:
             task_queue=_name(env, ENV_TASK_QUEUE, DEFAULT_TASK_QUEUE),
             state_dir=state_dir,
             database_url=database_url,
+            temporal_address_set=bool((env.get(ENV_TEMPORAL_ADDRESS) or "").strip()),
+            namespace_set=bool((env.get(ENV_NAMESPACE) or "").strip()),
         )
 
     @property

@@ -9,7 +9,7 @@ import asyncio
 from temporalio.client import Client
 from temporalio.contrib.pydantic import pydantic_data_converter
 
-from contracts.errors import ServiceUnavailable
+from runtime.connection import connect_failure, load_connection
 from runtime.settings import Settings
 
 CONNECT_TIMEOUT_SECONDS = 5.0
@@ -23,25 +23,24 @@ def connected() -> bool:
 
 
 async def connect(settings: Settings, *, timeout: float = CONNECT_TIMEOUT_SECONDS) -> Client:
-    """A client for ``settings.temporal_address``/``namespace`` using the pydantic data converter.
+    """A client for the connection :func:`runtime.connection.load_connection` resolves (the
+    ``SPECIALISTS_*`` settings over the SDK's environment configuration) using the pydantic data
+    converter.
 
-    Raises :class:`ServiceUnavailable` (``temporal_unreachable``) when the server does not answer
-    within ``timeout`` seconds.
+    Raises :class:`InvalidInput` for a bad connection configuration, and
+    :class:`ServiceUnavailable` (``temporal_unreachable``, ``temporal_unauthenticated``,
+    ``temporal_tls_failed``) when the server does not answer within ``timeout`` seconds or refuses.
     """
     global _connected
+    connection = load_connection(settings)
     _connected = True  # set before the attempt: a failed connect may have started the runtime too
     try:
         return await asyncio.wait_for(
             Client.connect(
-                settings.temporal_address,
-                namespace=settings.namespace,
+                **connection.connect_arguments(),
                 data_converter=pydantic_data_converter,
             ),
             timeout=timeout,
         )
     except (RuntimeError, OSError, TimeoutError) as error:
-        raise ServiceUnavailable(
-            "temporal_unreachable",
-            f"cannot reach Temporal at {settings.temporal_address} ({type(error).__name__}): start it "
-            "with `specialists dev` (or `make dev`), or set SPECIALISTS_TEMPORAL_ADDRESS",
-        ) from None
+        raise connect_failure(connection, error) from None
