@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Final
 
-from temporalio.envconfig import ClientConfigProfile, ClientConfigTLS, DataSource
+from temporalio.envconfig import ClientConfig, ClientConfigProfile, ClientConfigTLS, DataSource
 from temporalio.service import TLSConfig
 
 from contracts.errors import InvalidInput, OperatorError, ServiceUnavailable
@@ -57,7 +57,7 @@ class Connection:
     ``tls`` is ``False`` (plaintext), ``True`` (TLS with the system's roots) or a
     :class:`TLSConfig`. ``api_key`` and ``rpc_metadata`` are secrets: they are left out of ``repr``
     and :meth:`describe`. ``profile``/``config_file`` say where the file settings came from (``None``
-    when no file was read).
+    when no file has the profile).
     """
 
     address: str
@@ -126,9 +126,9 @@ def load_connection(settings: Settings, environ: Mapping[str, str] | None = None
     profile_name = (env.get(ENV_PROFILE) or "").strip() or DEFAULT_PROFILE
     try:
         profile = ClientConfigProfile.load(override_env_vars=env)
+        profiles = ClientConfig.load(override_env_vars=env).profiles if config_file.is_file() else {}
     except RuntimeError as error:  # the bridge's ConfigError
         raise _config_error(str(error), where=where, profile=profile_name) from None
-    file_read = config_file.is_file()
 
     def origin(variable: str, key: str) -> str:
         """Which setting a value came from, for a message: the variable if set, else the file's key."""
@@ -161,8 +161,8 @@ def load_connection(settings: Settings, environ: Mapping[str, str] | None = None
         tls=tls,
         api_key=api_key,
         rpc_metadata=metadata,
-        profile=profile_name if file_read else None,
-        config_file=str(config_file) if file_read else None,
+        profile=profile_name if profile_name in profiles else None,
+        config_file=str(config_file) if profile_name in profiles else None,
     )
 
 

@@ -58,7 +58,7 @@ async def run_worker(stop: asyncio.Event | None = None) -> None:
     token = load_action_token()
     trust_root = load_trust_root()
     client = await connect(settings)
-    await require_search_attributes(client, settings.namespace)
+    await require_search_attributes(client, client.namespace)
     config = activity_config(
         settings, budgets=RunBudgets.from_env(), action_token=token, trust_root=trust_root
     )
@@ -80,8 +80,9 @@ async def run_worker(stop: asyncio.Event | None = None) -> None:
             warming = loop.run_in_executor(None, store.warm)
             warming.add_done_callback(lambda done: health.set_ready(done.exception() is None))
             print(
-                f"worker polling task queue {settings.task_queue!r} on {settings.temporal_address} "
-                f"(namespace {settings.namespace}); this host's queue "
+                f"worker polling task queue {settings.task_queue!r} on "
+                f"{client.service_client.config.target_host} (namespace {client.namespace}); "
+                "this host's queue "
                 f"{host_task_queue(settings.task_queue, worker_host())!r}",
                 flush=True,
             )
