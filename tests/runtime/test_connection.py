@@ -246,3 +246,18 @@ def test_refused_credentials_tls_failures_and_silence_are_told_apart() -> None:
     assert "TEMPORAL_TLS_SERVER_CA_CERT_PATH" in unknown_ca.message
     silent = _failure("Failed client connect: Server connection error: connection refused")
     assert silent.code == "temporal_unreachable" and "specialists dev" in silent.message
+
+
+def test_specialists_dev_refuses_a_worker_connection_configured_elsewhere(
+    empty_file: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from control.dev import run_dev
+
+    monkeypatch.delenv("SPECIALISTS_TEMPORAL_ADDRESS", raising=False)
+    monkeypatch.setenv("TEMPORAL_CONFIG_FILE", str(empty_file))
+    monkeypatch.setenv("TEMPORAL_ADDRESS", "ns.acct.tmprl.cloud:7233")
+    monkeypatch.setenv("TEMPORAL_API_KEY", KEY)
+    with pytest.raises(InvalidInput) as caught:
+        run_dev()  # refused before any server starts
+    assert caught.value.code == "dev_connection_elsewhere"
+    assert "ns.acct.tmprl.cloud:7233 with TLS" in caught.value.message and KEY not in caught.value.message
