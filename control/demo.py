@@ -366,6 +366,7 @@ def main() -> int:
     from contracts.errors import OperatorError
     from control.dev import dev_server_for
     from infra.devserver import is_reachable
+    from runtime.connection import load_connection
     from runtime.logs import configure_logging
     from runtime.settings import Settings
 
@@ -380,11 +381,12 @@ def main() -> int:
         ensure_demo_key(settings.state_dir)
         _prepare_store(settings.database_url, token, demo_repository(settings.state_dir))
         server = None
-        if not is_reachable(settings.temporal_address):
+        address = load_connection(settings).address  # TEMPORAL_* or a profile may point elsewhere
+        if is_reachable(address):
+            print(f"using the Temporal server already on {address}", flush=True)
+        elif address == settings.temporal_address:
             server = dev_server_for(settings).start()
             print(f"started the embedded Temporal dev server on {server.address}", flush=True)
-        else:
-            print(f"using the Temporal server already on {settings.temporal_address}", flush=True)
         try:
             print("runs:", flush=True)
             results, team, story = asyncio.run(_run_jobs(settings, items, token))

@@ -24,19 +24,29 @@ STATUS_TIMEOUT_SECONDS: Final = 2.0
 
 
 async def temporal_status(settings: Settings) -> dict[str, Any]:
-    """``{"address", "namespace", "task_queue", "reachable", "error", "workers": {"count",
-    "identities"}}``; ``workers`` is ``null`` when Temporal is not reachable."""
+    """``{"address", "namespace", "tls", "client_certificate", "api_key_set", "profile",
+    "config_file", "task_queue", "reachable", "error", "workers": {"count", "identities"}}``: the
+    connection :func:`runtime.connection.load_connection` resolves (whether an API key is set, never
+    the key); ``workers`` is ``null`` when Temporal is not reachable."""
     from control.temporal import task_queue_pollers
+    from runtime.connection import Connection, load_connection
     from runtime.temporal import connect
 
+    try:
+        connection = load_connection(settings)
+        error = None
+    except OperatorError as invalid:  # reported, not raised: `status` is what to run when stuck
+        connection = Connection(address=settings.temporal_address, namespace=settings.namespace)
+        error = invalid.message
     report: dict[str, Any] = {
-        "address": settings.temporal_address,
-        "namespace": settings.namespace,
+        **connection.describe(),
         "task_queue": settings.task_queue,
         "reachable": False,
-        "error": None,
+        "error": error,
         "workers": None,
     }
+    if error is not None:
+        return report
     try:
         client = await connect(settings, timeout=STATUS_TIMEOUT_SECONDS)
         report["reachable"] = True
@@ -90,11 +100,22 @@ def render_status(console: Console, data: dict[str, Any]) -> None:
     console.print(table("deployment", ["", ""], deployment_rows(data)))
 
 
+def _security(temporal: dict[str, Any]) -> str:
+    parts = []
+    if temporal.get("tls"):
+        parts.append("TLS with a client certificate" if temporal.get("client_certificate") else "TLS")
+    if temporal.get("api_key_set"):
+        parts.append("API key set")
+    if temporal.get("profile"):
+        parts.append(f"profile {temporal['profile']} of {temporal['config_file']}")
+    return "".join(f", {part}" for part in parts)
+
+
 def deployment_rows(data: dict[str, Any]) -> list[list[str]]:
     """The rows ``status`` prints for the deployment (after the configuration's)."""
     temporal, database = data["temporal"], data["database"]
     rows = [["state directory", data["state_dir"]]]
-    where = f"{temporal['address']} (namespace {temporal['namespace']})"
+    where = f"{temporal['address']} (namespace {temporal['namespace']}{_security(temporal)})"
     if temporal["reachable"]:
         rows.append(["temporal", f"{where}: reachable"])
         workers = temporal["workers"]

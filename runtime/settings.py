@@ -82,7 +82,13 @@ def _parse_port(text: str, *, variable: str, shown: str) -> int:
 
 
 def _name(env: Mapping[str, str], variable: str, default: str) -> str:
-    value = (env.get(variable) or "").strip() or default
+    return validate_name((env.get(variable) or "").strip() or default, variable)
+
+
+def validate_name(value: str, variable: str) -> str:
+    """``value`` (stripped) when it is a namespace or task-queue name; :class:`InvalidInput` naming
+    ``variable`` (or whatever setting it came from) otherwise."""
+    value = value.strip()
     if not _NAME.match(value):
         raise InvalidInput(
             "invalid_setting",
@@ -98,9 +104,11 @@ class Settings:
     Build it with :meth:`from_env` (``Settings.from_env({})`` gives the defaults); every field is
     already validated and normalised there: ``state_dir`` is absolute (by default
     ``$XDG_STATE_HOME/specialists``, else ``~/.local/state/specialists``), ``database_url`` is
-    filled in. ``codec_keys_file`` is the payload keys file (absolute; ``None``: payloads are not
-    encrypted), read when a client connects (``runtime.codec``; docs/architecture.md "Encrypted
-    history").
+    filled in. ``temporal_address`` and ``namespace`` are this project's settings or the defaults;
+    what a client connects to also takes the SDK's environment configuration into account
+    (:func:`runtime.connection.load_connection`). ``codec_keys_file`` is the payload keys file
+    (absolute; ``None``: payloads are not encrypted), read when a client connects (``runtime.codec``;
+    docs/architecture.md "Encrypted history").
     """
 
     temporal_address: str
@@ -110,6 +118,12 @@ class Settings:
     state_dir: Path
     database_url: str
     codec_keys_file: Path | None = None
+    temporal_address_set: bool = False
+    """Whether ``SPECIALISTS_TEMPORAL_ADDRESS`` was set: then it wins over the SDK's environment
+    configuration (``TEMPORAL_ADDRESS``, a profile's ``address``; :mod:`runtime.connection`)."""
+    namespace_set: bool = False
+    """Whether ``SPECIALISTS_NAMESPACE`` was set: then it wins over ``TEMPORAL_NAMESPACE`` and a
+    profile's ``namespace``."""
 
     @classmethod
     def from_env(cls, environ: Mapping[str, str] | None = None) -> Settings:
@@ -151,6 +165,8 @@ class Settings:
             task_queue=_name(env, ENV_TASK_QUEUE, DEFAULT_TASK_QUEUE),
             state_dir=state_dir,
             database_url=database_url,
+            temporal_address_set=bool((env.get(ENV_TEMPORAL_ADDRESS) or "").strip()),
+            namespace_set=bool((env.get(ENV_NAMESPACE) or "").strip()),
         )
 
     @property

@@ -9,8 +9,8 @@ import asyncio
 
 from temporalio.client import Client
 
-from contracts.errors import ServiceUnavailable
 from runtime.codec import data_converter
+from runtime.connection import connect_failure, load_connection
 from runtime.settings import Settings
 from runtime.telemetry import client_plugins
 
@@ -25,28 +25,27 @@ def connected() -> bool:
 
 
 async def connect(settings: Settings, *, timeout: float = CONNECT_TIMEOUT_SECONDS) -> Client:
-    """A client for ``settings.temporal_address``/``namespace`` using the pydantic data converter
-    (with the payload encryption codec when keys are configured: :func:`runtime.codec.data_converter`).
+    """A client for the connection :func:`runtime.connection.load_connection` resolves (the
+    ``SPECIALISTS_*`` settings over the SDK's environment configuration) using the pydantic data
+    converter (with the payload encryption codec when keys are configured:
+    :func:`runtime.codec.data_converter`).
 
-    Raises :class:`ServiceUnavailable` (``temporal_unreachable``) when the server does not answer
-    within ``timeout`` seconds.
+    Raises :class:`InvalidInput` for a bad connection configuration, and
+    :class:`ServiceUnavailable` (``temporal_unreachable``, ``temporal_unauthenticated``,
+    ``temporal_tls_failed``) when the server does not answer within ``timeout`` seconds or refuses.
     """
     global _connected
     converter = data_converter(settings)  # before connecting: a bad keys file is an input error
+    connection = load_connection(settings)
     _connected = True  # set before the attempt: a failed connect may have started the runtime too
     try:
         return await asyncio.wait_for(
             Client.connect(
-                settings.temporal_address,
-                namespace=settings.namespace,
+                **connection.connect_arguments(),
                 data_converter=converter,
                 plugins=client_plugins(),
             ),
             timeout=timeout,
         )
     except (RuntimeError, OSError, TimeoutError) as error:
-        raise ServiceUnavailable(
-            "temporal_unreachable",
-            f"cannot reach Temporal at {settings.temporal_address} ({type(error).__name__}): start it "
-            "with `specialists dev` (or `make dev`), or set SPECIALISTS_TEMPORAL_ADDRESS",
-        ) from None
+        raise connect_failure(connection, error) from None

@@ -42,6 +42,25 @@ _SESSION_STATE_HOME = tempfile.mkdtemp(prefix="specialists-test-state-home-")
 os.environ["XDG_STATE_HOME"] = _SESSION_STATE_HOME
 atexit.register(shutil.rmtree, _SESSION_STATE_HOME, True)
 
+# The Temporal connection also follows the SDK's environment configuration (runtime/connection.py):
+# a developer's TEMPORAL_* variables or ~/.config/temporalio/temporal.toml must not send the tests
+# elsewhere. They see no such variable and an empty profile file; the connection tests set their own.
+_SDK_CONNECTION_PREFIXES = (
+    "TEMPORAL_ADDRESS",
+    "TEMPORAL_NAMESPACE",
+    "TEMPORAL_API_KEY",
+    "TEMPORAL_TLS",
+    "TEMPORAL_PROFILE",
+    "TEMPORAL_GRPC_META_",
+    "TEMPORAL_CODEC_",
+    "TEMPORAL_CONFIG_FILE",
+)
+for _name in [name for name in os.environ if name.startswith(_SDK_CONNECTION_PREFIXES)]:
+    del os.environ[_name]
+os.environ["TEMPORAL_CONFIG_FILE"] = os.path.join(_SESSION_STATE_HOME, "temporal.toml")
+with open(os.environ["TEMPORAL_CONFIG_FILE"], "w", encoding="utf-8"):
+    pass
+
 POSTGRES_URL_ENV = "SPECIALISTS_TEST_DATABASE_URL"
 POSTGRES_IMAGE = "postgres:16-alpine"
 

@@ -62,7 +62,7 @@ async def run_worker(stop: asyncio.Event | None = None) -> None:
     token = load_action_token()
     trust_root = load_trust_root()
     client = await connect(settings)
-    await require_search_attributes(client, settings.namespace)
+    await require_search_attributes(client, client.namespace)
     config = activity_config(
         settings, budgets=RunBudgets.from_env(), action_token=token, trust_root=trust_root
     )
@@ -86,8 +86,9 @@ async def run_worker(stop: asyncio.Event | None = None) -> None:
             if version is not None and await promote_if_first(client, version, identity=client.identity):
                 _log_first_version(version.deployment_name, version.build_id)
             print(
-                f"worker polling task queue {settings.task_queue!r} on {settings.temporal_address} "
-                f"(namespace {settings.namespace}); this host's queue "
+                f"worker polling task queue {settings.task_queue!r} on "
+                f"{client.service_client.config.target_host} (namespace {client.namespace}); "
+                "this host's queue "
                 f"{host_task_queue(settings.task_queue, worker_host())!r}"
                 + (
                     f"; version {version.build_id!r} of deployment {version.deployment_name!r}"

@@ -38,21 +38,20 @@ def setup_command(as_json: JsonFlag = False) -> None:
     from control.commands.common import client, open_store, run_async
     from control.output import emit
     from infra.devserver import register_search_attributes
-    from runtime.settings import Settings
     from store.migrate import head_revision
 
-    settings = Settings.from_env()
     store = open_store(create=True)  # creates the database, or migrates it to head
     assert store is not None
     store.close()
 
-    async def register() -> list[str]:
-        return await register_search_attributes(await client(), settings.namespace)
+    async def register() -> tuple[str, list[str]]:
+        connected = await client()  # its namespace may come from TEMPORAL_NAMESPACE or a profile
+        return connected.namespace, await register_search_attributes(connected, connected.namespace)
 
-    added = run_async(register())
+    namespace, added = run_async(register())
     data = {
         "schema_revision": head_revision(),
-        "namespace": settings.namespace,
+        "namespace": namespace,
         "search_attributes_added": added,
     }
     emit(
@@ -60,6 +59,6 @@ def setup_command(as_json: JsonFlag = False) -> None:
         as_json,
         lambda console: console.print(
             f"store at schema {data['schema_revision']}; search attributes on namespace "
-            f"{settings.namespace}: " + (", ".join(added) + " added" if added else "all present")
+            f"{namespace}: " + (", ".join(added) + " added" if added else "all present")
         ),
     )

@@ -107,6 +107,11 @@ def test_status_names_the_workers_polling_the_task_queue(
     assert idle == {
         "address": temporal_dev_server.address,
         "namespace": "default",
+        "tls": False,
+        "client_certificate": False,
+        "api_key_set": False,
+        "profile": None,
+        "config_file": None,
         "task_queue": cli.env["SPECIALISTS_TASK_QUEUE"],
         "reachable": True,
         "error": None,

@@ -25,19 +25,19 @@ SECRET_SETTINGS = {"SPECIALISTS_ACTION_TOKEN", "SPECIALISTS_DATABASE_URL"}
 
 
 def _documented() -> set[str]:
-    """The SPECIALISTS_* settings the README's configuration table lists."""
+    """The settings the README's configuration table lists: every ``SPECIALISTS_*`` and ``TEMPORAL_*``
+    name in a row's first cell (``A`` / ``B`` rows give both)."""
     readme = (ROOT / "README.md").read_text(encoding="utf-8")
-    return set(re.findall(r"^\| `(SPECIALISTS_[A-Z_]+)`", readme, flags=re.MULTILINE)) | {
-        name
-        for pair in re.findall(r"^\| `(SPECIALISTS_[A-Z_]+)` / `(SPECIALISTS_[A-Z_]+)`", readme, re.M)
-        for name in pair
-    }
+    names: set[str] = set()
+    for first_cell in re.findall(r"^\| ([^|]*`(?:SPECIALISTS|TEMPORAL)_[^|]*) \|", readme, flags=re.M):
+        names |= set(re.findall(r"`((?:SPECIALISTS|TEMPORAL)_[A-Z_]+)`", first_cell))
+    return names
 
 
 def _check_setting(name: str, where: str) -> None:
-    if name.endswith("_API_KEY"):
+    if name.endswith("_API_KEY") and not name.startswith("TEMPORAL_"):
         return  # a registered model's key, by the variable its registration names
-    assert name.startswith("SPECIALISTS_"), f"{where}: {name} is not a setting of this project"
+    assert name.startswith(("SPECIALISTS_", "TEMPORAL_")), f"{where}: {name} is not a setting of this project"
     assert name in _documented(), f"{where}: {name} is not in the README's configuration table"
 
 
@@ -113,12 +113,12 @@ def test_published_ports_are_on_loopback_only() -> None:
 # ---------------------------------------------------------------------------------------- kubernetes
 
 
-def _kustomized() -> list[dict[str, Any]]:
+def _kustomized(directory: Path = INFRA / "k8s") -> list[dict[str, Any]]:
     tool = shutil.which("kubectl")
     if tool is None:
         pytest.skip("kubectl is not installed (.ci/run installs kubernetes-client)")
     built = subprocess.run(
-        [tool, "kustomize", str(INFRA / "k8s")], capture_output=True, text=True, timeout=60, check=False
+        [tool, "kustomize", str(directory)], capture_output=True, text=True, timeout=60, check=False
     )
     assert built.returncode == 0, built.stderr
     return [document for document in yaml.safe_load_all(built.stdout) if document]
@@ -133,8 +133,7 @@ def _containers(documents: list[dict[str, Any]]) -> list[tuple[str, dict[str, An
     return found
 
 
-def test_the_manifests_build_and_pass_the_api_schemas(tmp_path: Path) -> None:
-    documents = _kustomized()
+def _validate(documents: list[dict[str, Any]], tmp_path: Path) -> None:
     manifest = tmp_path / "all.yaml"
     manifest.write_text(yaml.safe_dump_all(documents), encoding="utf-8")
     validated = subprocess.run(
@@ -145,6 +144,11 @@ def test_the_manifests_build_and_pass_the_api_schemas(tmp_path: Path) -> None:
         check=False,
     )
     assert validated.returncode == 0, validated.stdout + validated.stderr
+
+
+def test_the_manifests_build_and_pass_the_api_schemas(tmp_path: Path) -> None:
+    documents = _kustomized()
+    _validate(documents, tmp_path)
     kinds = {(document["kind"], document["metadata"]["name"]) for document in documents}
     assert {
         ("StatefulSet", "specialists-worker"),
@@ -187,6 +191,53 @@ def test_the_manifests_give_only_documented_settings_and_take_secrets_by_referen
             if variable["name"] in SECRET_SETTINGS or variable["name"].endswith("_API_KEY"):
                 assert "value" not in variable and "secretKeyRef" in variable["valueFrom"], where
     assert not [d for d in documents if d["kind"] == "Secret"], "secrets are created outside the repository"
+
+
+def test_the_mtls_component_mounts_the_temporal_certificates_from_a_secret_in_every_pod(
+    tmp_path: Path,
+) -> None:
+    shutil.copytree(INFRA / "k8s", tmp_path / "base")  # kustomize takes relative paths only
+    overlay = tmp_path / "overlay"
+    overlay.mkdir()
+    (overlay / "kustomization.yaml").write_text(
+        yaml.safe_dump(
+            {
+                "apiVersion": "kustomize.config.k8s.io/v1beta1",
+                "kind": "Kustomization",
+                "resources": ["../base"],
+                "components": ["../base/components/temporal-mtls"],
+            }
+        ),
+        encoding="utf-8",
+    )
+    documents = _kustomized(overlay)
+    _validate(documents, tmp_path)
+    containers = _containers(documents)
+    assert {container["args"][0] for _, container in containers} == COMMANDS
+    for document in documents:
+        spec = document.get("spec", {}).get("template", {}).get("spec")
+        if spec is None:
+            continue
+        (volume,) = [v for v in spec["volumes"] if v["name"] == "temporal-tls"]
+        assert volume["secret"]["secretName"] == "specialists-temporal-tls"
+        assert spec["securityContext"]["fsGroup"] == 10001
+        for container in spec["containers"]:
+            where = f"{document['kind']}/{document['metadata']['name']}"
+            (mount,) = [m for m in container["volumeMounts"] if m["name"] == "temporal-tls"]
+            assert mount["readOnly"] is True, where
+            paths = {
+                v["name"]: v.get("value") for v in container["env"] if v["name"].startswith("TEMPORAL_TLS_")
+            }
+            assert set(paths) == {
+                "TEMPORAL_TLS_CLIENT_CERT_PATH",
+                "TEMPORAL_TLS_CLIENT_KEY_PATH",
+                "TEMPORAL_TLS_SERVER_CA_CERT_PATH",
+            }, where
+            assert all(str(path).startswith(mount["mountPath"] + "/") for path in paths.values()), where
+            for variable in container["env"]:
+                _check_setting(variable["name"], where)
+            if document["kind"] == "StatefulSet":
+                assert "/var/lib/specialists" in {m["mountPath"] for m in container["volumeMounts"]}
 
 
 # ------------------------------------------------------------------------------------------- the image
