@@ -354,8 +354,9 @@ async def test_a_team_waiting_on_a_lost_coordinator_asks_again_and_finishes(
         other = (await start(b, case.case_id)).team_id
         team_id = (await start(b, case.case_id)).team_id
         # Cycle 1 has granted its five; both teams wait for cycle 2, their requests delivered.
+        # Both teams run their first stages' jobs first: under CI load that takes more than 5 s.
         await _settled_state(
-            b, lambda s: len(s.granted_this_cycle) == ADVANCES_PER_CYCLE and len(s.waiting) == 2
+            b, lambda s: len(s.granted_this_cycle) == ADVANCES_PER_CYCLE and len(s.waiting) == 2, tries=600
         )
         for waiting in (other, team_id):
             await until_team(b, waiting, lambda v: v.status is TeamStatus.WAITING_FOR_GRANT)
