@@ -47,7 +47,7 @@ import threading
 import time
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Concatenate, ParamSpec, TypeVar
+from typing import Any, ParamSpec, TypeVar
 
 from temporalio import activity
 from temporalio.exceptions import ApplicationError
@@ -90,42 +90,36 @@ from store.repositories import require_active
 
 P = ParamSpec("P")
 R = TypeVar("R")
-S = TypeVar("S")
 
 HEARTBEAT_EVERY_SECONDS = 1.0
 """How often an attempt heartbeats (the SDK sends at most one per 80 % of the heartbeat timeout)."""
 
 
-def keeps_heartbeating(
-    every: float = HEARTBEAT_EVERY_SECONDS,
-) -> Callable[[Callable[Concatenate[S, P], R]], Callable[Concatenate[S, P], R]]:
-    """Make a sync activity heartbeat every ``every`` seconds from a thread of its own while it runs:
-    the heartbeats say that its worker is alive, not that a step progresses (the activity's
-    start-to-close timeout bounds a step that hangs)."""
+def keeps_heartbeating(function: Callable[P, R]) -> Callable[P, R]:
+    """Make a sync activity heartbeat every :data:`HEARTBEAT_EVERY_SECONDS` from a thread of its own
+    while it runs: the heartbeats say that its worker is alive, not that a step progresses (the
+    activity's start-to-close timeout bounds a step that hangs)."""
 
-    def decorate(method: Callable[Concatenate[S, P], R]) -> Callable[Concatenate[S, P], R]:
-        @functools.wraps(method)
-        def beating(self: S, *args: P.args, **kwargs: P.kwargs) -> R:
-            done = threading.Event()
+    @functools.wraps(function)
+    def beating(*args: P.args, **kwargs: P.kwargs) -> R:
+        done = threading.Event()
 
-            def beat() -> None:
-                while not done.wait(every):
-                    activity.heartbeat()
+        def beat() -> None:
+            while not done.wait(HEARTBEAT_EVERY_SECONDS):
+                activity.heartbeat()
 
-            # The activity's context (and so its heartbeat) belongs to this thread: copy it over.
-            beater = threading.Thread(
-                target=contextvars.copy_context().run, args=(beat,), name="attempt-heartbeat", daemon=True
-            )
-            beater.start()
-            try:
-                return method(self, *args, **kwargs)
-            finally:
-                done.set()
-                beater.join()
+        # The activity's context (and so its heartbeat) belongs to this thread: copy it over.
+        beater = threading.Thread(
+            target=contextvars.copy_context().run, args=(beat,), name="attempt-heartbeat", daemon=True
+        )
+        beater.start()
+        try:
+            return function(*args, **kwargs)
+        finally:
+            done.set()
+            beater.join()
 
-        return beating
-
-    return decorate
+    return beating
 
 
 def _worker_identity() -> str:
@@ -152,7 +146,7 @@ class ExecutionActivities:
             raise refusal(error) from None
 
     @activity.defn(name=ActivityName.EXECUTE_WORKTREE_ATTEMPT)
-    @keeps_heartbeating()
+    @keeps_heartbeating
     def execute_worktree_attempt(self, request: ExecuteAttemptRequest) -> WorktreeExecution:
         """Claim, create, apply, check and collect one execution attempt of ``request.run_id``.
 
