@@ -25,6 +25,11 @@ otherwise: defence in depth, they were checked at registration and capture) and 
 able to confine commands, unless the configuration accepts running unconfined
 (``confinement_unavailable`` otherwise; nothing runs).
 
+The activity heartbeats from a thread of its own for as long as it runs (:func:`keeps_heartbeating`),
+whatever step it is in — git on a large repository, the agent, verify commands — so a worker lost in
+the middle of an attempt is noticed at the heartbeat timeout and the retry claims the next attempt on
+another worker within seconds, not at the end of the attempt's whole timeout.
+
 Any fail-closed rule raises a non-retryable ``ApplicationError`` whose ``type`` is the rule
 (``contracts.worktree.ExecutionFailure``) and whose one detail (``contracts.failures.WorktreeFailureDetail``)
 says where the preserved worktree is.
@@ -34,11 +39,15 @@ new worktree beside the old one, never reusing it.
 
 from __future__ import annotations
 
+import contextvars
+import functools
 import os
 import socket
+import threading
 import time
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import Any, ParamSpec, TypeVar
 
 from temporalio import activity
 from temporalio.exceptions import ApplicationError
@@ -79,6 +88,39 @@ from contracts.worktree import (
 from runtime.logs import run_logger
 from store.repositories import require_active
 
+P = ParamSpec("P")
+R = TypeVar("R")
+
+HEARTBEAT_EVERY_SECONDS = 1.0
+"""How often an attempt heartbeats (the SDK sends at most one per 80 % of the heartbeat timeout)."""
+
+
+def keeps_heartbeating(function: Callable[P, R]) -> Callable[P, R]:
+    """Make a sync activity heartbeat every :data:`HEARTBEAT_EVERY_SECONDS` from a thread of its own
+    while it runs: the heartbeats say that its worker is alive, not that a step progresses (the
+    activity's start-to-close timeout bounds a step that hangs)."""
+
+    @functools.wraps(function)
+    def beating(*args: P.args, **kwargs: P.kwargs) -> R:
+        done = threading.Event()
+
+        def beat() -> None:
+            while not done.wait(HEARTBEAT_EVERY_SECONDS):
+                activity.heartbeat()
+
+        # The activity's context (and so its heartbeat) belongs to this thread: copy it over.
+        beater = threading.Thread(
+            target=contextvars.copy_context().run, args=(beat,), name="attempt-heartbeat", daemon=True
+        )
+        beater.start()
+        try:
+            return function(*args, **kwargs)
+        finally:
+            done.set()
+            beater.join()
+
+    return beating
+
 
 def _worker_identity() -> str:
     return f"{socket.gethostname()}:{os.getpid()}"[:200]
@@ -104,6 +146,7 @@ class ExecutionActivities:
             raise refusal(error) from None
 
     @activity.defn(name=ActivityName.EXECUTE_WORKTREE_ATTEMPT)
+    @keeps_heartbeating
     def execute_worktree_attempt(self, request: ExecuteAttemptRequest) -> WorktreeExecution:
         """Claim, create, apply, check and collect one execution attempt of ``request.run_id``.
 

@@ -6,7 +6,7 @@ take follow from the captured contract and what is left of the run's budget:
 
 * ``patch`` executor, ``worktree`` tier: the change job's patch; the git work's timeout;
 * ``patch`` executor, ``pr_ready`` tier: also the captured verify commands, which get what is left of
-  the budget less a margin for git's checks; the activity heartbeats while they run;
+  the budget less a margin for git's checks;
 * ``command`` executor: no patch — the repository's agent runs in the worktree within the captured
   timeout, bounded by what is left of the budget less that margin (so the activity kills it before
   Temporal gives up on the activity); a pr_ready run's verify commands get what is left after it.
@@ -48,8 +48,10 @@ EXECUTION_TIMEOUT = timedelta(minutes=5)
 EXECUTION_RETRY = RetryPolicy(maximum_attempts=2, initial_interval=timedelta(seconds=1))
 """One retry covers a worker lost mid-attempt (it claims the next attempt and makes a new worktree);
 fail-closed errors never retry."""
-COMMAND_HEARTBEAT_TIMEOUT = timedelta(seconds=60)
-"""An attempt that runs the agent or verify commands heartbeats: a lost worker is noticed in a minute."""
+ATTEMPT_HEARTBEAT_TIMEOUT = timedelta(seconds=15)
+"""Every attempt heartbeats while it runs (``activities.execution.keeps_heartbeating``), whatever its
+step: a worker lost mid-attempt is noticed after this, and the retry runs on another worker. Changing
+an activity's timeouts changes no command, so recorded histories replay unchanged."""
 COMMAND_GIT_MARGIN_SECONDS = 60.0
 
 
@@ -162,7 +164,7 @@ def attempt_call(contract: ExecutionContract, patch: str, remaining: float) -> A
         ),
         start_to_close=EXECUTION_TIMEOUT + timedelta(seconds=agent_budget + verify_budget),
         schedule_to_close=timedelta(seconds=remaining),
-        heartbeat=COMMAND_HEARTBEAT_TIMEOUT if command or pr_ready else None,
+        heartbeat=ATTEMPT_HEARTBEAT_TIMEOUT,
     )
 
 

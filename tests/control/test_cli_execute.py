@@ -23,26 +23,13 @@ import pytest
 
 from infra.devserver import DevServer
 from tests.control.cli_harness import SHA256_HEX, SLOW_QUERY, Cli, running_worker
-from tests.store.git_repository import git, make_working_tree
+from tests.store.git_repository import git, make_orders_repository, make_working_tree
 
 ALIAS = "orders-service"
 ELSEWHERE = "orders-elsewhere"
 OTHER_TOKEN = "not-this-deployments-token-4be2"
-README = "# orders-service\n\nReport queries live in reports.sql.\n"
-REPORTS_SQL = "SELECT * FROM orders WHERE customer_id = $1 AND created_at >= $2 ORDER BY created_at;\n"
 MIGRATION = "migrations/0001_orders_customer_created_idx.sql"
 SETTLED = {"awaiting_decision", "accepted", "rejected", "failed", "cancelled", "expired"}
-
-
-def make_orders_repository(path: Path) -> Path:
-    """A git repository with the demo repository's content (the replay patch applies to it)."""
-    path.mkdir()
-    git(path, "init", "--quiet", "--initial-branch=main")
-    (path / "README.md").write_text(README)
-    (path / "reports.sql").write_text(REPORTS_SQL)
-    git(path, "add", ".")
-    git(path, "commit", "--quiet", "--no-gpg-sign", "-m", "orders report")
-    return path
 
 
 class Deployment:

@@ -42,6 +42,23 @@ def make_working_tree(tree: Path) -> Path:
     return tree
 
 
+ORDERS_README = "# orders-service\n\nReport queries live in reports.sql.\n"
+ORDERS_REPORTS_SQL = "SELECT * FROM orders WHERE customer_id = $1 AND created_at >= $2 ORDER BY created_at;\n"
+
+
+def make_orders_repository(path: Path) -> Path:
+    """A git repository at ``path`` with the content of ``control/demo.py``'s demo repository (a
+    README.md and a reports.sql, one commit on ``main``): the ``replay:demo`` change job of the
+    slow-query work item carries a patch that applies to it."""
+    path.mkdir()
+    git(path, "init", "--quiet", "--initial-branch=main")
+    (path / "README.md").write_text(ORDERS_README)
+    (path / "reports.sql").write_text(ORDERS_REPORTS_SQL)
+    git(path, "add", ".")
+    git(path, "commit", "--quiet", "--no-gpg-sign", "-m", "orders report")
+    return path
+
+
 def register_repository(
     store: Store,
     alias: str,

@@ -463,16 +463,19 @@ async def bench(
     action_token: bytes | None = ACTION_TOKEN,
     team_cycle_seconds: float = 0.05,
     coordinator_continue_as_new_events: int = 1_000,
+    database_url: str | None = None,
 ) -> AsyncIterator[Bench]:
     """A bench with ``alice`` registered (the trust root, bootstrapped with the deployment's token) and
     ``model`` selected (``None``: no selection); its workers hold ``action_token`` (``None``: a worker
     with neither a token nor a pinned trust root, which can verify nobody). Research teams advance in
-    coordinator cycles of ``team_cycle_seconds`` (short, unless a test is about the cycle).
+    coordinator cycles of ``team_cycle_seconds`` (short, unless a test is about the cycle). The store
+    is a SQLite file under ``tmp_path`` unless ``database_url`` names an empty database (e.g. a fresh
+    PostgreSQL schema).
 
     On exit, any run this bench started that is still open is terminated, so the shared dev server
     is left with nothing running.
     """
-    database_url = f"sqlite:///{tmp_path / 'state' / 'specialists.db'}"
+    database_url = database_url or f"sqlite:///{tmp_path / 'state' / 'specialists.db'}"
     store = open_store(database_url, create=True, anchor=ANCHOR)
     store.bootstrap_actor(ACTOR, "Alice Operator", key_of(ACTOR), ACTION_TOKEN)
     config = ActivityConfig(
@@ -504,6 +507,46 @@ async def bench(
 
 WORKER_READY_LINE = "worker polling task queue"
 
+# Run as ``python -c _SET_HOST_NAME NAME PROGRAM ARGS...`` inside ``unshare --uts``: sets the new UTS
+# namespace's host name, then execs the program (same pid), which sees ``NAME`` as its host name.
+_SET_HOST_NAME = (
+    "import os, socket, sys; socket.sethostname(sys.argv[1]); os.execv(sys.argv[2], sys.argv[2:])"
+)
+
+
+def _own_host_prefix(host: str) -> list[str]:
+    """The command prefix that runs a program in a UTS namespace of its own named ``host`` (a user
+    namespace too when not root, so no privilege is needed where unprivileged namespaces are on)."""
+    user_namespace = [] if os.geteuid() == 0 else ["--map-root-user"]
+    return ["unshare", "--uts", *user_namespace, sys.executable, "-c", _SET_HOST_NAME, host]
+
+
+@functools.cache
+def own_host_names_unavailable() -> str | None:
+    """Why a worker process cannot get a host name of its own here (``None``: it can).
+
+    A worker's host name (``socket.gethostname()``) names its host task queue and is recorded with
+    the worktrees it makes; several workers on one machine stand for several hosts only when each
+    runs in a UTS namespace of its own (``unshare --uts``)."""
+    import shutil
+    import subprocess
+
+    if shutil.which("unshare") is None:
+        return "unshare (util-linux) is not installed"
+    probe = [
+        *_own_host_prefix("probe-host"),
+        sys.executable,
+        "-c",
+        "import socket; print(socket.gethostname())",
+    ]
+    try:
+        done = subprocess.run(probe, capture_output=True, text=True, timeout=30, check=False)
+    except OSError as error:
+        return f"unshare failed: {error}"
+    if done.returncode != 0 or done.stdout.strip() != "probe-host":
+        return f"unshare --uts is not permitted here: {done.stderr.strip()[-300:]}"
+    return None
+
 
 @contextlib.asynccontextmanager
 async def worker_process(
@@ -514,13 +557,15 @@ async def worker_process(
     log: Path | None = None,
     token: bytes | None = ACTION_TOKEN,
     environment: dict[str, str] | None = None,
+    host: str | None = None,
 ) -> AsyncIterator[int]:
     """``python -m worker`` with the deployment's environment variables (the action token in
     ``SPECIALISTS_ACTION_TOKEN`` unless ``token`` is ``None``); yields its pid once it polls.
 
-    ``environment`` adds or replaces variables. Everything it writes (stdout and stderr) is appended
-    to ``log`` when given. Stopped on exit if
-    still running (SIGTERM, a graceful stop; SIGKILL if it does not end within 10 s).
+    ``environment`` adds or replaces variables. ``host``: the worker runs in a UTS namespace of its
+    own with that host name, as if on another machine (check :func:`own_host_names_unavailable`
+    first). Everything it writes (stdout and stderr) is appended to ``log`` when given. Stopped on
+    exit if still running (SIGTERM, a graceful stop; SIGKILL if it does not end within 10 s).
     """
     address = server if isinstance(server, str) else server.address
     env = {name: value for name, value in os.environ.items() if not name.startswith("SPECIALISTS_")}
@@ -533,7 +578,9 @@ async def worker_process(
     if token is not None:
         env["SPECIALISTS_ACTION_TOKEN"] = token.decode()
     env |= environment or {}
+    prefix = _own_host_prefix(host) if host is not None else []
     process = await asyncio.create_subprocess_exec(
+        *prefix,
         sys.executable,
         "-m",
         "worker",
