@@ -1,12 +1,19 @@
-"""Mission Control's page rendering against its JSON twins. Prints one JSON object.
+"""Mission Control's pages against their JSON twins, on a real deployment. Prints one JSON object.
 
-A temporary SQLite store holds ``--runs`` projected runs (default 1,000, each with three audit events);
-the console app runs in this process behind FastAPI's test client, signed in as a bootstrapped actor,
-with no Temporal server (the overview's queue line answers "not available" at once on both sides). In
-the same rounds, alternating so that noise on this shared machine hits both alike, each page
-(``/`` and ``/runs``) is fetched ``--rounds`` times and so is its JSON twin (``/api/overview``,
-``/api/runs``), which serves the same data as plain JSON. The figure to watch is the ratio of the
-medians, page over JSON (target: at most 2.0).
+Everything runs for this bench alone, in a temporary directory: a Temporal dev server (in memory,
+headless, free ports), ``python -m worker`` and the console (``specialists web`` on a free loopback
+port) as processes, and a SQLite store. Through the CLI, as an operator would, the bench registers an
+operator, selects ``replay:demo``, allow-lists a small git repository, creates a read-only run and
+waits for it to await its decision, adds two items to the goal queue and runs the demo's research
+team to its end. Then ``--runs`` more runs (default 1,000, each with three audit events) are
+projected into the store, so that every list holds a full page of history.
+
+Signed in over HTTP as the operator, the bench fetches each page and its JSON twin, which serves the
+same data as plain JSON: the overview, the runs list, the run, the queue board, research, the team,
+the policy, the work brief and a route preview (the brief form posted with ``preview`` against
+``POST /api/route``). In each of ``--rounds`` rounds every pair is fetched once, page then JSON, so
+that noise on this shared machine hits both alike. The figure to watch is each pair's ratio of
+medians, page over JSON (target: at most 2.0 for every page).
 
 Usage: ``python bench/web_bench.py [--runs N] [--rounds N]`` (``--quick``: 50 runs, 5 rounds).
 """
@@ -14,100 +21,282 @@ Usage: ``python bench/web_bench.py [--runs N] [--rounds N]`` (``--quick``: 50 ru
 from __future__ import annotations
 
 import argparse
+import contextlib
 import datetime as dt
 import json
+import os
 import re
 import secrets
+import signal
 import statistics
+import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from contracts.enums import RiskLevel, Tier  # noqa: E402
-from contracts.errors import ServiceUnavailable  # noqa: E402
-from contracts.identity import ActorKey, Signer, TrustAnchor, sign_delegation  # noqa: E402
-from contracts.runs import AuditEvent, RunStatus, RunSummary  # noqa: E402
+from bench.report_output import report_on_stdout  # noqa: E402
 
-PAGES = {"overview": ("/", "/api/overview"), "runs": ("/runs", "/api/runs")}
 TARGET_RATIO = 2.0
-STATUSES = [RunStatus.AWAITING_DECISION, RunStatus.ACCEPTED, RunStatus.READY, RunStatus.REJECTED]
+ACTOR = "bench-operator"
+ACTION_TOKEN = secrets.token_urlsafe(32)
+ALIAS = "orders-service"
+SLOW_QUERY = ROOT / "examples" / "work-items" / "03-slow-query.json"
+RESEARCH = ROOT / "examples" / "research"
+START_TIMEOUT_S = 90.0
 
 
-def _fill(store: Any, count: int) -> None:
-    start = dt.datetime(2026, 12, 1, 8, 0, tzinfo=dt.UTC)
-    for index in range(count):
-        at = start + dt.timedelta(seconds=index)
-        run_id = f"SOR-{index:016d}"
-        summary = RunSummary(
-            run_id=run_id,
-            status=STATUSES[index % len(STATUSES)],
-            tier=Tier.READ_ONLY,
-            automatic=False,
-            primary="database-optimizer",
-            reviewer="backend-architect",
-            risk=RiskLevel.MEDIUM,
-            repo_alias="orders-service",
-            title=f"Audit the slow query on report {index} <and a possible missing index>",
-            contract_sha256=secrets.token_hex(32),
-            request_id=None,
-            created_at=at,
-            updated_at=at,
+@dataclass(frozen=True)
+class Request:
+    """One timed request: ``GET path``, or ``POST path`` with a form or a JSON body."""
+
+    path: str
+    form: dict[str, str] | None = None
+    body: dict[str, Any] | None = None
+
+
+def _environment(root: Path, address: str) -> dict[str, str]:
+    env = {name: value for name, value in os.environ.items() if not name.startswith("SPECIALISTS_")}
+    env.update(
+        SPECIALISTS_STATE_DIR=str(root / "state"),
+        SPECIALISTS_TEMPORAL_ADDRESS=address,
+        SPECIALISTS_TASK_QUEUE="web-bench",
+        SPECIALISTS_ACTION_TOKEN=ACTION_TOKEN,
+        SPECIALISTS_ACTOR_KEY_FILE=str(root / f"{ACTOR}.key"),
+        SPECIALISTS_TEAM_CYCLE_SECONDS="1",
+        SPECIALISTS_LOG_LEVEL="warning",
+    )
+    return env
+
+
+def _cli(env: dict[str, str], cwd: Path, *argv: str, timeout: float = 180) -> dict[str, Any]:
+    completed = subprocess.run(
+        [sys.executable, "-m", "control.cli", *argv, "--json"],
+        cwd=cwd,
+        env={**env, "PYTHONPATH": str(ROOT)},
+        stdin=subprocess.DEVNULL,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        check=False,
+    )
+    if completed.returncode != 0:
+        raise RuntimeError(f"specialists {' '.join(argv)} exited {completed.returncode}: {completed.stderr}")
+    answer: dict[str, Any] = json.loads(completed.stdout)
+    return answer
+
+
+@contextlib.contextmanager
+def _process(argv: list[str], env: dict[str, str], log_path: Path, ready: Callable[[], bool]) -> Iterator[None]:
+    """``argv`` from the repository root until the block ends, once ``ready()`` holds; stopped with
+    SIGTERM (then SIGKILL) in every case."""
+    with log_path.open("wb") as log:
+        process = subprocess.Popen(
+            argv, cwd=ROOT, env=env, stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT
         )
-        events = [
-            AuditEvent(seq=seq, at=at, kind=kind, actor="alice" if seq == 3 else None, data={"n": index})
-            for seq, kind in ((1, "run_created"), (2, "contract_captured"), (3, "status_changed"))
+    try:
+        deadline = time.monotonic() + START_TIMEOUT_S
+        while not ready():
+            if process.poll() is not None:
+                raise RuntimeError(f"{argv[2]} exited {process.returncode}: {log_path.read_text()[-3000:]}")
+            if time.monotonic() >= deadline:
+                raise RuntimeError(f"{argv[2]} not ready after {START_TIMEOUT_S}s: {log_path.read_text()[-3000:]}")
+            time.sleep(0.1)
+        yield
+    finally:
+        if process.poll() is None:
+            process.send_signal(signal.SIGTERM)
+            try:
+                process.wait(timeout=15)
+            except subprocess.TimeoutExpired:
+                process.kill()
+                process.wait(timeout=10)
+
+
+def _answers(url: str) -> Callable[[], bool]:
+    import httpx
+
+    def ready() -> bool:
+        try:
+            return httpx.get(url, timeout=1).status_code == 200
+        except httpx.HTTPError:
+            return False
+
+    return ready
+
+
+def _orders_repository(path: Path) -> Path:
+    """A one-commit git repository to allow-list (the bench never edits it)."""
+    path.mkdir()
+    (path / "schema.sql").write_text("CREATE TABLE orders (id bigint, merchant_id bigint);\n", encoding="utf-8")
+    env = {
+        "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
+        "HOME": str(path),
+        "GIT_AUTHOR_NAME": "Bench",
+        "GIT_AUTHOR_EMAIL": "bench@example.invalid",
+        "GIT_COMMITTER_NAME": "Bench",
+        "GIT_COMMITTER_EMAIL": "bench@example.invalid",
+    }
+    for argv in (["git", "init", "-q", "-b", "main"], ["git", "add", "-A"], ["git", "commit", "-qm", "schema"]):
+        subprocess.run(argv, cwd=path, env=env, check=True, capture_output=True)
+    return path
+
+
+def _deploy(env: dict[str, str], root: Path) -> None:
+    """The operator, the model and the repository, as ``specialists`` sets them."""
+    _cli(env, root, "actors", "register", ACTOR, "--name", "Bench Operator")
+    _cli(env, root, "models", "select", "--primary", "replay:demo", "--actor", ACTOR)
+    _cli(env, root, "repos", "add", ALIAS, str(_orders_repository(root / "orders")), "--actor", ACTOR)
+
+
+def _work(env: dict[str, str], root: Path) -> dict[str, str]:
+    """A run awaiting its decision, two queue items and a finished research team; their ids."""
+    created = _cli(env, root, "create", "--input", str(SLOW_QUERY), "--tier", "read_only", "--actor", ACTOR)
+    run_id = str(created["run_id"])
+    deadline = time.monotonic() + START_TIMEOUT_S
+    while (status := _cli(env, root, "show", run_id)["status"]) != "awaiting_decision":
+        if time.monotonic() >= deadline:
+            raise RuntimeError(f"run {run_id} still {status} after {START_TIMEOUT_S}s")
+        time.sleep(0.5)
+    item = json.loads(SLOW_QUERY.read_text(encoding="utf-8"))
+    _cli(env, root, "queue", "add", "--input-json", json.dumps({"title": "Orders are slow"}), "--actor", ACTOR)
+    _cli(env, root, "queue", "add", "--input-json", json.dumps(item), "--actor", ACTOR)
+    case_id = str(
+        _cli(env, root, "research", "case-create", "--actor", ACTOR, "--input", str(RESEARCH / "case.json"))[
+            "case_id"
         ]
-        store.project_run(summary, events)
+    )
+    team = _cli(
+        env, root, "research", "team-start", "--actor", ACTOR, "--case-id", case_id,
+        "--input", str(RESEARCH / "request.json"), "--wait", timeout=300,
+    )  # fmt: skip
+    return {"run_id": run_id, "team_id": str(team["team_id"])}
 
 
-def _signed_in_client(url: str, anchor: TrustAnchor, key: ActorKey) -> Any:
-    from fastapi.testclient import TestClient
-
-    from control.commands.common import default_policy_record
-    from control.web.app import create_app
-    from control.web.console import Deployment
-    from control.web.sessions import Challenge, delegation_token
+def _fill(database_url: str, count: int) -> None:
+    from contracts.enums import RiskLevel, Tier
+    from contracts.identity import TrustAnchor
+    from contracts.runs import AuditEvent, RunStatus, RunSummary
     from store.database import open_store
 
-    async def no_temporal() -> Any:
-        raise ServiceUnavailable("temporal_unreachable", "the bench runs without Temporal")
+    statuses = [RunStatus.AWAITING_DECISION, RunStatus.ACCEPTED, RunStatus.READY, RunStatus.REJECTED]
+    start = dt.datetime(2026, 12, 1, 8, 0, tzinfo=dt.UTC)
+    store = open_store(database_url, create=False, anchor=TrustAnchor(token=ACTION_TOKEN.encode("utf-8")))
+    with store:
+        for index in range(count):
+            at = start + dt.timedelta(seconds=index)
+            run_id = f"SOR-{index:016d}"
+            summary = RunSummary(
+                run_id=run_id,
+                status=statuses[index % len(statuses)],
+                tier=Tier.READ_ONLY,
+                automatic=False,
+                primary="database-optimizer",
+                reviewer="backend-architect",
+                risk=RiskLevel.MEDIUM,
+                repo_alias=ALIAS,
+                title=f"Audit the slow query on report {index} <and a possible missing index>",
+                contract_sha256=secrets.token_hex(32),
+                request_id=None,
+                created_at=at,
+                updated_at=at,
+            )
+            events = [
+                AuditEvent(seq=seq, at=at, kind=kind, actor=ACTOR if seq == 3 else None, data={"n": index})
+                for seq, kind in ((1, "run_created"), (2, "contract_captured"), (3, "status_changed"))
+            ]
+            store.project_run(summary, events)
 
-    deployment = Deployment(
-        task_queue="web-bench",
-        connect=no_temporal,
-        open_store=lambda: open_store(url, create=False, anchor=anchor),
-        default_policy=default_policy_record,
-    )
-    client = TestClient(create_app(deployment), base_url="http://bench.test", follow_redirects=False)
+
+def _signed_in(env: dict[str, str], root: Path, base: str) -> tuple[Any, str]:
+    """An HTTP client holding the operator's console session, and the session's CSRF token."""
+    import httpx
+
+    client = httpx.Client(base_url=base, follow_redirects=False, timeout=60)
     page = client.get("/sign-in").text
     code = re.search(r"specialists web sign-in (\S+) --actor", page)
     csrf = re.search(r'name="csrf_token" value="([^"]+)"', page)
-    assert code is not None and csrf is not None
-    challenge = Challenge.from_code(code.group(1))
-    delegation = sign_delegation(
-        Signer("alice", key),
-        session_key=challenge.session_key,
-        issued_at=challenge.issued_at,
-        expires_at=challenge.expires_at,
-    )
-    answer = client.post(
-        "/sign-in", data={"token": delegation_token(delegation), "csrf_token": csrf.group(1)}
-    )
-    assert answer.status_code == 303, answer.text
-    return client
+    if code is None or csrf is None:
+        raise RuntimeError(f"the sign-in page shows no challenge: {page[:500]}")
+    token = _cli(env, root, "web", "sign-in", code.group(1), "--actor", ACTOR)["token"]
+    answer = client.post("/sign-in", data={"token": token, "csrf_token": csrf.group(1)})
+    if answer.status_code != 303:
+        raise RuntimeError(f"sign-in answered {answer.status_code}: {answer.text[:500]}")
+    session_csrf = re.search(r'name="csrf_token" value="([^"]+)"', client.get("/brief").text)
+    if session_csrf is None:
+        raise RuntimeError("the brief form carries no CSRF token")
+    return client, session_csrf.group(1)
 
 
-def _time(client: Any, path: str) -> float:
+def _pairs(ids: dict[str, str], csrf: str) -> dict[str, tuple[Request, Request]]:
+    """Each page and its JSON twin."""
+    item = json.loads(SLOW_QUERY.read_text(encoding="utf-8"))
+    brief = {
+        "title": item["title"],
+        "description": item["description"],
+        "domain": item["domain"],
+        "roles": ",".join(item["roles"]),
+        "repo_alias": item["repo_alias"],
+        "evidence_refs": "\n".join(item["evidence_refs"]),
+        "task_type": item["task_type"],
+        "tier": "read_only",
+        "action": "preview",
+        "csrf_token": csrf,
+    }
+    route = {"work_item": item, "tier": "read_only"}
+    run, team = ids["run_id"], ids["team_id"]
+    return {
+        "overview": (Request("/"), Request("/api/overview")),
+        "runs": (Request("/runs"), Request("/api/runs")),
+        "run": (Request(f"/runs/{run}"), Request(f"/api/runs/{run}")),
+        "queue": (Request("/queue"), Request("/api/queue")),
+        "research": (Request("/research"), Request("/api/research")),
+        "team": (Request(f"/research/teams/{team}"), Request(f"/api/research/teams/{team}")),
+        "policy": (Request("/policy"), Request("/api/policy")),
+        "brief": (Request("/brief"), Request("/api/brief")),
+        "route_preview": (Request("/brief", form=brief), Request("/api/route", body=route)),
+    }
+
+
+def _time(client: Any, request: Request) -> float:
     started = time.perf_counter()
-    answer = client.get(path)
+    if request.form is not None:
+        answer = client.post(request.path, data=request.form)
+    elif request.body is not None:
+        answer = client.post(request.path, json=request.body)
+    else:
+        answer = client.get(request.path)
     elapsed = time.perf_counter() - started
-    assert answer.status_code == 200, (path, answer.status_code, answer.text[:300])
+    if answer.status_code != 200 or 'data-testid="error-code"' in answer.text:
+        raise RuntimeError(f"{request.path} answered {answer.status_code}: {answer.text[:500]}")
     return elapsed
+
+
+def _measure(client: Any, pairs: dict[str, tuple[Request, Request]], rounds: int) -> dict[str, Any]:
+    for page, twin in pairs.values():  # warm caches, templates and connections, untimed
+        _time(client, page)
+        _time(client, twin)
+    timings: dict[str, dict[str, list[float]]] = {name: {"page": [], "json": []} for name in pairs}
+    for _ in range(rounds):
+        for name, (page, twin) in pairs.items():
+            timings[name]["page"].append(_time(client, page))
+            timings[name]["json"].append(_time(client, twin))
+    pages: dict[str, Any] = {}
+    for name, measured in timings.items():
+        page_ms = statistics.median(measured["page"]) * 1000
+        json_ms = statistics.median(measured["json"]) * 1000
+        pages[name] = {
+            "page_ms_median": round(page_ms, 2),
+            "json_ms_median": round(json_ms, 2),
+            "ratio": round(page_ms / json_ms, 2),
+        }
+    return pages
 
 
 def main() -> None:
@@ -118,42 +307,43 @@ def main() -> None:
     args = parser.parse_args()
     runs, rounds = (50, 5) if args.quick else (args.runs, args.rounds)
 
-    from store.database import open_store
+    from infra.devserver import DevServer, free_port
+    from store.database import default_database_url
 
-    token = secrets.token_bytes(24)
-    anchor = TrustAnchor(token=token)
-    key = ActorKey.generate()
-    with tempfile.TemporaryDirectory() as directory:
-        url = f"sqlite:///{Path(directory) / 'specialists.db'}"
-        store = open_store(url, create=True, anchor=anchor)
-        with store:
-            store.bootstrap_actor("alice", "Alice Operator", key, token)
-            _fill(store, runs)
-        client = _signed_in_client(url, anchor, key)
-        for page, api in PAGES.values():  # warm caches and templates, untimed
-            _time(client, page)
-            _time(client, api)
-        timings: dict[str, dict[str, list[float]]] = {name: {"page": [], "json": []} for name in PAGES}
-        for _ in range(rounds):
-            for name, (page, api) in PAGES.items():
-                timings[name]["page"].append(_time(client, page))
-                timings[name]["json"].append(_time(client, api))
-        client.close()
+    with report_on_stdout() as emit, tempfile.TemporaryDirectory() as directory:
+        root = Path(directory)
+        (root / "state").mkdir()
+        with DevServer(state_dir=root / "server", db_filename=None, port=free_port(), headless=True) as server:
+            env = _environment(root, server.address)
+            _deploy(env, root)
+            port = free_port()
+            base = f"http://127.0.0.1:{port}"
+            worker_log = root / "worker.log"
+            with (
+                _process(
+                    [sys.executable, "-m", "worker"], env, worker_log,
+                    lambda: b"worker polling" in worker_log.read_bytes(),
+                ),
+                _process(
+                    [sys.executable, "-m", "control.cli", "web", "--port", str(port)], env,
+                    root / "console.log", _answers(f"{base}/healthz"),
+                ),
+            ):  # fmt: skip
+                ids = _work(env, root)
+                _fill(default_database_url(root / "state"), runs)
+                client, csrf = _signed_in(env, root, base)
+                with client:
+                    pages = _measure(client, _pairs(ids, csrf), rounds)
 
-    report: dict[str, Any] = {"config": {"runs": runs, "rounds": rounds}, "pages": {}}
-    for name, measured in timings.items():
-        page_ms = statistics.median(measured["page"]) * 1000
-        json_ms = statistics.median(measured["json"]) * 1000
-        report["pages"][name] = {
-            "page_ms_median": round(page_ms, 2),
-            "json_ms_median": round(json_ms, 2),
-            "ratio": round(page_ms / json_ms, 2),
+        worst = max(entry["ratio"] for entry in pages.values())
+        report = {
+            "config": {"runs": runs, "rounds": rounds},
+            "pages": pages,
+            "worst_ratio": worst,
+            "targets": {"page_vs_json_ratio_at_most": TARGET_RATIO},
+            "target_met": worst <= TARGET_RATIO,
         }
-    worst = max(entry["ratio"] for entry in report["pages"].values())
-    report["worst_ratio"] = worst
-    report["targets"] = {"page_vs_json_ratio_at_most": TARGET_RATIO}
-    report["target_met"] = worst <= TARGET_RATIO
-    print(json.dumps(report, indent=2))
+        emit(json.dumps(report, indent=2))
 
 
 if __name__ == "__main__":

@@ -18,6 +18,7 @@ import shutil
 import sys
 import uuid
 from collections.abc import AsyncIterator, Iterator
+from datetime import timedelta
 from pathlib import Path
 
 import pytest
@@ -75,6 +76,8 @@ async def time_skipping_env() -> AsyncIterator[WorkflowEnvironment]:
     env = await WorkflowEnvironment.start_time_skipping(
         test_server_existing_path=str(_test_server_path()),
         data_converter=pydantic_data_converter,
+        # The SDK's 5 s default is too short for a loaded CI machine (seen: "did not start within 5s").
+        test_server_startup_timeout=timedelta(seconds=60),
     )
     try:
         await register_search_attributes(env.client, DEFAULT_NAMESPACE, SEARCH_ATTRIBUTES)
