@@ -5,7 +5,7 @@ headless, free ports), ``python -m worker`` and the console (``specialists web``
 port) as processes, and a SQLite store. Through the CLI, as an operator would, the bench registers an
 operator, selects ``replay:demo``, allow-lists a small git repository, creates a read-only run and
 waits for it to await its decision, adds two items to the goal queue and runs the demo's research
-team to its end. Then ``--runs`` more runs (default 1,000, each with three audit events) are
+team to its human review. Then ``--runs`` more runs (default 1,000, each with three audit events) are
 projected into the store, so that every list holds a full page of history.
 
 Signed in over HTTP as the operator, the bench fetches each page and its JSON twin, which serves the
@@ -50,6 +50,22 @@ ALIAS = "orders-service"
 SLOW_QUERY = ROOT / "examples" / "work-items" / "03-slow-query.json"
 RESEARCH = ROOT / "examples" / "research"
 START_TIMEOUT_S = 90.0
+QUEUE_ITEM = {
+    "title": "Audit the slow query on the orders report and a possible missing index",
+    "repo_alias": ALIAS,
+    "scope": {
+        "problem": "The nightly orders report now takes 14 minutes instead of 40 seconds.",
+        "evidence": "The query plan shows a sequential scan over 90 million rows of the orders table.",
+        "change": "Check whether an index is missing or unused on the orders query.",
+        "judgment_calls": "Which index, and the cost of adding one on write throughput.",
+        "tests": "The report query plan uses an index scan.",
+        "constraints": "No schema change without a migration.",
+    },
+    "evidence": ["log:pg-slow-2026-11-27", "plan:orders-report-explain"],
+    "value": "H",
+    "urgency": "H",
+    "risk": "low",
+}
 
 
 @dataclass(frozen=True)
@@ -87,13 +103,16 @@ def _cli(env: dict[str, str], cwd: Path, *argv: str, timeout: float = 180) -> di
         check=False,
     )
     if completed.returncode != 0:
-        raise RuntimeError(f"specialists {' '.join(argv)} exited {completed.returncode}: {completed.stderr}")
+        shown = completed.stdout + completed.stderr
+        raise RuntimeError(f"specialists {' '.join(argv)} exited {completed.returncode}: {shown}")
     answer: dict[str, Any] = json.loads(completed.stdout)
     return answer
 
 
 @contextlib.contextmanager
-def _process(argv: list[str], env: dict[str, str], log_path: Path, ready: Callable[[], bool]) -> Iterator[None]:
+def _process(
+    argv: list[str], env: dict[str, str], log_path: Path, ready: Callable[[], bool]
+) -> Iterator[None]:
     """``argv`` from the repository root until the block ends, once ``ready()`` holds; stopped with
     SIGTERM (then SIGKILL) in every case."""
     with log_path.open("wb") as log:
@@ -103,10 +122,12 @@ def _process(argv: list[str], env: dict[str, str], log_path: Path, ready: Callab
     try:
         deadline = time.monotonic() + START_TIMEOUT_S
         while not ready():
-            if process.poll() is not None:
+            if process.poll() is not None:  # it failed to start
                 raise RuntimeError(f"{argv[2]} exited {process.returncode}: {log_path.read_text()[-3000:]}")
             if time.monotonic() >= deadline:
-                raise RuntimeError(f"{argv[2]} not ready after {START_TIMEOUT_S}s: {log_path.read_text()[-3000:]}")
+                raise RuntimeError(
+                    f"{argv[2]} not ready after {START_TIMEOUT_S}s: {log_path.read_text()[-3000:]}"
+                )
             time.sleep(0.1)
         yield
     finally:
@@ -134,7 +155,9 @@ def _answers(url: str) -> Callable[[], bool]:
 def _orders_repository(path: Path) -> Path:
     """A one-commit git repository to allow-list (the bench never edits it)."""
     path.mkdir()
-    (path / "schema.sql").write_text("CREATE TABLE orders (id bigint, merchant_id bigint);\n", encoding="utf-8")
+    (path / "schema.sql").write_text(
+        "CREATE TABLE orders (id bigint, merchant_id bigint);\n", encoding="utf-8"
+    )
     env = {
         "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
         "HOME": str(path),
@@ -143,7 +166,11 @@ def _orders_repository(path: Path) -> Path:
         "GIT_COMMITTER_NAME": "Bench",
         "GIT_COMMITTER_EMAIL": "bench@example.invalid",
     }
-    for argv in (["git", "init", "-q", "-b", "main"], ["git", "add", "-A"], ["git", "commit", "-qm", "schema"]):
+    for argv in (
+        ["git", "init", "-q", "-b", "main"],
+        ["git", "add", "-A"],
+        ["git", "commit", "-qm", "schema"],
+    ):
         subprocess.run(argv, cwd=path, env=env, check=True, capture_output=True)
     return path
 
@@ -156,17 +183,17 @@ def _deploy(env: dict[str, str], root: Path) -> None:
 
 
 def _work(env: dict[str, str], root: Path) -> dict[str, str]:
-    """A run awaiting its decision, two queue items and a finished research team; their ids."""
-    created = _cli(env, root, "create", "--input", str(SLOW_QUERY), "--tier", "read_only", "--actor", ACTOR)
+    """A run awaiting its decision, two queue items and the demo's research team at its human review:
+    the run's and the team's ids and the team's status."""
+    created = _cli(
+        env, root, "create", "--input-json", f"@{SLOW_QUERY}", "--tier", "read_only", "--enqueue",
+        "--wait", "--actor", ACTOR, timeout=300,
+    )  # fmt: skip
     run_id = str(created["run_id"])
-    deadline = time.monotonic() + START_TIMEOUT_S
-    while (status := _cli(env, root, "show", run_id)["status"]) != "awaiting_decision":
-        if time.monotonic() >= deadline:
-            raise RuntimeError(f"run {run_id} still {status} after {START_TIMEOUT_S}s")
-        time.sleep(0.5)
-    item = json.loads(SLOW_QUERY.read_text(encoding="utf-8"))
-    _cli(env, root, "queue", "add", "--input-json", json.dumps({"title": "Orders are slow"}), "--actor", ACTOR)
-    _cli(env, root, "queue", "add", "--input-json", json.dumps(item), "--actor", ACTOR)
+    if created["status"] != "awaiting_decision":
+        raise RuntimeError(f"run {run_id} is {created['status']}, not awaiting its decision")
+    for item in ({"title": "Orders are slow"}, QUEUE_ITEM):  # one with gaps, one complete
+        _cli(env, root, "queue", "add", "--input-json", json.dumps(item), "--actor", ACTOR)
     case_id = str(
         _cli(env, root, "research", "case-create", "--actor", ACTOR, "--input", str(RESEARCH / "case.json"))[
             "case_id"
@@ -176,7 +203,7 @@ def _work(env: dict[str, str], root: Path) -> dict[str, str]:
         env, root, "research", "team-start", "--actor", ACTOR, "--case-id", case_id,
         "--input", str(RESEARCH / "request.json"), "--wait", timeout=300,
     )  # fmt: skip
-    return {"run_id": run_id, "team_id": str(team["team_id"])}
+    return {"run_id": run_id, "team_id": str(team["team_id"]), "team_status": str(team["status"])}
 
 
 def _fill(database_url: str, count: int) -> None:
@@ -313,7 +340,9 @@ def main() -> None:
     with report_on_stdout() as emit, tempfile.TemporaryDirectory() as directory:
         root = Path(directory)
         (root / "state").mkdir()
-        with DevServer(state_dir=root / "server", db_filename=None, port=free_port(), headless=True) as server:
+        with DevServer(
+            state_dir=root / "server", db_filename=None, port=free_port(), headless=True
+        ) as server:
             env = _environment(root, server.address)
             _deploy(env, root)
             port = free_port()
@@ -332,12 +361,15 @@ def main() -> None:
                 ids = _work(env, root)
                 _fill(default_database_url(root / "state"), runs)
                 client, csrf = _signed_in(env, root, base)
-                with client:
+                try:
                     pages = _measure(client, _pairs(ids, csrf), rounds)
+                finally:
+                    client.close()
 
         worst = max(entry["ratio"] for entry in pages.values())
         report = {
             "config": {"runs": runs, "rounds": rounds},
+            "team_status": ids["team_status"],
             "pages": pages,
             "worst_ratio": worst,
             "targets": {"page_vs_json_ratio_at_most": TARGET_RATIO},
