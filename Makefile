@@ -33,7 +33,7 @@ typecheck: $(STAMP)
 	$(BIN)/mypy contracts catalog
 
 unit: $(STAMP)
-	$(BIN)/pytest -q
+	$(BIN)/pytest -q --durations=25
 
 dev: $(STAMP)
 	SPECIALISTS_STATE_DIR="$${SPECIALISTS_STATE_DIR:-$(CLONE_STATE)}" $(BIN)/specialists dev
