@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -36,6 +37,9 @@ class ActivityConfig:
     ``team_cycle_seconds``: the research coordinator's cycle (60 s), in which it grants at most 5
     stage advances; ``coordinator_continue_as_new_events``: the history length at which the
     coordinator continues as new (both taken when a coordinator is started).
+    ``deployment_secrets``: the deployment's own secrets by origin (the action token, API keys: see
+    ``activities.secret_scan.deployment_secrets``), looked for in every context pack and model output;
+    never logged.
     """
 
     database_url: str
@@ -50,6 +54,7 @@ class ActivityConfig:
     team_deadline_seconds: int = DEFAULT_TEAM_DEADLINE_SECONDS
     team_cycle_seconds: float = DEFAULT_TEAM_CYCLE_SECONDS
     coordinator_continue_as_new_events: int = DEFAULT_COORDINATOR_CONTINUE_AS_NEW_EVENTS
+    deployment_secrets: Mapping[str, str] = field(default_factory=dict, repr=False)
 
     @property
     def trust_anchor(self) -> TrustAnchor:

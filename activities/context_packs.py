@@ -7,7 +7,9 @@ as references. The repository's tracked paths are listed (the first 200, with th
 
 Bounds: the rendered request (instructions + pack) is at most 60 KiB. Over it, the job fails with the
 non-retryable ``request_too_large``, naming the request's size and the largest evidence files and
-asking the operator to narrow the work item. Nothing is shortened. A file that is not text (not
+asking the operator to narrow the work item. Nothing is shortened. A pack that holds credential
+material fails with the non-retryable ``secret_in_context``, naming the kind and line, never the
+secret (``activities.secret_scan``). A file that is not text (not
 UTF-8) is listed with its size and a note instead of its content.
 """
 
@@ -27,6 +29,7 @@ from activities.context import (
 )
 from activities.errors import refusal
 from activities.research_packs import ResearchInputChanged, build_research_pack
+from activities.secret_scan import scanner_for, summary
 from activities.store_access import SharedStore
 from catalog.schema import Profile
 from contracts.context_packs import (
@@ -59,6 +62,7 @@ class ContextPackActivities:
     def __init__(self, config: ActivityConfig, store: SharedStore) -> None:
         self._config = config
         self._store = store
+        self._scanner = scanner_for(config.action_token, config.deployment_secrets)
 
     @activity.defn(name=ActivityName.BUILD_CONTEXT_PACK)
     def build_context_pack(self, request: ContextPackRequest) -> ContextPackResult:
@@ -66,8 +70,8 @@ class ContextPackActivities:
 
         Raises non-retryable ``ApplicationError``: ``catalog_changed`` (the worker's catalog is not
         the contract's, or lacks the profile), ``request_too_large`` (over 60 KiB: narrow the work
-        item), ``base_commit_unavailable`` (the contract's base commit is gone from the repository);
-        a git or store failure is retryable.
+        item), ``secret_in_context`` (credential material in the pack), ``base_commit_unavailable``
+        (the contract's base commit is gone from the repository); a git or store failure is retryable.
         """
         try:
             profile = contract_profile(self._config.catalog_path, request.catalog_sha256, request.profile_id)
@@ -133,8 +137,18 @@ class ContextPackActivities:
         )
         if size > MAX_REQUEST_BYTES:
             raise _fail(ErrorType.REQUEST_TOO_LARGE, _too_large(size, evidence))
+        log = run_logger(request.job_id, activity="build_context_pack")
+        hits = self._scanner.scan(render_pack(pack))
+        if hits:
+            log.warning("secret_in_context", hits=[hit.describe() for hit in hits])
+            raise _fail(
+                ErrorType.SECRET_IN_CONTEXT,
+                f"the context pack holds what looks like credential material ({summary(hits)}; lines "
+                "of the pack `show --pack` prints); nothing was sent to a model. Remove it from the "
+                "work item or its evidence and create the run again",
+            )
         digest = canonical_sha256(pack.model_dump(mode="json"))
-        run_logger(request.job_id, activity="build_context_pack").info(
+        log.info(
             "context_pack_built",
             pack_sha256=digest,
             request_bytes=size,

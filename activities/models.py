@@ -45,6 +45,7 @@ from activities.providers.base import (
 )
 from activities.providers.registered import RegisteredProviders
 from activities.providers.replay import ReplayMiss, ReplayProvider
+from activities.secret_scan import scanner_for, summary
 from activities.store_access import SharedStore
 from contracts.errors import ErrorType, NotFound, is_retryable
 from contracts.failures import ModelCallFailureDetail
@@ -171,6 +172,7 @@ class ModelActivities:
         self._providers.update(providers or {})
         self._registered = registered or RegisteredProviders()
         self._releaser = releaser
+        self._scanner = scanner_for(config.action_token, config.deployment_secrets)
 
     @activity.defn(name=ActivityName.CALL_MODEL)
     def call_model(self, request: ModelCallRequest) -> ModelCallResult:
@@ -180,8 +182,9 @@ class ModelActivities:
         and ``lease_released`` says whether that worked (the job releases it otherwise).
 
         Raises ``ApplicationError`` typed by ``ErrorType``: ``model_not_configured``,
-        ``catalog_changed``, ``request_too_large`` before any call; the provider's class, or an output
-        error (``model_output_schema``, ``model_output_invalid``, ``result_too_large``) after it.
+        ``catalog_changed``, ``request_too_large``, ``secret_in_context`` before any call; the
+        provider's class, or an output error (``secret_in_output``, ``model_output_schema``,
+        ``model_output_invalid``, ``result_too_large``) after it.
         """
         released = False
         outcome = "ok"
@@ -217,6 +220,13 @@ class ModelActivities:
             size = check_request_size(instructions, context)
         except RequestTooLarge as error:
             raise _fail(ErrorType.REQUEST_TOO_LARGE, str(error)) from None
+        hits = self._scanner.scan(context)
+        if hits:  # a pack built before packs were scanned, or the plain context of an older run
+            raise _fail(
+                ErrorType.SECRET_IN_CONTEXT,
+                f"the model request holds what looks like credential material ({summary(hits)}); "
+                "nothing was sent to the model",
+            )
         beat = {"model": request.model_id, "attempt": request.attempt, "request_bytes": size}
         activity.heartbeat(beat)
         completion = CompletionRequest(
@@ -265,6 +275,15 @@ class ModelActivities:
             )
             raise _fail(error.error_type, error.message, usage) from None
         usage = _usage(answer)
+        hits = self._scanner.scan(answer.text)
+        if hits:
+            log.warning("secret_in_output", hits=[hit.describe() for hit in hits], **usage.model_dump())
+            raise _fail(
+                ErrorType.SECRET_IN_OUTPUT,
+                f"the model's output holds what looks like credential material ({summary(hits)}; "
+                "lines of the raw answer); the output was discarded: it is neither stored nor shown",
+                usage,
+            )
         try:
             output = parse_output(answer.text, request)
         except ApplicationError as error:

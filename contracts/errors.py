@@ -96,6 +96,10 @@ class ErrorType:
     MODEL_REQUEST_INVALID = "model_request_invalid"
     REPLAY_NO_RECORDING = "replay_no_recording"
     REQUEST_TOO_LARGE = "request_too_large"
+    # Credential material in a job's context pack (no call is made) or in a model's output (the output
+    # is discarded): docs/architecture.md "Secret scanning".
+    SECRET_IN_CONTEXT = "secret_in_context"
+    SECRET_IN_OUTPUT = "secret_in_output"
     RESULT_TOO_LARGE = "result_too_large"
     CAPTURE_REFUSED = "capture_refused"
     CATALOG_CHANGED = "catalog_changed"

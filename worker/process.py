@@ -5,12 +5,14 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import os
 import signal
 import sys
 from dataclasses import replace
 from typing import Any, Final
 
 from activities.config import ActivityConfig
+from activities.secret_scan import deployment_secrets
 from activities.store_access import SharedStore
 from activities.worktree_prune import worker_host
 from contracts.errors import InvalidInput, OperatorError
@@ -33,8 +35,9 @@ def activity_config(
     **overrides: Any,
 ) -> ActivityConfig:
     """What the activities of a worker for ``settings`` need: the store, the budgets captured into
-    contracts, the trust anchor (pinned root and/or action token) and the state directory
-    (``overrides`` replace single fields)."""
+    contracts, the trust anchor (pinned root and/or action token), the state directory and the
+    deployment's secrets the context packs and model outputs are scanned for (``overrides`` replace
+    single fields)."""
     config = ActivityConfig(
         database_url=settings.database_url,
         read_only_budget_seconds=budgets.read_only_seconds,
@@ -45,6 +48,7 @@ def activity_config(
         action_token=action_token,
         trust_root=trust_root,
         state_dir=settings.state_dir,
+        deployment_secrets=deployment_secrets(os.environ, action_token),
     )
     return replace(config, **overrides) if overrides else config
 

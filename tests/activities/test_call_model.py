@@ -287,3 +287,31 @@ def test_a_call_longer_than_the_models_whole_timeout_fails_as_a_timeout() -> Non
     assert time.monotonic() - started < 2.0
     answer = ActivityEnvironment().run(_with_heartbeats, _Trickling(0.05), completion, {}, 5.0)
     assert json.loads(answer.text) == ANALYSIS
+
+
+# ------------------------------------------------------------------------------------ secret scanning
+
+AWS_KEY = "AKIAIOSFODNN7EXAMPLE"  # AWS's documented example key id
+
+
+def test_call_model_fails_an_answer_holding_credential_material_and_never_echoes_it(tmp_path: Path) -> None:
+    leaked = {**ANALYSIS, "summary": f"The deploy script exports {AWS_KEY} as the access key."}
+    provider = _Recording(json.dumps(leaked))
+    error = _call_error(_models(tmp_path, local=provider), _request(model_id="local:m"))
+    assert error.type == ErrorType.SECRET_IN_OUTPUT
+    assert error.non_retryable
+    assert "AWS Access Key on line 1" in error.message and "discarded" in error.message
+    assert AWS_KEY not in error.message and AWS_KEY not in repr(error.details)
+
+
+def test_call_model_refuses_a_request_holding_a_deployment_secret_before_calling_the_provider(
+    tmp_path: Path,
+) -> None:
+    token = "deployment-action-token-0123456789"
+    provider = _Recording(json.dumps(ANALYSIS))
+    config = ActivityConfig(database_url=f"sqlite:///{tmp_path / 's.db'}", action_token=token.encode())
+    models = ModelActivities(config, {"local": provider})
+    error = _call_error(models, _request(model_id="local:m", task=f"Rotate {token} tonight"))
+    assert error.type == ErrorType.SECRET_IN_CONTEXT and error.non_retryable
+    assert "a deployment secret (the action token)" in error.message and token not in error.message
+    assert provider.requests == []

@@ -269,3 +269,22 @@ def test_file_text_cannot_close_its_fence_and_pose_as_a_section_of_the_pack() ->
     assert "``````\n" + hostile + "\n``````" in text
     assert text.count("## Stop rule") == 2  # the real one, and the quoted text inside the fence
     assert text.rindex("## Stop rule") > text.index(hostile) + len(hostile)
+
+
+def test_a_pack_holding_credential_material_fails_the_job_naming_kind_line_and_file_never_the_secret(
+    tmp_path: Path,
+) -> None:
+    key_id = "AKIAIOSFODNN7EXAMPLE"  # AWS's documented example key id
+    tree = make_working_tree(tmp_path / "repo")
+    (tree / "deploy.env").write_text(f"REGION=eu-west-1\nAWS_ACCESS_KEY_ID={key_id}\n")
+    git(tree, "add", ".")
+    git(tree, "commit", "--quiet", "--no-gpg-sign", "-m", "deploy settings")
+    base = git(tree, "rev-parse", "HEAD")
+    activities = _activities_on(tmp_path, tree)
+    with pytest.raises(ApplicationError) as raised:
+        _build(activities, _request(["file:deploy.env"], base=base))
+    error = raised.value
+    assert error.type == ErrorType.SECRET_IN_CONTEXT and error.non_retryable
+    assert "AWS Access Key on line" in error.message and "in file:deploy.env" in error.message
+    assert "nothing was sent to a model" in error.message
+    assert key_id not in error.message

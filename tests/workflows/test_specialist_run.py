@@ -761,6 +761,31 @@ async def test_a_model_selection_changed_after_capture_does_not_change_the_runs_
 # -------------------------------------------------------------------------------------- model errors
 
 
+_AWS_KEY = "AKIAIOSFODNN7EXAMPLE"  # AWS's documented example key id
+
+
+@within(30)
+async def test_an_answer_holding_a_credential_fails_the_run_and_the_key_is_nowhere_in_its_view_or_history(
+    temporal_client: Client, task_queue: str, tmp_path: Path
+) -> None:
+    leaked = {**_recorded("analysis", "database-optimizer"), "summary": f"the key {_AWS_KEY} is live"}
+    provider = TextProvider(lambda request: json.dumps(leaked))
+    async with (
+        bench(temporal_client, task_queue, tmp_path, providers={"test": provider}, model="test:m") as b,
+        b.worker(),
+    ):
+        view = await b.create(SLOW_QUERY, tier=Tier.READ_ONLY, enqueue=True)
+        view = await b.terminal(view.run_id)
+        history = await temporal_client.get_workflow_handle(view.run_id).fetch_history()
+    assert view.status is RunStatus.FAILED
+    assert view.error is not None and view.error.type == ErrorType.SECRET_IN_OUTPUT
+    (failed,) = events(view, "model_job_failed")
+    assert failed["error_type"] == ErrorType.SECRET_IN_OUTPUT
+    assert view.result is None
+    assert _AWS_KEY not in view.model_dump_json()
+    assert _AWS_KEY not in history.to_json()
+
+
 @pytest.mark.parametrize(
     ("provider", "expected"),
     [
