@@ -15,6 +15,7 @@ from collections.abc import Mapping
 from typing import Final
 
 from catalog.loaded import LoadedCatalog
+from catalog.orchestration import decide as decide_orchestration
 from catalog.router import route
 from contracts.config import PolicyRecord, RepositoryConfig, check_environment_rules
 from contracts.enums import FallbackMode, RiskFlag, RiskLevel, TaskType, Tier, WorkClass
@@ -351,6 +352,7 @@ def capture(
         stop_conditions=_STOP_CONDITIONS,
         base_commit=base_commit,
         repository_config=repository_config if tier in APPROVAL_TIERS else None,
+        orchestration=decide_orchestration(item, decision, tier, requested=run_input.review_wave),
     )
     digest = canonical_sha256(contract.model_dump(mode="json"))
     return CapturedContract(

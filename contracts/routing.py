@@ -3,6 +3,7 @@
 from pydantic import BaseModel, ConfigDict, Field
 
 from contracts.enums import RiskLevel, TaskType, Tier
+from contracts.orchestration import OrchestrationDecision
 
 
 class Alternative(BaseModel):
@@ -28,8 +29,9 @@ class RouteDecision(BaseModel):
 
     ``confidence`` is 0..1; ``score`` is the primary's raw match score (0 when routed by fallback or
     override); ``alternatives`` are the next best matches, best first; ``evidence_gaps`` name what the
-    work item is missing. ``effective_tier``/``tier_reasons`` are set only when a tier preview was asked
-    for.
+    work item is missing. ``effective_tier``/``tier_reasons`` and ``orchestration`` (how a run at that
+    tier would be reviewed, docs/architecture.md "Orchestration") are set only when a tier preview was
+    asked for; a run's contract carries its own orchestration decision.
     """
 
     model_config = ConfigDict(frozen=True)
@@ -47,6 +49,7 @@ class RouteDecision(BaseModel):
     override: RouteOverride | None = None
     effective_tier: Tier | None = None
     tier_reasons: list[str] | None = None
+    orchestration: OrchestrationDecision | None = None
 
     def to_json_dict(self) -> dict[str, object]:
         """The ``route --json`` object: ``model_dump(mode="json")`` without the tier keys unless a tier
@@ -72,4 +75,6 @@ class RouteDecision(BaseModel):
         if self.effective_tier is not None:
             data["effective_tier"] = self.effective_tier.value
             data["tier_reasons"] = None if self.tier_reasons is None else list(self.tier_reasons)
+        if self.orchestration is not None:
+            data["orchestration"] = self.orchestration.to_json_dict()
         return data

@@ -19,6 +19,7 @@ from contracts.execution import ExecutionRecord
 from contracts.hashing import canonical_sha256
 from contracts.ids import RUN_ID_PATTERN
 from contracts.models import ModelId
+from contracts.orchestration import OrchestrationDecision
 from contracts.output import JobKind, SpecialistOutput
 from contracts.proofs import ActionProof
 from contracts.queue_items import QueueStatus
@@ -150,9 +151,10 @@ class RunInput(BaseModel):
     Two fields only the goal queue sets (docs/architecture.md "Goal queue"): ``escalation_model``, the
     model an escalated review round's run uses as its primary (the selection's chain follows it as
     fallbacks), and ``follows``, the item's previous run that this one re-dispatches or recovers (its
-    preserved worktrees are listed by ``specialists worktrees``). Both are part of the request digest
-    when set and left out of it when ``None``, so the digests of requests made before they existed
-    are unchanged.
+    preserved worktrees are listed by ``specialists worktrees``). ``review_wave``: the operator asks
+    for a review wave (docs/architecture.md "Orchestration"). All three are part of the request
+    digest when set and left out of it otherwise, so the digests of requests made before they
+    existed are unchanged.
     """
 
     model_config = ConfigDict(frozen=True)
@@ -170,10 +172,12 @@ class RunInput(BaseModel):
     queue_grant: QueueGrant | None = None
     escalation_model: ModelId | None = None
     follows: Annotated[str, StringConstraints(pattern=RUN_ID_PATTERN.pattern)] | None = None
+    review_wave: bool = False
 
 
-OPTIONAL_REQUEST_FIELDS = ("escalation_model", "follows")
-"""Request fields added after runs were first recorded: digested only when set."""
+OPTIONAL_REQUEST_FIELDS = ("escalation_model", "follows", "review_wave")
+"""Request fields added after runs were first recorded: digested only when set (not ``None`` or
+``False``)."""
 
 
 def run_request_digest(run_input: RunInput) -> str:
@@ -183,7 +187,7 @@ def run_request_digest(run_input: RunInput) -> str:
         mode="json", exclude={"run_id", "request_digest", "created_by", "proof", "queue_grant"}
     )
     for name in OPTIONAL_REQUEST_FIELDS:
-        if payload[name] is None:
+        if payload[name] is None or payload[name] is False:
             del payload[name]
     return canonical_sha256(payload)
 
@@ -346,6 +350,9 @@ class ExecutionContract(BaseModel):
     # network access and command timeout. ``None`` for every other tier and for contracts captured
     # before repositories had a configuration. Later configuration changes never alter it.
     repository_config: RepositoryConfig | None = None
+    # How the run is reviewed and why (docs/architecture.md "Orchestration"); ``None`` in contracts
+    # captured before the decision existed.
+    orchestration: OrchestrationDecision | None = None
 
 
 class CapturedContract(BaseModel):

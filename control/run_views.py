@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from control.output import safe_text, table
+from control.views import orchestration_rows
 
 if TYPE_CHECKING:
     from rich.console import Console
@@ -53,6 +54,8 @@ def render_run(console: Console, view: RunView, extra: dict[str, Any]) -> None:
         rows.append(["contract sha256", view.contract_sha256])
     if view.contract is not None and view.contract.model is not None:
         rows.append(["model", view.contract.model.primary])
+    if view.contract is not None and view.contract.orchestration is not None:
+        rows += orchestration_rows(view.contract.orchestration)
     if view.contract is not None and view.contract.repo_alias is not None:
         # What an approval covers: the repository and the exact commit the run starts from.
         rows.append(["repository", view.contract.repo_alias])

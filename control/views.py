@@ -28,6 +28,7 @@ if TYPE_CHECKING:
     )
     from contracts.model_jobs import ModelCheckResult
     from contracts.models import ModelRecord, ModelSelectionRecord
+    from contracts.orchestration import OrchestrationDecision
     from contracts.routing import RouteDecision
 
 
@@ -128,6 +129,14 @@ def render_catalog(console: Console, report: CatalogReport, verification: Source
 # -------------------------------------------------------------------------------------------------- route
 
 
+def orchestration_rows(decision: OrchestrationDecision) -> list[list[str]]:
+    """How a run is reviewed: the shape, the consequential domains and each reason."""
+    counted = ", ".join(domain.value for domain in decision.consequential) or "-"
+    rows = [["review", f"{decision.shape.value} (consequential domains: {counted})"]]
+    rows.extend(["review reason", reason] for reason in decision.reasons)
+    return rows
+
+
 def render_route(console: Console, decision: RouteDecision) -> None:
     """Primary, reviewer, risk, confidence, reasons, alternatives, gaps and tier preview."""
     rows = [
@@ -143,6 +152,8 @@ def render_route(console: Console, decision: RouteDecision) -> None:
     if decision.effective_tier is not None:
         rows.append(["effective tier", decision.effective_tier.value])
         rows.extend(["tier reason", reason] for reason in decision.tier_reasons or [])
+    if decision.orchestration is not None:
+        rows.extend(orchestration_rows(decision.orchestration))
     rows.extend(["reason", reason] for reason in decision.reasons)
     rows.extend(["alternative", f"{alt.profile} ({alt.score})"] for alt in decision.alternatives)
     rows.extend(["evidence gap", gap] for gap in decision.evidence_gaps)

@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 import typer
 
 from contracts.errors import InvalidInput
-from control.commands.common import JsonFlag, open_store, parse_override, parse_tier
+from control.commands.common import JsonFlag, ReviewWaveFlag, open_store, parse_override, parse_tier
 
 if TYPE_CHECKING:
     from contracts.policy import AutomationPolicy
@@ -64,9 +64,11 @@ def route_command(
     override_reason: Annotated[
         str | None, typer.Option("--override-reason", help="Why the override is needed (required).")
     ] = None,
+    review_wave: ReviewWaveFlag = False,
     as_json: JsonFlag = False,
 ) -> None:
-    """Preview the route (and the effective tier) for a work item. Writes nothing."""
+    """Preview the route (and, with a tier, the effective tier and how the run would be reviewed)
+    for a work item. Writes nothing."""
     from catalog.loader import load_catalog
     from catalog.router import route
     from contracts.work_item import WorkItem
@@ -80,8 +82,13 @@ def route_command(
     item = parse_model(
         WorkItem, read_json_argument(input_json, what="work item"), what="work item", code="invalid_work_item"
     )
+    if review_wave and requested is None and not automatic:
+        raise InvalidInput(
+            "tier_required", "--review-wave previews a run's review: give --tier or --automatic"
+        )
     decision = route(item, load_catalog(), override=route_override)
     if requested is not None or automatic:
+        from catalog.orchestration import decide
         from contracts.policy import effective_tier
 
         tier_decision = effective_tier(
@@ -92,7 +99,11 @@ def route_command(
             policy=_read_policy_without_writing(),
         )
         decision = decision.model_copy(
-            update={"effective_tier": tier_decision.tier, "tier_reasons": tier_decision.reasons}
+            update={
+                "effective_tier": tier_decision.tier,
+                "tier_reasons": tier_decision.reasons,
+                "orchestration": decide(item, decision, tier_decision.tier, requested=review_wave),
+            }
         )
 
     def render(console: Any) -> None:

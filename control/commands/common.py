@@ -34,6 +34,12 @@ ActorOption = Annotated[
     str | None, typer.Option("--actor", help="Id of the registered human taking this action.")
 ]
 RunArgument = Annotated[str, typer.Argument(metavar="RUN", help="Run id (SOR-…).")]
+ReviewWaveFlag = Annotated[
+    bool,
+    typer.Option(
+        "--review-wave", help="Ask for a review wave: one review pass per axis, not a single reviewer."
+    ),
+]
 
 
 # ----------------------------------------------------------------------------------------------- actors

@@ -18,8 +18,7 @@ up to ``--timeout`` (exit 8, the run left as it is); a run it sees end ``failed`
 """
 
 import re
-import sys
-from typing import TYPE_CHECKING, Annotated, Any
+from typing import Annotated, Any
 
 import typer
 
@@ -27,6 +26,7 @@ from contracts.errors import InvalidInput, NotFound
 from control.commands.common import (
     ActorOption,
     JsonFlag,
+    ReviewWaveFlag,
     RunArgument,
     actor_registered,
     actor_required,
@@ -40,75 +40,12 @@ from control.commands.common import (
     run_async,
     task_queue,
 )
-
-if TYPE_CHECKING:
-    from collections.abc import Callable
-
-    from contracts.errors import ServiceUnavailable
-    from contracts.runs import RunView
+from control.commands.waiting import TimeoutOption, check_timeout, exit_unless_successful, unanswered, waited
 
 app = typer.Typer()
 
 MAX_NOTE_CHARS = 2000
 """Longest ``--note`` / ``--reason`` (kept in the audit trail)."""
-MAX_WAIT_SECONDS = 366 * 24 * 3600
-
-TimeoutOption = Annotated[
-    int | None,
-    typer.Option(
-        "--timeout",
-        min=1,
-        max=MAX_WAIT_SECONDS,
-        metavar="SECONDS",
-        help="With --wait: give up after SECONDS (exit 8); the run is left as it is.",
-    ),
-]
-
-
-def _check_timeout(wait: bool, timeout: int | None) -> None:
-    if timeout is not None and not wait:
-        raise InvalidInput("timeout_needs_wait", "--timeout SECONDS bounds --wait: give --wait too")
-
-
-def _unanswered(run_id: str) -> "Callable[[ServiceUnavailable | None], None]":
-    """What ``--wait`` says on stderr when answers stop (and when they come back)."""
-
-    def say(error: "ServiceUnavailable | None") -> None:
-        if error is None:
-            sys.stderr.write(f"{run_id}: answering again\n")
-        else:
-            sys.stderr.write(f"{run_id}: still waiting, nobody answers ({error.message})\n")
-        sys.stderr.flush()
-
-    return say
-
-
-def _waited(view: "RunView", timeout: int | None) -> "RunView":
-    """The view ``--wait`` ended with: :class:`WaitTimedOut` (exit 8) when it is still neither
-    waiting for a person nor finished."""
-    from contracts.errors import WaitTimedOut
-    from control.runs import settled
-
-    if not settled(view):
-        raise WaitTimedOut(
-            "wait_timeout",
-            f"run {view.run_id} is still {view.status.value} after --timeout {timeout} s; it is left "
-            f"as it is (`specialists show {view.run_id}` follows it)",
-        )
-    return view
-
-
-def _exit_unless_successful(view: "RunView") -> None:
-    """After ``--wait`` printed the final view: exit 7 when the run ended ``failed``, ``expired``
-    or ``cancelled``, with its error on stderr."""
-    from contracts.errors import RUN_ENDED_WITHOUT_SUCCESS_EXIT_CODE
-    from control.runs import ENDED_WITHOUT_SUCCESS
-
-    if view.status not in ENDED_WITHOUT_SUCCESS:
-        return
-    detail = f": {view.error.type}: {view.error.message}" if view.error is not None else ""
-    sys.stderr.write(f"run {view.run_id} ended {view.status.value}{detail}\n")
-    raise typer.Exit(RUN_ENDED_WITHOUT_SUCCESS_EXIT_CODE)
 
 
 @app.command("create")
@@ -130,6 +67,7 @@ def create_command(
     request_id: Annotated[
         str | None, typer.Option("--request-id", help="Caller's id: the same id returns the same run.")
     ] = None,
+    review_wave: ReviewWaveFlag = False,
     actor: ActorOption = None,
     wait: Annotated[
         bool, typer.Option("--wait", help="Wait until the run needs a person or has finished.")
@@ -145,7 +83,7 @@ def create_command(
     from control.runs import create_run, raise_if_creation_refused, request_digest, settled, wait_for_view
     from control.temporal import require_worker
 
-    _check_timeout(wait, timeout)
+    check_timeout(wait, timeout)
     requested = parse_tier(tier)
     if automatic and requested is not None:
         raise InvalidInput("tier_conflict", "--automatic and --tier are exclusive: give one")
@@ -174,6 +112,7 @@ def create_command(
         request_id=request_id,
         request_digest="",
         created_by=actor,
+        review_wave=review_wave,
     )
     run_input = draft.model_copy(update={"request_digest": request_digest(draft)})
     # The one check made here rather than by the run: a creator who is not registered is refused
@@ -203,7 +142,7 @@ def create_command(
                 timeout=timeout,
                 on_change=progress(as_json),
                 patient=True,
-                on_unanswered=_unanswered(run_id),
+                on_unanswered=unanswered(run_id),
                 initial=view,
             )
         return view, deduplicated
@@ -211,10 +150,10 @@ def create_command(
     view, deduplicated = run_async(go())
     raise_if_creation_refused(view)
     if wait:
-        _waited(view, timeout)
+        waited(view, timeout)
     emit_run(view, as_json, {"deduplicated": deduplicated})
     if wait:
-        _exit_unless_successful(view)
+        exit_unless_successful(view)
 
 
 @app.command("enqueue")
@@ -356,7 +295,7 @@ def execute_command(
         wait_for_view,
     )
 
-    _check_timeout(wait, timeout)
+    check_timeout(wait, timeout)
     check_run_id(run_id)
     actor = require_actor(actor, "execute")
 
@@ -388,7 +327,7 @@ def execute_command(
                 timeout=timeout,
                 on_change=progress(as_json),
                 patient=True,
-                on_unanswered=_unanswered(run_id),
+                on_unanswered=unanswered(run_id),
                 initial=view,
             )
         return await wait_for_view(
@@ -397,7 +336,7 @@ def execute_command(
 
     view = run_async(go())
     if wait:
-        _waited(view, timeout)
+        waited(view, timeout)
     emit_run(view, as_json)
     if wait:
-        _exit_unless_successful(view)
+        exit_unless_successful(view)

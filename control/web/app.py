@@ -465,16 +465,20 @@ def create_app(deployment: Deployment, settings: WebSettings | None = None) -> F
         try:
             fields = await form_of(request, session)
             offered = brief.options(deployment)
-            item, tier, override = brief.read_request(brief.request_from_form(fields), offered)
+            asked = brief.request_from_form(fields)
+            item, tier, override = brief.read_request(asked, offered)
+            wave = brief.review_wave(asked)
             action = _last(fields, "action")
             if action == "preview":
-                shown = brief.preview(deployment, item, tier, override)
+                shown = brief.preview(deployment, item, tier, override, wave)
                 return page(
                     "brief.html", session=session, offered=offered, fields=fields, preview=shown, error=None
                 )
             if action not in brief.ACTIONS:
                 raise InvalidInput("invalid_form", "choose preview, save or queue")
-            run_id = await brief.create(deployment, session, item, tier, override, queue=action == "queue")
+            run_id = await brief.create(
+                deployment, session, item, tier, override, queue=action == "queue", wave=wave
+            )
         except OperatorError as error:
             if error.code == "csrf_token_invalid" or not offered:
                 return failed(error, session, api=False)
@@ -496,7 +500,8 @@ def create_app(deployment: Deployment, settings: WebSettings | None = None) -> F
 
     @app.post("/api/route")
     async def route_api(request: Request) -> Response:
-        """The route preview as JSON: ``{"work_item": {...}, "tier": "...", "override": {...}}``
+        """The route preview as JSON: ``{"work_item": {...}, "tier": "...", "override": {...},
+        "review_wave": false}``
         (read-only; the same checks as the form)."""
         session = current(request)
         if session is None:
@@ -507,7 +512,8 @@ def create_app(deployment: Deployment, settings: WebSettings | None = None) -> F
             return failed(InvalidInput("invalid_json", "the body is not JSON"), session, api=True)
         try:
             parsed, tier, route_override = brief.read_request(body, brief.options(deployment))
-            return JSONResponse(brief.preview(deployment, parsed, tier, route_override))
+            wave = brief.review_wave(body)
+            return JSONResponse(brief.preview(deployment, parsed, tier, route_override, wave))
         except OperatorError as error:
             return failed(error, session, api=True)
 

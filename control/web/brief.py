@@ -51,8 +51,8 @@ def options(deployment: Deployment) -> dict[str, Any]:
 
 def request_from_form(fields: Mapping[str, Sequence[str]]) -> dict[str, Any]:
     """The brief a form posts (line breaks already LF), in the JSON shape of ``/api/route``:
-    ``{"work_item": {...}, "tier", "override": {"profile", "reason"}}`` (roles comma-separated,
-    evidence refs one per line)."""
+    ``{"work_item": {...}, "tier", "override": {"profile", "reason"}, "review_wave"}`` (roles
+    comma-separated, evidence refs one per line, the review wave a ``yes`` checkbox)."""
 
     def one(name: str) -> str:
         values = fields.get(name, [])
@@ -71,6 +71,7 @@ def request_from_form(fields: Mapping[str, Sequence[str]]) -> dict[str, Any]:
         },
         "tier": one("tier"),
         "override": {"profile": one("override_profile").strip(), "reason": one("override_reason").strip()},
+        "review_wave": one("review_wave") == "yes",
     }
 
 
@@ -107,12 +108,27 @@ def read_request(data: object, offered: Mapping[str, Any]) -> tuple[WorkItem, st
     return item, str(tier), override
 
 
+def review_wave(data: object) -> bool:
+    """Whether a brief (:func:`request_from_form`'s shape) asks for a review wave. Raises
+    :class:`InvalidInput` ``invalid_review_wave`` for anything but ``true``, ``false`` or none."""
+    wanted = data.get("review_wave", False) if isinstance(data, dict) else False
+    if not isinstance(wanted, bool):
+        raise InvalidInput("invalid_review_wave", "review_wave is true or false")
+    return wanted
+
+
 def preview(
-    deployment: Deployment, item: WorkItem, tier: str, override: RouteOverride | None
+    deployment: Deployment,
+    item: WorkItem,
+    tier: str,
+    override: RouteOverride | None,
+    wave: bool = False,
 ) -> dict[str, Any]:
-    """The route the router gives ``item`` and the tier the policy would let it run at (writes
-    nothing, starts nothing)."""
+    """The route the router gives ``item``, the tier the policy would let it run at and how that run
+    would be reviewed (``wave``: the operator asks for a review wave). Writes nothing, starts
+    nothing."""
     from catalog.loader import load_catalog
+    from catalog.orchestration import decide
     from catalog.router import route
     from contracts.policy import effective_tier
 
@@ -126,7 +142,13 @@ def preview(
     tiered = effective_tier(
         requested=Tier(tier), automatic=False, risk=decision.risk, analysis_only=False, policy=policy
     )
-    routed = decision.model_copy(update={"effective_tier": tiered.tier, "tier_reasons": tiered.reasons})
+    routed = decision.model_copy(
+        update={
+            "effective_tier": tiered.tier,
+            "tier_reasons": tiered.reasons,
+            "orchestration": decide(item, decision, tiered.tier, requested=wave),
+        }
+    )
     return {"route": routed.model_dump(mode="json"), "work_item": item.model_dump(mode="json")}
 
 
@@ -138,6 +160,7 @@ async def create(
     override: RouteOverride | None,
     *,
     queue: bool,
+    wave: bool = False,
 ) -> str:
     """Create the run (``queue``: a read_only run enqueued at once, protected) and return its id.
     Raises ``queue_not_allowed`` for an edit or recommend tier, ``no_worker`` and the run's refusals."""
@@ -162,6 +185,7 @@ async def create(
         enqueue=queue,
         request_digest="",
         created_by=session.actor,
+        review_wave=wave,
     )
     run_input = draft.model_copy(update={"request_digest": request_digest(draft)})
     if queue:

@@ -306,11 +306,13 @@ def test_the_request_digest_leaves_out_lineage_that_is_not_set_and_covers_it_whe
             "queue_grant",
             "escalation_model",
             "follows",
+            "review_wave",
         },
     )
     assert run_request_digest(run) == canonical_sha256(old_shape)
     follows = run.model_copy(update={"follows": new_run_id()})
     escalated = run.model_copy(update={"escalation_model": "replay:strong"})
-    assert len({run_request_digest(r) for r in (run, follows, escalated)}) == 3
+    wave = run.model_copy(update={"review_wave": True})
+    assert len({run_request_digest(r) for r in (run, follows, escalated, wave)}) == 4
     with pytest.raises(ValueError, match="follows"):
         RunInput.model_validate({**run.model_dump(), "follows": "not-a-run"})

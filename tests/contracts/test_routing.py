@@ -1,6 +1,6 @@
 """``RouteDecision.to_json_dict`` is exactly pydantic's JSON-mode dump (it is written out by hand so a
 route preview never pays for pydantic's first JSON-mode dump), without the tier keys unless a tier
-preview was made."""
+preview was made (and then with the orchestration decision a run at that tier would get)."""
 
 from __future__ import annotations
 
@@ -9,7 +9,22 @@ from typing import Any
 import pytest
 
 from contracts.enums import RiskLevel, TaskType, Tier
+from contracts.orchestration import OrchestrationDecision, ReviewDomain, ReviewShape
 from contracts.routing import RouteDecision
+
+WAVE = OrchestrationDecision(
+    shape=ReviewShape.WAVE,
+    domains=[ReviewDomain.CODE, ReviewDomain.TESTS, ReviewDomain.CI],
+    consequential=[ReviewDomain.CODE, ReviewDomain.CI],
+    evidence={
+        ReviewDomain.CODE: ["file:src/a.py"],
+        ReviewDomain.CI: ["file:.ci/run"],
+        ReviewDomain.TESTS: [],
+    },
+    adversarial=True,
+    operator_requested=False,
+    reasons=["it crosses 2 consequential domains (code, ci): one review pass per axis"],
+)
 
 
 def _decision(**changes: Any) -> RouteDecision:
@@ -44,13 +59,16 @@ def test_json_dict_is_the_json_mode_dump_without_the_tier_keys(changes: dict[str
     expected = decision.model_dump(mode="json")
     assert expected.pop("effective_tier") is None
     assert expected.pop("tier_reasons") is None
+    assert expected.pop("orchestration") is None
     assert decision.to_json_dict() == expected
     assert list(decision.to_json_dict()) == list(expected)
 
 
 @pytest.mark.parametrize("tier_reasons", [["risk high: recommend only"], [], None])
 def test_json_dict_of_a_tier_preview_is_the_whole_json_mode_dump(tier_reasons: list[str] | None) -> None:
-    decision = _decision().model_copy(update={"effective_tier": Tier.READ_ONLY, "tier_reasons": tier_reasons})
+    decision = _decision().model_copy(
+        update={"effective_tier": Tier.READ_ONLY, "tier_reasons": tier_reasons, "orchestration": WAVE}
+    )
     assert decision.to_json_dict() == decision.model_dump(mode="json")
     assert list(decision.to_json_dict()) == list(decision.model_dump(mode="json"))
 

@@ -74,11 +74,26 @@ def test_route_writes_nothing(cli: Cli) -> None:
     assert sorted(cli.cwd.rglob("*")) == before
 
 
-def test_operator_tier_preview_adds_effective_tier_and_reasons(cli: Cli) -> None:
+def test_operator_tier_preview_adds_effective_tier_reasons_and_how_the_run_is_reviewed(cli: Cli) -> None:
     decision = cli.call("route", "--input-json", SLOW_QUERY_ARG, "--tier", "read_only", "--json").ok()
-    assert set(decision) == ROUTE_KEYS | {"effective_tier", "tier_reasons"}
+    assert set(decision) == ROUTE_KEYS | {"effective_tier", "tier_reasons", "orchestration"}
     assert decision["effective_tier"] == "read_only"
     assert decision["tier_reasons"] and all(isinstance(r, str) for r in decision["tier_reasons"])
+    # The slow query names a database domain and a role: one consequential domain, one reviewer.
+    orchestration = decision["orchestration"]
+    assert (orchestration["shape"], orchestration["consequential"]) == ("single", ["data"])
+    assert orchestration["reasons"][-1] == "one consequential domain (data) at low risk: one independent reviewer"
+
+
+def test_a_review_wave_asked_for_is_previewed_and_needs_a_tier(cli: Cli) -> None:
+    asked = cli.call(
+        "route", "--input-json", SLOW_QUERY_ARG, "--tier", "read_only", "--review-wave", "--json"
+    ).ok()
+    assert asked["orchestration"]["shape"] == "wave" and asked["orchestration"]["operator_requested"]
+    shown = cli.call("route", "--input-json", SLOW_QUERY_ARG, "--tier", "read_only", "--review-wave")
+    assert "the operator asked for a review wave" in shown.stdout
+    refused = cli.call("route", "--input-json", SLOW_QUERY_ARG, "--review-wave", "--json")
+    assert refused.exit_code == 2 and "tier_required" in refused.stdout
 
 
 def test_automatic_preview_uses_the_default_policy_without_a_store(cli: Cli) -> None:

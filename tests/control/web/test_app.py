@@ -302,6 +302,30 @@ def test_the_work_brief_previews_a_route_and_writes_nothing(client: TestClient) 
     assert client.get("/api/runs").json() == {"runs": []}  # nothing was created
 
 
+def test_the_brief_shows_how_the_run_would_be_reviewed_and_a_wave_the_operator_asks_for(
+    client: TestClient,
+) -> None:
+    csrf = _signed_in(client)
+    form = {
+        "csrf_token": csrf, "action": "preview", "title": "Sign release artefacts in the pipeline",
+        "evidence_refs": "file:src/signing.py\nfile:.github/workflows/release.yml", "tier": "read_only",
+    }  # fmt: skip
+    crossing = client.post("/brief", data=form)
+    assert 'data-testid="preview-review">wave<' in crossing.text
+    assert "crosses 2 consequential domains (code, ci)" in crossing.text
+    single = {**form, "evidence_refs": "file:src/signing.py"}
+    assert 'data-testid="preview-review">single<' in client.post("/brief", data=single).text
+    asked = client.post("/brief", data={**single, "review_wave": "yes"})
+    assert (
+        'data-testid="preview-review">wave<' in asked.text
+        and "the operator asked for a review wave" in asked.text
+    )
+    body = {"work_item": {"title": "Tidy a query"}, "tier": "read_only", "review_wave": True}
+    assert client.post("/api/route", json=body).json()["route"]["orchestration"]["operator_requested"]
+    refused = client.post("/api/route", json={**body, "review_wave": "yes"})
+    assert refused.status_code == 400 and refused.json()["error"]["code"] == "invalid_review_wave"
+
+
 @pytest.mark.parametrize(
     ("changes", "code"),
     [

@@ -1,0 +1,71 @@
+"""The orchestration decision: one review, or a review wave, for a run (docs/architecture.md
+"Orchestration"). Decided by ``catalog.orchestration.decide`` at capture and frozen in the contract,
+so the digest an operator approves covers it."""
+
+from __future__ import annotations
+
+from enum import StrEnum
+
+from pydantic import BaseModel, ConfigDict
+
+
+class ReviewDomain(StrEnum):
+    """A consequential domain a piece of work can touch, each with its own review axis."""
+
+    CODE = "code"
+    TESTS = "tests"
+    DOCS = "docs"
+    CI = "ci"
+    SECURITY = "security"
+    DATA = "data"
+    RELEASE = "release"
+    PERFORMANCE = "performance"
+    ACCESSIBILITY = "accessibility"
+
+
+ACCOMPANYING_DOMAINS = frozenset({ReviewDomain.TESTS, ReviewDomain.DOCS})
+"""Domains that go with a change rather than add to it: one coherent change with its regression test
+and its docs is one domain, not three."""
+
+
+class ReviewShape(StrEnum):
+    """``none``: a recommend run, no model pass; ``single``: one primary pass and one reviewer;
+    ``wave``: a frozen roster of review passes, one per axis (docs/architecture.md "Orchestration")."""
+
+    NONE = "none"
+    SINGLE = "single"
+    WAVE = "wave"
+
+
+class OrchestrationDecision(BaseModel):
+    """How a run is reviewed and why.
+
+    ``domains``: every domain the work touches, with where each was seen (``evidence`` lists the
+    signals by domain); ``consequential``: the domains that count towards a wave (accompanying tests
+    and docs folded into the change they go with); ``adversarial``: a high or critical risk
+    conclusion gets a challenger pass; ``operator_requested``: the operator asked for a wave.
+    ``reasons``: the decision in words, in the order it was made.
+    """
+
+    model_config = ConfigDict(frozen=True)
+
+    shape: ReviewShape
+    domains: list[ReviewDomain]
+    consequential: list[ReviewDomain]
+    evidence: dict[ReviewDomain, list[str]]
+    adversarial: bool
+    operator_requested: bool
+    reasons: list[str]
+
+    def to_json_dict(self) -> dict[str, object]:
+        """``model_dump(mode="json")``, written out (a route preview's JSON is built without pydantic's
+        JSON-mode dump: see ``RouteDecision.to_json_dict``)."""
+        return {
+            "shape": self.shape.value,
+            "domains": [domain.value for domain in self.domains],
+            "consequential": [domain.value for domain in self.consequential],
+            "evidence": {domain.value: list(signals) for domain, signals in self.evidence.items()},
+            "adversarial": self.adversarial,
+            "operator_requested": self.operator_requested,
+            "reasons": list(self.reasons),
+        }
