@@ -15,6 +15,7 @@ from collections.abc import Mapping
 from typing import Final
 
 from catalog.loaded import LoadedCatalog
+from catalog.orchestration import catalog_reviewers
 from catalog.orchestration import decide as decide_orchestration
 from catalog.router import route
 from contracts.config import PolicyRecord, RepositoryConfig, check_environment_rules
@@ -352,7 +353,9 @@ def capture(
         stop_conditions=_STOP_CONDITIONS,
         base_commit=base_commit,
         repository_config=repository_config if tier in APPROVAL_TIERS else None,
-        orchestration=decide_orchestration(item, decision, tier, requested=run_input.review_wave),
+        orchestration=decide_orchestration(
+            item, decision, tier, requested=run_input.review_wave, reviewers=catalog_reviewers(catalog)
+        ),
     )
     digest = canonical_sha256(contract.model_dump(mode="json"))
     return CapturedContract(

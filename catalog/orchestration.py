@@ -17,15 +17,19 @@ adversarial challenger pass); otherwise one reviewer. A recommend run makes no m
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from pathlib import PurePosixPath
 from typing import Final
 
+from catalog.loaded import LoadedCatalog
 from contracts.enums import RiskFlag, RiskLevel, TaskType, Tier
 from contracts.orchestration import (
     ACCOMPANYING_DOMAINS,
+    CHALLENGE_AXIS,
+    OVERALL_AXIS,
     OrchestrationDecision,
     ReviewDomain,
+    ReviewPass,
     ReviewShape,
 )
 from contracts.routing import RouteDecision
@@ -81,6 +85,36 @@ _FLAG_DOMAINS: Final = {
     RiskFlag.DATA_LOSS: D.DATA,
 }
 _ORDER: Final = list(ReviewDomain)
+
+AXIS_PROFILES: Final[dict[str, str]] = {
+    OVERALL_AXIS: "",  # the route's reviewer
+    D.CODE: "code-reviewer",
+    D.TESTS: "test-automation-engineer",
+    D.DOCS: "technical-writer",
+    D.CI: "devops-automator",
+    D.SECURITY: "application-security-engineer",
+    D.DATA: "database-optimizer",
+    D.RELEASE: "devops-automator",
+    D.PERFORMANCE: "backend-architect",
+    D.ACCESSIBILITY: "accessibility-auditor",
+    CHALLENGE_AXIS: "reality-checker",
+}
+"""Who reviews each axis of a wave (a catalog profile id). A profile that is the run's primary never
+reviews: its axis goes to the primary's own reviewer in the catalog."""
+AXIS_QUESTIONS: Final[dict[str, str]] = {
+    OVERALL_AXIS: "Do the findings follow from the evidence, and is anything material missing or wrong?",
+    D.CODE: "Is the change correct, minimal and consistent with the code around it?",
+    D.TESTS: "Do the tests prove the behaviour, and would they fail without the change?",
+    D.DOCS: "Do the docs say what the change does, for the people who read them?",
+    D.CI: "Does every check stay meaningful, and do the pipeline's permissions stay least-privilege?",
+    D.SECURITY: "Does the work open or leave a path to credentials, injection, privilege or data exposure?",
+    D.DATA: "Are the data changes safe to apply and to roll back, and what do they cost in locks and writes?",
+    D.RELEASE: "Is it safe to release: versioning, packaging, rollout and rollback?",
+    D.PERFORMANCE: "Are the performance claims measured against a baseline, and what does the change cost?",
+    D.ACCESSIBILITY: "Does it meet WCAG 2.2 AA for the people it affects?",
+    CHALLENGE_AXIS: "Argue against the conclusion: what evidence would falsify it, and is any of it here?",
+}
+"""The question each axis of a wave asks."""
 
 
 def path_domain(path: str) -> ReviewDomain:
@@ -147,11 +181,41 @@ def consequential(domains: Iterable[ReviewDomain]) -> list[ReviewDomain]:
     return counted or present[:1]
 
 
+def catalog_reviewers(catalog: LoadedCatalog) -> dict[str, str]:
+    """Each profile of ``catalog`` and its own reviewer (what :func:`roster` needs of the catalog)."""
+    return {profile_id: profile.reviewer for profile_id, profile in catalog.profiles.items()}
+
+
+def roster(
+    domains: Iterable[ReviewDomain], route: RouteDecision, reviewers: Mapping[str, str], *, adversarial: bool
+) -> list[ReviewPass]:
+    """A wave's passes: the route's reviewer on the ``overall`` axis, one axis per domain the work
+    touches (in domain order), and a ``challenge`` axis when ``adversarial``. ``reviewers`` maps each
+    catalog profile to its own reviewer: an axis whose profile is the run's primary, or is not in the
+    catalog, goes to the primary's reviewer. Axes that land on one profile are one pass."""
+    axes = [OVERALL_AXIS, *(domain.value for domain in domains), *([CHALLENGE_AXIS] if adversarial else [])]
+    passes: dict[str, tuple[list[str], list[str]]] = {}
+    for axis in axes:
+        profile = AXIS_PROFILES[axis] or route.reviewer
+        if profile == route.primary or profile not in reviewers:
+            profile = reviewers.get(route.primary) or route.reviewer
+        named, questions = passes.setdefault(profile, ([], []))
+        named.append(axis)
+        questions.append(AXIS_QUESTIONS[axis])
+    return [ReviewPass(profile=p, axes=named, questions=qs) for p, (named, qs) in passes.items()]
+
+
 def decide(
-    item: WorkItem, route: RouteDecision, tier: Tier, *, requested: bool = False
+    item: WorkItem,
+    route: RouteDecision,
+    tier: Tier,
+    *,
+    requested: bool = False,
+    reviewers: Mapping[str, str] | None = None,
 ) -> OrchestrationDecision:
     """How a run of ``item`` on ``route`` at ``tier`` is reviewed (``requested``: the operator asked
-    for a review wave)."""
+    for a review wave; ``reviewers``: each catalog profile's reviewer, for a wave's roster — without
+    it every axis goes to the route's reviewer)."""
     evidence = work_domains(item)
     counted = consequential(evidence)
     adversarial = route.risk.rank >= RiskLevel.HIGH.rank
@@ -187,6 +251,15 @@ def decide(
                 f"{'one consequential domain (' + counted[0].value + ')' if counted else 'no domain'} "
                 f"at {route.risk.value} risk: one independent reviewer"
             )
+    passes: list[ReviewPass] = []
+    if shape is ReviewShape.WAVE:
+        known = reviewers if reviewers is not None else {route.reviewer: route.reviewer}
+        passes = roster(evidence, route, known, adversarial=adversarial)
+        reasons.append(
+            f"the wave's roster, frozen now: {len(passes)} pass{'es' if len(passes) != 1 else ''} ("
+            + "; ".join(f"{p.profile} on {', '.join(p.axes)}" for p in passes)
+            + ")"
+        )
     return OrchestrationDecision(
         shape=shape,
         domains=list(evidence),
@@ -195,4 +268,5 @@ def decide(
         adversarial=adversarial and shape is not ReviewShape.NONE,
         operator_requested=requested,
         reasons=reasons,
+        roster=passes,
     )

@@ -37,6 +37,23 @@ class ReviewShape(StrEnum):
     WAVE = "wave"
 
 
+OVERALL_AXIS = "overall"
+"""The axis of a wave's general pass: the route's reviewer, asking what a single review asks."""
+CHALLENGE_AXIS = "challenge"
+"""The axis of the adversarial pass a high or critical risk conclusion gets."""
+
+
+class ReviewPass(BaseModel):
+    """One pass of a review wave: the profile that makes it, the axes it reviews (an axis is a
+    :class:`ReviewDomain` value, ``overall`` or ``challenge``) and the question of each, in order."""
+
+    model_config = ConfigDict(frozen=True)
+
+    profile: str
+    axes: list[str]
+    questions: list[str]
+
+
 class OrchestrationDecision(BaseModel):
     """How a run is reviewed and why.
 
@@ -44,7 +61,8 @@ class OrchestrationDecision(BaseModel):
     signals by domain); ``consequential``: the domains that count towards a wave (accompanying tests
     and docs folded into the change they go with); ``adversarial``: a high or critical risk
     conclusion gets a challenger pass; ``operator_requested``: the operator asked for a wave.
-    ``reasons``: the decision in words, in the order it was made.
+    ``reasons``: the decision in words, in the order it was made. ``roster``: a wave's passes, frozen
+    here before anything is dispatched (empty unless the shape is ``wave``).
     """
 
     model_config = ConfigDict(frozen=True)
@@ -56,6 +74,7 @@ class OrchestrationDecision(BaseModel):
     adversarial: bool
     operator_requested: bool
     reasons: list[str]
+    roster: list[ReviewPass] = []
 
     def to_json_dict(self) -> dict[str, object]:
         """``model_dump(mode="json")``, written out (a route preview's JSON is built without pydantic's
@@ -68,4 +87,8 @@ class OrchestrationDecision(BaseModel):
             "adversarial": self.adversarial,
             "operator_requested": self.operator_requested,
             "reasons": list(self.reasons),
+            "roster": [
+                {"profile": p.profile, "axes": list(p.axes), "questions": list(p.questions)}
+                for p in self.roster
+            ],
         }

@@ -130,10 +130,11 @@ def render_catalog(console: Console, report: CatalogReport, verification: Source
 
 
 def orchestration_rows(decision: OrchestrationDecision) -> list[list[str]]:
-    """How a run is reviewed: the shape, the consequential domains and each reason."""
+    """How a run is reviewed: the shape, the consequential domains, each reason and a wave's passes."""
     counted = ", ".join(domain.value for domain in decision.consequential) or "-"
     rows = [["review", f"{decision.shape.value} (consequential domains: {counted})"]]
     rows.extend(["review reason", reason] for reason in decision.reasons)
+    rows.extend(["review pass", f"{p.profile} on {', '.join(p.axes)}"] for p in decision.roster)
     return rows
 
 

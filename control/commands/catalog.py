@@ -86,9 +86,10 @@ def route_command(
         raise InvalidInput(
             "tier_required", "--review-wave previews a run's review: give --tier or --automatic"
         )
-    decision = route(item, load_catalog(), override=route_override)
+    catalog = load_catalog()
+    decision = route(item, catalog, override=route_override)
     if requested is not None or automatic:
-        from catalog.orchestration import decide
+        from catalog.orchestration import catalog_reviewers, decide
         from contracts.policy import effective_tier
 
         tier_decision = effective_tier(
@@ -102,7 +103,13 @@ def route_command(
             update={
                 "effective_tier": tier_decision.tier,
                 "tier_reasons": tier_decision.reasons,
-                "orchestration": decide(item, decision, tier_decision.tier, requested=review_wave),
+                "orchestration": decide(
+                    item,
+                    decision,
+                    tier_decision.tier,
+                    requested=review_wave,
+                    reviewers=catalog_reviewers(catalog),
+                ),
             }
         )
 

@@ -128,11 +128,12 @@ def preview(
     would be reviewed (``wave``: the operator asks for a review wave). Writes nothing, starts
     nothing."""
     from catalog.loader import load_catalog
-    from catalog.orchestration import decide
+    from catalog.orchestration import catalog_reviewers, decide
     from catalog.router import route
     from contracts.policy import effective_tier
 
-    decision = route(item, load_catalog(), override=override)
+    catalog = load_catalog()
+    decision = route(item, catalog, override=override)
     store = deployment.store()
     if store is None:
         policy = deployment.default_policy().policy
@@ -146,7 +147,9 @@ def preview(
         update={
             "effective_tier": tiered.tier,
             "tier_reasons": tiered.reasons,
-            "orchestration": decide(item, decision, tiered.tier, requested=wave),
+            "orchestration": decide(
+                item, decision, tiered.tier, requested=wave, reviewers=catalog_reviewers(catalog)
+            ),
         }
     )
     return {"route": routed.model_dump(mode="json"), "work_item": item.model_dump(mode="json")}

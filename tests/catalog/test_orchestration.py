@@ -11,7 +11,7 @@ import pytest
 
 from catalog.capture import capture
 from catalog.loaded import LoadedCatalog
-from catalog.orchestration import decide, path_domain
+from catalog.orchestration import catalog_reviewers, decide, path_domain
 from catalog.router import route
 from contracts.config import PolicyRecord
 from contracts.enums import RiskFlag, TaskType, Tier
@@ -147,9 +147,61 @@ def test_the_decision_is_deterministic_and_frozen_in_the_contract_under_its_dige
             run, catalog, PolicyRecord(policy=AutomationPolicy()), selection,
             read_only_budget_seconds=1800, edit_budget_seconds=3600,
         )  # fmt: skip
-        assert result.contract.orchestration == decide(item, result.route, Tier.READ_ONLY, requested=wave)
+        assert result.contract.orchestration == decide(
+            item, result.route, Tier.READ_ONLY, requested=wave, reviewers=catalog_reviewers(catalog)
+        )
         return result.contract.orchestration.model_dump_json(), result.contract_sha256
 
     first, again = captured(False), captured(False)
     assert first == again
     assert captured(True)[1] != first[1], "asking for a wave changes what the operator approves"
+
+
+def test_a_waves_roster_is_frozen_one_pass_per_profile_never_the_primary(
+    loaded_catalog: LoadedCatalog,
+) -> None:
+    catalog = loaded_catalog
+    item = WorkItem(
+        title="Sign release artefacts in the pipeline",
+        evidence_refs=["file:src/signing.py", "file:.github/workflows/release.yml", "cve:CVE-2026-1234"],
+        risk_flags=[RiskFlag.CREDENTIALS],
+    )
+    decided = route(item, catalog)
+    assert (decided.primary, decided.reviewer) == ("devops-automator", "code-reviewer")
+    decision = decide(item, decided, Tier.WORKTREE, reviewers=catalog_reviewers(catalog))
+    # The ci axis would go to devops-automator, the primary: it goes to the primary's own reviewer,
+    # code-reviewer, who already has the overall and code axes — one pass with three axes.
+    assert [(p.profile, p.axes) for p in decision.roster] == [
+        ("code-reviewer", ["overall", "code", "ci"]),
+        ("application-security-engineer", ["security"]),
+        ("reality-checker", ["challenge"]),
+    ]
+    assert all(p.profile != decided.primary for p in decision.roster)
+    assert all(len(p.axes) == len(p.questions) for p in decision.roster)
+    assert decision.reasons[-1].startswith(
+        "the wave's roster, frozen now: 3 passes (code-reviewer on overall"
+    )
+
+
+def test_axes_of_one_profile_are_one_pass_and_a_single_review_has_no_roster(
+    loaded_catalog: LoadedCatalog,
+) -> None:
+    catalog = loaded_catalog
+    item = WorkItem(
+        title="Add an index for the orders report",
+        domain="database",
+        evidence_refs=[
+            "file:db/migrations/0042.py",
+            "file:pyproject.toml",
+            "file:.ci/run",
+            "file:tests/test_x.py",
+        ],
+    )
+    decision = decide(item, route(item, catalog), Tier.WORKTREE, reviewers=catalog_reviewers(catalog))
+    assert [(p.profile, p.axes) for p in decision.roster] == [
+        ("backend-architect", ["overall", "data"]),
+        ("test-automation-engineer", ["tests"]),
+        ("devops-automator", ["ci", "release"]),
+    ]
+    single = WorkItem(title="Tidy the orders report query", evidence_refs=["file:reports/orders.sql"])
+    assert decide(single, route(single, catalog), Tier.READ_ONLY).roster == []
