@@ -23,6 +23,7 @@ from contracts.orchestration import OrchestrationDecision
 from contracts.output import JobKind, SpecialistOutput
 from contracts.proofs import ActionProof
 from contracts.queue_items import QueueStatus
+from contracts.review_waves import WaveRecord
 from contracts.routing import RouteDecision, RouteOverride
 from contracts.work_item import WorkItem
 
@@ -513,6 +514,7 @@ class RunView(BaseModel):
     context_packs: list[ContextPackRecord] = []
     execution: ExecutionRecord | None = None
     follows: str | None = None
+    wave: WaveRecord | None = None
     """The goal queue's previous run of the same item, which this run re-dispatches or recovers."""
 
 

@@ -17,6 +17,7 @@ from contracts.errors import ErrorType
 from contracts.execution import ExecutionRecord
 from contracts.metric_names import RUN_STATUS_CHANGES
 from contracts.output import SpecialistOutput
+from contracts.review_waves import WaveRecord
 from contracts.runs import (
     Approval,
     CancelRequest,
@@ -66,6 +67,8 @@ class RunState:
     execute: ExecuteRequest | None = None
     execution: ExecutionRecord | None = None
     packs: list[ContextPackRecord] = field(default_factory=list)
+    wave: WaveRecord | None = None
+    """A review wave's passes as they go (``workflows/review_wave.py``)."""
     model_job_running: bool = False
     executing: bool = False
     """From the worktree attempt's start a cancel waits for it (``cancel_requested``)."""
@@ -161,6 +164,7 @@ class RunState:
             context_packs=list(self.packs),
             execution=self.execution,
             follows=self.run_input.follows,
+            wave=self.wave,
         )
 
     def summary(self, now: dt.datetime) -> RunSummary:

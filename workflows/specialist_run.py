@@ -35,6 +35,7 @@ with workflow.unsafe.imports_passed_through():
     from contracts.enums import Tier
     from contracts.errors import ErrorType
     from contracts.execution import COMMAND_EXECUTOR, ChangeUnderReview, ExecutionRecord
+    from contracts.orchestration import ReviewShape
     from contracts.output import JobKind
     from contracts.policy import APPROVAL_TIERS
     from contracts.queue_messages import QUEUE_ID_PREFIX, RunProgressed
@@ -65,6 +66,7 @@ with workflow.unsafe.imports_passed_through():
     from workflows.authorization import ProtectedActions
     from workflows.patches import Behaviours
     from workflows.queue_verdict import apply_queue_verdict
+    from workflows.review_wave import PATCH_REVIEW_WAVES, run_wave
     from workflows.run_jobs import run_model_job
     from workflows.run_state import QUEUE_ITEM_STATUS_KEY, RunState, route_attributes
     from workflows.versioning import pinned
@@ -276,10 +278,21 @@ class SpecialistRunWorkflow:
         """The blinded review (of ``change`` too, for a worktree run), then the operator's decision."""
         state = self._state
         await self._transition(RunStatus.REVIEWING)
-        review = await run_model_job(state, JobKind.REVIEW, deadline, change=change)
-        if review is None:
-            return state.status
-        state.review = review.require_output()
+        orchestration = state.contract.orchestration
+        if (
+            orchestration is not None
+            and orchestration.shape is ReviewShape.WAVE
+            and orchestration.roster
+            and workflow.patched(PATCH_REVIEW_WAVES)
+        ):
+            # docs/architecture.md "Orchestration": the frozen roster, joined before the decision.
+            if await run_wave(state, orchestration.roster, deadline, change) is None:
+                return state.status
+        else:
+            review = await run_model_job(state, JobKind.REVIEW, deadline, change=change)
+            if review is None:
+                return state.status
+            state.review = review.require_output()
         if state.cancel is not None:
             return RunStatus.CANCELLED
         # Its queue (if a queue started it) is told in the same task as the projection is written.

@@ -170,11 +170,13 @@ def run_input(
     actor: str = ACTOR,
     run_id: str | None = None,
     signed: bool = True,
+    review_wave: bool = False,
 ) -> RunInput:
     """A run input as ``specialists create`` builds it (request digest included).
 
     Creating with ``enqueue`` or ``automatic`` is protected: the input then carries a proof of the
-    create action bound to the request digest, unless ``signed`` is false.
+    create action bound to the request digest, unless ``signed`` is false. ``review_wave``: the
+    operator asks for a review wave.
     """
     draft = RunInput(
         run_id=run_id or new_run_id(),
@@ -184,6 +186,7 @@ def run_input(
         enqueue=enqueue,
         request_digest="",
         created_by=actor,
+        review_wave=review_wave,
     )
     inp = draft.model_copy(update={"request_digest": request_digest(draft)})
     if signed and (enqueue or automatic):

@@ -1,0 +1,232 @@
+"""A ``SpecialistRun``'s review wave (docs/architecture.md "Orchestration"): the contract's frozen
+roster, each pass a blinded ``ModelJob`` review child.
+
+First every pass's context pack is built (``build_context_pack``, all at once) and frozen: its
+sha256 and size go into the wave record before anything is dispatched, and a pass whose job later
+builds a different pack fails (``pack_changed``). Then the passes are dispatched in descending pack
+size, the profile id breaking ties, with at most four in flight; a finished pass's slot is refilled
+before the wave waits again. A pass waiting for its model's capacity (the ceiling's lease) keeps its
+slot and its frozen pack until the ceiling grants it. Every pass is joined before the consolidation;
+the runtime budget bounds the whole wave (over it the run ends ``expired``).
+"""
+
+from __future__ import annotations
+
+import asyncio
+from datetime import datetime, timedelta
+
+from temporalio import workflow
+from temporalio.common import RetryPolicy
+from temporalio.exceptions import ActivityError, ApplicationError, ChildWorkflowError
+
+with workflow.unsafe.imports_passed_through():
+    from contracts.audit import AuditKind
+    from contracts.context_packs import ContextPackResult
+    from contracts.errors import ErrorType
+    from contracts.execution import ChangeUnderReview
+    from contracts.model_jobs import (
+        ContextPackRequest,
+        JobContext,
+        ModelJobInput,
+        ModelJobResult,
+    )
+    from contracts.orchestration import ReviewPass
+    from contracts.output import JobKind
+    from contracts.review_waves import (
+        MAX_PASSES_IN_FLIGHT,
+        PassOutcome,
+        WavePass,
+        WaveRecord,
+        consolidate,
+        dispatch_order,
+    )
+    from contracts.runs import ContextPackRecord
+    from contracts.temporal_names import ActivityName
+    from contracts.ui_summaries import model_job_summary
+    from workflows.model_job import ModelJobWorkflow
+    from workflows.run_jobs import job_input
+    from workflows.run_state import RunState
+
+PATCH_REVIEW_WAVES = "review-waves"
+"""workflow.patched() id: a run whose contract decides a review wave runs its roster."""
+
+PACK_CHANGED = "pack_changed"
+_PACK_TIMEOUT = timedelta(seconds=60)
+_PACK_RETRY = RetryPolicy(maximum_attempts=3, initial_interval=timedelta(seconds=1))
+
+
+def wave_job(
+    state: RunState, review_pass: ReviewPass, index: int, change: ChangeUnderReview | None
+) -> ModelJobInput:
+    """Pass ``index``'s child input: the run's review job, made by the pass's profile, its task the
+    captured task with the pass's axes and questions."""
+    base = job_input(
+        state.contract, state.run_input.work_item.title, JobKind.REVIEW, state.result, change=change
+    )
+    axes = "\n".join(
+        f"- {axis}: {q}" for axis, q in zip(review_pass.axes, review_pass.questions, strict=True)
+    )
+    context: JobContext = base.context.model_copy(
+        update={"task": f"{base.context.task}\n\nYour review axes in this wave (answer each):\n{axes}"}
+    )
+    return base.model_copy(
+        update={"job_id": f"{base.job_id}-{index}", "profile_id": review_pass.profile, "context": context}
+    )
+
+
+async def _frozen_pack(job: ModelJobInput) -> ContextPackResult:
+    result: ContextPackResult = await workflow.execute_activity(
+        ActivityName.BUILD_CONTEXT_PACK,
+        ContextPackRequest(
+            job_id=job.job_id,
+            kind=job.kind,
+            profile_id=job.profile_id,
+            catalog_sha256=job.catalog_sha256,
+            context=job.context,
+            task_type=job.task_type,
+            repo_alias=job.repo_alias,
+            base_commit=job.base_commit,
+        ),
+        result_type=ContextPackResult,
+        start_to_close_timeout=_PACK_TIMEOUT,
+        retry_policy=_PACK_RETRY,
+    )
+    return result
+
+
+async def run_wave(
+    state: RunState, roster: list[ReviewPass], deadline: datetime, change: ChangeUnderReview | None = None
+) -> WaveRecord | None:
+    """Run the wave; returns its record (also kept in ``state.wave``) with ``state.review`` set to
+    the first completed pass's review, or ``None`` after moving the run to ``failed`` (no pack could
+    be frozen, or no pass came back) or ``expired``."""
+    jobs = [wave_job(state, review_pass, n, change) for n, review_pass in enumerate(roster, start=1)]
+    try:
+        packs = await asyncio.gather(*(_frozen_pack(job) for job in jobs))
+    except ActivityError as error:
+        cause = error.cause
+        error_type = cause.type if isinstance(cause, ApplicationError) else None
+        message = cause.message if isinstance(cause, ApplicationError) else str(error)
+        state.fail(error_type or ErrorType.MODEL_TASK, f"review wave: a pass's context pack: {message}")
+        return None
+    passes = {
+        n: WavePass(
+            index=n,
+            profile=p.profile,
+            axes=p.axes,
+            questions=p.questions,
+            job_id=job.job_id,
+            pack_sha256=pack.sha256,
+            pack_bytes=pack.request_bytes,
+        )
+        for n, (p, job, pack) in enumerate(zip(roster, jobs, packs, strict=True), start=1)
+    }
+    state.wave = WaveRecord(passes=list(passes.values()))
+    pending = dispatch_order(list(passes.values()))
+    running: dict[int, asyncio.Future[object]] = {}
+    most = dispatched = 0
+    state.model_job_running = True
+    try:
+        while pending or running:
+            while pending and len(running) < MAX_PASSES_IN_FLIGHT:
+                n = pending.pop(0)
+                dispatched += 1
+                job = jobs[n - 1]
+                state.audit.record(
+                    AuditKind.MODEL_JOB_STARTED,
+                    data={
+                        "kind": job.kind.value,
+                        "profile": job.profile_id,
+                        "models": job.model.chain,
+                        "pass": n,
+                    },
+                )
+                running[n] = asyncio.ensure_future(
+                    workflow.execute_child_workflow(
+                        ModelJobWorkflow.run,
+                        job,
+                        id=job.job_id,
+                        task_queue=workflow.info().task_queue,
+                        static_summary=model_job_summary(
+                            job.kind.value, job.profile_id, state.run_input.work_item.title
+                        ),
+                    )
+                )
+                passes[n] = passes[n].model_copy(
+                    update={"dispatched": dispatched, "started_at": workflow.now()}
+                )
+            most = max(most, len(running))
+            state.wave = WaveRecord(passes=list(passes.values()), max_in_flight=most)
+            remaining = max((deadline - workflow.now()).total_seconds(), 0.001)
+            try:
+                await workflow.wait_condition(
+                    lambda: any(task.done() for task in running.values()),
+                    timeout=timedelta(seconds=remaining),
+                )
+            except TimeoutError:
+                for task in running.values():
+                    task.cancel()
+                state.expire({"kind": "review_wave", "budget_seconds": remaining, "passes": sorted(running)})
+                return None
+            for n in [n for n, task in running.items() if task.done()]:
+                passes[n] = _joined(state, passes[n], running.pop(n))
+    finally:
+        state.model_job_running = False
+    joined = list(passes.values())
+    record = WaveRecord(passes=joined, max_in_flight=most, consolidation=consolidate(joined))
+    state.wave = record
+    completed = [p for p in joined if p.outcome is PassOutcome.COMPLETED and p.output is not None]
+    if not completed:
+        first = joined[0]
+        state.fail(
+            first.error_type or ErrorType.MODEL_TASK, f"review wave: no pass came back ({first.message})"
+        )
+        return None
+    state.review = completed[0].output
+    return record
+
+
+def _joined(state: RunState, wave_pass: WavePass, task: asyncio.Future[object]) -> WavePass:
+    """A finished pass, audited: its review, or why there is none."""
+    finished: dict[str, object] = {"finished_at": workflow.now()}
+    try:
+        result = task.result()
+    except ChildWorkflowError as error:
+        cause = error.cause
+        error_type = cause.type if isinstance(cause, ApplicationError) else ErrorType.MODEL_TASK
+        message = cause.message if isinstance(cause, ApplicationError) else str(error)
+        return _failed(state, wave_pass, error_type or ErrorType.MODEL_TASK, message, finished)
+    assert isinstance(result, ModelJobResult)
+    if result.pack_sha256 is not None and result.pack_sha256 != wave_pass.pack_sha256:
+        message = f"the pass's job built pack {result.pack_sha256}, not the frozen {wave_pass.pack_sha256}"
+        return _failed(state, wave_pass, PACK_CHANGED, message, finished)
+    output = result.require_output()
+    if result.pack is not None and result.pack_sha256 is not None:
+        state.packs.append(ContextPackRecord(sha256=result.pack_sha256, pack=result.pack))
+    state.audit.record(
+        AuditKind.MODEL_JOB_COMPLETED,
+        data={
+            "kind": JobKind.REVIEW.value, "pass": wave_pass.index, "profile": wave_pass.profile,
+            "model": result.model_id, "pack_sha256": result.pack_sha256,
+            "attempts": [attempt.model_dump(mode="json") for attempt in result.attempts],
+            "findings": len(output.findings), "verdict": output.verdict.value if output.verdict else None,
+        },
+    )  # fmt: skip
+    return wave_pass.model_copy(
+        update={**finished, "outcome": PassOutcome.COMPLETED, "model_id": result.model_id, "output": output}
+    )
+
+
+def _failed(
+    state: RunState, wave_pass: WavePass, error_type: str, message: str, finished: dict[str, object]
+) -> WavePass:
+    state.audit.record(
+        AuditKind.MODEL_JOB_FAILED,
+        data={
+            "kind": JobKind.REVIEW.value, "pass": wave_pass.index, "profile": wave_pass.profile,
+            "error_type": error_type, "message": message,
+        },
+    )  # fmt: skip
+    return wave_pass.model_copy(
+        update={**finished, "outcome": PassOutcome.FAILED, "error_type": error_type, "message": message}
+    )
