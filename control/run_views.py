@@ -29,6 +29,35 @@ def packs_json(view: RunView) -> list[dict[str, Any]]:
     return [record.model_dump(mode="json") for record in view.context_packs]
 
 
+def _render_wave(console: Console, view: RunView) -> None:
+    """A review wave: each pass (profile, axes, outcome, verdict) and the consolidation."""
+    wave = view.wave
+    assert wave is not None
+    rows = [
+        [
+            str(p.index),
+            p.profile,
+            ", ".join(p.axes),
+            p.outcome.value if p.outcome else "running",
+            p.output.verdict.value if p.output and p.output.verdict else (p.error_type or "-"),
+        ]
+        for p in wave.passes
+    ]
+    console.print(
+        table(
+            f"review wave (at most {wave.max_in_flight} in flight)",
+            ["#", "profile", "axes", "outcome", "verdict"],
+            rows,
+        )
+    )
+    if wave.consolidation is not None:
+        c = wave.consolidation
+        lines = [["agreement", a] for a in c.agreements]
+        lines += [["conflict", f"{x.about} ({x.resolution})"] for x in c.conflicts]
+        lines += [["gap", g] for g in c.gaps]
+        console.print(table("consolidation", ["", ""], lines))
+
+
 def render_run(console: Console, view: RunView, extra: dict[str, Any]) -> None:
     """A summary table, then findings, review, decision and the audit trail.
 
@@ -78,6 +107,8 @@ def render_run(console: Console, view: RunView, extra: dict[str, Any]) -> None:
                 [[f.severity.value, f.title, ", ".join(f.evidence_refs)] for f in output.findings],
             )
         )
+    if view.wave is not None:
+        _render_wave(console, view)
     if view.decision is not None:
         decision = view.decision
         console.print(

@@ -328,3 +328,56 @@ def test_json_errors_keep_the_message_unchanged(capsys: pytest.CaptureFixture[st
     assert json.loads(capsys.readouterr().out) == {
         "error": {"code": "provider_down", "message": HOSTILE_ERROR}
     }
+
+
+def hostile_wave_view() -> RunView:
+    from contracts.review_waves import PassOutcome, WaveConflict, WaveConsolidation, WavePass, WaveRecord
+
+    wave = WaveRecord(
+        passes=[
+            WavePass(
+                index=1, profile="code-reviewer", axes=["overall"], questions=["q [/b]"], job_id="j-1",
+                pack_sha256="0" * 64, pack_bytes=10, outcome=PassOutcome.COMPLETED,
+                output=hostile_output(verdict=ReviewVerdict.DISAGREE),
+            ),
+            WavePass(
+                index=2, profile="devops-automator", axes=["ci"], questions=["q"], job_id="j-2",
+                pack_sha256="1" * 64, pack_bytes=9, outcome=PassOutcome.FAILED, error_type="model_safety",
+                message=HOSTILE_ERROR,
+            ),
+        ],
+        max_in_flight=2,
+        consolidation=WaveConsolidation(
+            agreements=[f"agreement {LINK} <img src=x onerror=alert(1)>"],
+            conflicts=[WaveConflict(about=f"conflict {HOSTILE_TITLE}", agreeing=[1], disagreeing=[2])],
+            gaps=[f"gap {HOSTILE_ERROR}"],
+        ),
+    )  # fmt: skip
+    return hostile_view().model_copy(update={"wave": wave})
+
+
+def test_a_review_waves_passes_and_consolidation_are_shown_literally() -> None:
+    out = render_with(lambda console: run_views.render_run(console, hostile_wave_view(), {}), terminal=True)
+    assert "\x1b]0;pwned" not in out and "\x1b[2J" not in out
+    assert "review wave (at most 2 in flight)" in out
+    assert "[link=https://evil.example]click[/link]" in out  # shown as written, not made a link
+    assert "devops-automator" in out and "model_safety" in out
+
+
+def test_mission_controls_run_page_shows_a_wave_escaped_and_made_visible() -> None:
+    from types import SimpleNamespace
+
+    from control.show_run import run_json
+    from control.web.rendering import environment
+
+    view = hostile_wave_view()
+    session = SimpleNamespace(actor="alice", csrf="token")
+    html = (
+        environment()
+        .get_template("run.html")
+        .render(run=run_json(view, diff=True), view=view, session=session, csrf="token", notice=None)
+    )
+    assert 'data-testid="wave"' in html and 'data-testid="wave-conflicts"' in html
+    assert "<img src=x" not in html and "&lt;img src=x onerror=alert(1)&gt;" in html
+    assert "[link=https://evil.example]click[/link]" in html
+    assert "\x1b" not in html and "⟨U+001B⟩]0;pwned" in html
