@@ -30,8 +30,9 @@ class PassOutcome(StrEnum):
 
 class WavePass(BaseModel):
     """One pass of a wave: its place in the roster (``index``, from 1), profile, axes and questions,
-    its child job, the frozen pack's sha256 and size, when it was dispatched (``dispatched``, from 1)
-    and how it ended."""
+    its child job, the frozen pack's sha256 and size, when it was dispatched (``dispatched``, from 1),
+    how many times it was put back after a capacity refusal (``requeued``; its job id then ends
+    ``-rN``) and how it ended."""
 
     model_config = ConfigDict(frozen=True)
 
@@ -43,6 +44,7 @@ class WavePass(BaseModel):
     pack_sha256: str
     pack_bytes: int
     dispatched: int | None = None
+    requeued: int = 0
     started_at: dt.datetime | None = None
     finished_at: dt.datetime | None = None
     outcome: PassOutcome | None = None

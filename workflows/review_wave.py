@@ -51,6 +51,12 @@ PATCH_REVIEW_WAVES = "review-waves"
 """workflow.patched() id: a run whose contract decides a review wave runs its roster."""
 
 PACK_CHANGED = "pack_changed"
+CAPACITY_REFUSALS = frozenset({ErrorType.MODEL_RATE_LIMITED})
+"""A pass that fails for its provider's capacity is put back, not counted as a gap (up to
+:data:`MAX_REQUEUES` times): it is dispatched again only after another pass of the wave finished
+since the refusal, or after :data:`CAPACITY_BACKOFF` when none is left to finish."""
+MAX_REQUEUES = 2
+CAPACITY_BACKOFF = timedelta(seconds=5)
 _PACK_TIMEOUT = timedelta(seconds=60)
 _PACK_RETRY = RetryPolicy(maximum_attempts=3, initial_interval=timedelta(seconds=1))
 
@@ -124,37 +130,32 @@ async def run_wave(
     state.wave = WaveRecord(passes=list(passes.values()))
     pending = dispatch_order(list(passes.values()))
     running: dict[int, asyncio.Future[object]] = {}
-    most = dispatched = 0
+    held: dict[int, int] = {}  # a pass refused for capacity -> passes finished when it was refused
+    most = dispatched = finished = 0
     state.model_job_running = True
     try:
-        while pending or running:
+        while pending or running or held:
+            ready = [n for n, mark in held.items() if finished > mark]
+            if not pending and not running and not ready:
+                # Nothing else in this wave will free capacity: wait it out, then try again.
+                pause = min(CAPACITY_BACKOFF.total_seconds(), (deadline - workflow.now()).total_seconds())
+                if pause <= 0:
+                    state.expire({"kind": "review_wave", "budget_seconds": 0, "passes": sorted(held)})
+                    return None
+                await workflow.sleep(timedelta(seconds=pause))
+                ready = list(held)
+            for n in ready:
+                del held[n]
+                pending.append(n)
             while pending and len(running) < MAX_PASSES_IN_FLIGHT:
                 n = pending.pop(0)
                 dispatched += 1
-                job = jobs[n - 1]
-                state.audit.record(
-                    AuditKind.MODEL_JOB_STARTED,
-                    data={
-                        "kind": job.kind.value,
-                        "profile": job.profile_id,
-                        "models": job.model.chain,
-                        "pass": n,
-                    },
-                )
-                running[n] = asyncio.ensure_future(
-                    workflow.execute_child_workflow(
-                        ModelJobWorkflow.run,
-                        job,
-                        id=job.job_id,
-                        task_queue=workflow.info().task_queue,
-                        static_summary=model_job_summary(
-                            job.kind.value, job.profile_id, state.run_input.work_item.title
-                        ),
-                    )
-                )
+                running[n] = _dispatch(state, passes[n], jobs[n - 1])
                 passes[n] = passes[n].model_copy(
                     update={"dispatched": dispatched, "started_at": workflow.now()}
                 )
+            if not running:
+                continue
             most = max(most, len(running))
             state.wave = WaveRecord(passes=list(passes.values()), max_in_flight=most)
             remaining = max((deadline - workflow.now()).total_seconds(), 0.001)
@@ -169,7 +170,11 @@ async def run_wave(
                 state.expire({"kind": "review_wave", "budget_seconds": remaining, "passes": sorted(running)})
                 return None
             for n in [n for n, task in running.items() if task.done()]:
-                passes[n] = _joined(state, passes[n], running.pop(n))
+                finished += 1
+                passes[n], requeued = _joined(state, passes[n], running.pop(n))
+                if requeued:
+                    jobs[n - 1] = jobs[n - 1].model_copy(update={"job_id": passes[n].job_id})
+                    held[n] = finished
     finally:
         state.model_job_running = False
     joined = list(passes.values())
@@ -186,8 +191,31 @@ async def run_wave(
     return record
 
 
-def _joined(state: RunState, wave_pass: WavePass, task: asyncio.Future[object]) -> WavePass:
-    """A finished pass, audited: its review, or why there is none."""
+def _dispatch(state: RunState, wave_pass: WavePass, job: ModelJobInput) -> asyncio.Future[object]:
+    """Start the pass's review child (audited ``model_job_started`` with its pass number)."""
+    state.audit.record(
+        AuditKind.MODEL_JOB_STARTED,
+        data={
+            "kind": job.kind.value,
+            "profile": job.profile_id,
+            "models": job.model.chain,
+            "pass": wave_pass.index,
+        },
+    )
+    return asyncio.ensure_future(
+        workflow.execute_child_workflow(
+            ModelJobWorkflow.run,
+            job,
+            id=job.job_id,
+            task_queue=workflow.info().task_queue,
+            static_summary=model_job_summary(job.kind.value, job.profile_id, state.run_input.work_item.title),
+        )
+    )
+
+
+def _joined(state: RunState, wave_pass: WavePass, task: asyncio.Future[object]) -> tuple[WavePass, bool]:
+    """A finished pass, audited: its review, or why there is none — or, refused for capacity with
+    requeues left, the pass put back (``True``) under a new job id, its frozen pack kept."""
     finished: dict[str, object] = {"finished_at": workflow.now()}
     try:
         result = task.result()
@@ -195,11 +223,23 @@ def _joined(state: RunState, wave_pass: WavePass, task: asyncio.Future[object]) 
         cause = error.cause
         error_type = cause.type if isinstance(cause, ApplicationError) else ErrorType.MODEL_TASK
         message = cause.message if isinstance(cause, ApplicationError) else str(error)
-        return _failed(state, wave_pass, error_type or ErrorType.MODEL_TASK, message, finished)
+        if error_type in CAPACITY_REFUSALS and wave_pass.requeued < MAX_REQUEUES:
+            requeued = wave_pass.requeued + 1
+            state.audit.record(
+                AuditKind.MODEL_JOB_FAILED,
+                data={
+                    "kind": JobKind.REVIEW.value, "pass": wave_pass.index, "profile": wave_pass.profile,
+                    "error_type": error_type, "message": message, "requeued_for_capacity": requeued,
+                },
+            )  # fmt: skip
+            base = wave_pass.job_id.rsplit("-r", 1)[0] if wave_pass.requeued else wave_pass.job_id
+            update = {"requeued": requeued, "job_id": f"{base}-r{requeued}", "started_at": None}
+            return wave_pass.model_copy(update=update), True
+        return _failed(state, wave_pass, error_type or ErrorType.MODEL_TASK, message, finished), False
     assert isinstance(result, ModelJobResult)
     if result.pack_sha256 is not None and result.pack_sha256 != wave_pass.pack_sha256:
         message = f"the pass's job built pack {result.pack_sha256}, not the frozen {wave_pass.pack_sha256}"
-        return _failed(state, wave_pass, PACK_CHANGED, message, finished)
+        return _failed(state, wave_pass, PACK_CHANGED, message, finished), False
     output = result.require_output()
     if result.pack is not None and result.pack_sha256 is not None:
         state.packs.append(ContextPackRecord(sha256=result.pack_sha256, pack=result.pack))
@@ -214,7 +254,7 @@ def _joined(state: RunState, wave_pass: WavePass, task: asyncio.Future[object]) 
     )  # fmt: skip
     return wave_pass.model_copy(
         update={**finished, "outcome": PassOutcome.COMPLETED, "model_id": result.model_id, "output": output}
-    )
+    ), False
 
 
 def _failed(

@@ -38,13 +38,20 @@ SEVEN = [*CODE, "file:docs/export.md", "file:src/auth/tokens.py", "file:web/a11y
 
 class WaveProvider:
     """Answers every job for whoever asks: an analysis, or a review that agrees — except the
-    profiles in ``disagree`` (which disagree) and ``fail`` (whose call fails). Each call takes
-    ``delay`` seconds, and the most calls ever in flight at once is kept."""
+    profiles in ``disagree`` (which disagree), ``fail`` (whose calls fail) and ``rate_limit`` (whose
+    first N calls are refused with a rate limit). Each call takes ``delay`` seconds, and the most
+    calls ever in flight at once is kept."""
 
     def __init__(
-        self, *, disagree: tuple[str, ...] = (), fail: tuple[str, ...] = (), delay: float = 0.4
+        self,
+        *,
+        disagree: tuple[str, ...] = (),
+        fail: tuple[str, ...] = (),
+        rate_limit: dict[str, int] | None = None,
+        delay: float = 0.4,
     ) -> None:
         self.disagree, self.fail, self.delay = set(disagree), set(fail), delay
+        self.rate_limit = dict(rate_limit or {})
         self.reviews: list[CompletionRequest] = []
         self.in_flight = self.most = 0
         self._lock = threading.Lock()
@@ -60,6 +67,12 @@ class WaveProvider:
             time.sleep(self.delay)
             if identity.profile_id in self.fail:
                 raise ProviderError(ErrorType.MODEL_SAFETY, f"{identity.profile_id} refuses")
+            with self._lock:
+                refuse = self.rate_limit.get(identity.profile_id, 0) > 0
+                if refuse:
+                    self.rate_limit[identity.profile_id] -= 1
+            if refuse:
+                raise ProviderError(ErrorType.MODEL_RATE_LIMITED, "429: slow down")
             answer: dict[str, Any] = copy.deepcopy(TEMPLATE)
             answer["role"] = identity.profile_id
             answer["inspected_evidence"] = []
@@ -196,3 +209,23 @@ async def test_a_wave_of_one_pass_and_a_single_review_stay_one_reviewer(
     assert single.review is not None and single.review.role == "backend-architect"
     assert PATCH_REVIEW_WAVES in await _replays(temporal_client, waved.run_id)
     assert PATCH_REVIEW_WAVES not in await _replays(temporal_client, single.run_id)
+
+
+@within(90)
+async def test_a_pass_refused_for_capacity_is_kept_queued_and_runs_again_once_another_pass_finished(
+    temporal_client: Client, task_queue: str, tmp_path: Path
+) -> None:
+    # Two refusals use up the job's two attempts: the pass's job fails with model_rate_limited.
+    provider = WaveProvider(rate_limit={"test-automation-engineer": 2})
+    view, final = await _wave_run(temporal_client, task_queue, tmp_path, CODE, provider)
+    wave = view.wave
+    assert wave is not None and wave.consolidation is not None
+    tests_pass = next(p for p in wave.passes if p.profile == "test-automation-engineer")
+    assert tests_pass.outcome is PassOutcome.COMPLETED and tests_pass.requeued == 1
+    assert tests_pass.job_id.endswith("-review-" + str(tests_pass.index) + "-r1")
+    others = [p for p in wave.passes if p is not tests_pass]
+    assert tests_pass.started_at is not None
+    assert tests_pass.started_at >= min(p.finished_at for p in others if p.finished_at)
+    (refused,) = [e for e in events(final, "model_job_failed") if e.get("requeued_for_capacity")]
+    assert refused["profile"] == "test-automation-engineer" and refused["error_type"] == "model_rate_limited"
+    assert not wave.consolidation.gaps or all("no review" not in gap for gap in wave.consolidation.gaps)
