@@ -82,7 +82,8 @@ def test_operator_tier_preview_adds_effective_tier_reasons_and_how_the_run_is_re
     # The slow query names a database domain and a role: one consequential domain, one reviewer.
     orchestration = decision["orchestration"]
     assert (orchestration["shape"], orchestration["consequential"]) == ("single", ["data"])
-    assert orchestration["reasons"][-1] == "one consequential domain (data) at low risk: one independent reviewer"
+    expected = "one consequential domain (data) at low risk: one independent reviewer"
+    assert orchestration["reasons"][-1] == expected
 
 
 def test_a_review_wave_asked_for_is_previewed_and_needs_a_tier(cli: Cli) -> None:

@@ -17,7 +17,7 @@ import socket
 import threading
 import time
 from collections import deque
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -58,6 +58,8 @@ class WireServer:
         self._lock = threading.Lock()
         self.received: list[Received] = []
         self.default: Scripted | None = None
+        self.responder: Callable[[Received], Scripted] | None = None
+        """Answers each request not scripted in the queue, from what it asked (before ``default``)."""
         self._in_flight = 0
         self.max_in_flight = 0
         self._server = ThreadingHTTPServer(("127.0.0.1", 0), _handler_for(self))
@@ -88,6 +90,7 @@ class WireServer:
             self._queue.clear()
             self.received.clear()
             self.default = None
+            self.responder = None
             self.max_in_flight = 0
 
     def answering(self, count: int) -> None:
@@ -114,8 +117,11 @@ class WireServer:
             self.received.append(request)
             if self._queue:
                 return self._queue.popleft()
-            if self.default is not None:
-                return self.default
+            responder, default = self.responder, self.default
+        if responder is not None:  # outside the lock: it may take its time
+            return responder(request)
+        if default is not None:
+            return default
         return Scripted(status=599, body={"error": {"type": "unscripted", "message": "no response queued"}})
 
 
