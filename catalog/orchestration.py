@@ -194,15 +194,21 @@ def roster(
     catalog profile to its own reviewer: an axis whose profile is the run's primary, or is not in the
     catalog, goes to the primary's reviewer. Axes that land on one profile are one pass."""
     axes = [OVERALL_AXIS, *(domain.value for domain in domains), *([CHALLENGE_AXIS] if adversarial else [])]
-    passes: dict[str, tuple[list[str], list[str]]] = {}
+    passes: dict[str, tuple[list[str], list[str], dict[str, str]]] = {}
     for axis in axes:
-        profile = AXIS_PROFILES[axis] or route.reviewer
+        named_profile = AXIS_PROFILES[axis] or route.reviewer
+        profile = named_profile
         if profile == route.primary or profile not in reviewers:
             profile = reviewers.get(route.primary) or route.reviewer
-        named, questions = passes.setdefault(profile, ([], []))
+        named, questions, substitutes = passes.setdefault(profile, ([], [], {}))
         named.append(axis)
         questions.append(AXIS_QUESTIONS[axis])
-    return [ReviewPass(profile=p, axes=named, questions=qs) for p, (named, qs) in passes.items()]
+        if profile != named_profile:
+            substitutes[axis] = named_profile
+    return [
+        ReviewPass(profile=p, axes=named, questions=qs, substitutes=subs)
+        for p, (named, qs, subs) in passes.items()
+    ]
 
 
 def decide(

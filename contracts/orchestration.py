@@ -45,13 +45,16 @@ CHALLENGE_AXIS = "challenge"
 
 class ReviewPass(BaseModel):
     """One pass of a review wave: the profile that makes it, the axes it reviews (an axis is a
-    :class:`ReviewDomain` value, ``overall`` or ``challenge``) and the question of each, in order."""
+    :class:`ReviewDomain` value, ``overall`` or ``challenge``) and the question of each, in order.
+    ``substitutes``: the axes this profile takes in line for another (axis -> the profile the axis
+    names, which is the run's primary or not in the catalog)."""
 
     model_config = ConfigDict(frozen=True)
 
     profile: str
     axes: list[str]
     questions: list[str]
+    substitutes: dict[str, str] = {}
 
 
 class OrchestrationDecision(BaseModel):

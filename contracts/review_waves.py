@@ -28,11 +28,27 @@ class PassOutcome(StrEnum):
     FAILED = "failed"
 
 
+class PassAttempt(BaseModel):
+    """One call a pass's job made: the model, ``ok`` or the error type that ended it, and whether it
+    moved the job to the next model of its chain."""
+
+    model_config = ConfigDict(frozen=True)
+
+    model_id: str
+    outcome: str
+    error_type: str | None = None
+    fallback: bool = False
+
+
 class WavePass(BaseModel):
     """One pass of a wave: its place in the roster (``index``, from 1), profile, axes and questions,
     its child job, the frozen pack's sha256 and size, when it was dispatched (``dispatched``, from 1),
     how many times it was put back after a capacity refusal (``requeued``; its job id then ends
-    ``-rN``) and how it ended."""
+    ``-rN``) and how it ended. Its record: the axes it took in line for another profile
+    (``substitutes``), the models it was given and every call it made (``attempts``: model, outcome,
+    error, fallback), the sha256 of the guidance and of the output, and whether the record proves an
+    independent review (``independent``, with the facts that prove it or the one that does not in
+    ``independence``)."""
 
     model_config = ConfigDict(frozen=True)
 
@@ -52,6 +68,14 @@ class WavePass(BaseModel):
     output: SpecialistOutput | None = None
     error_type: str | None = None
     message: str | None = None
+    # The pass's record (docs/architecture.md "Orchestration"): what it was given and what it did.
+    substitutes: dict[str, str] = {}
+    models_requested: list[str] = []
+    attempts: list[PassAttempt] = []
+    guidance_sha256: str | None = None
+    output_sha256: str | None = None
+    independent: bool = False
+    independence: list[str] = []
 
 
 class WaveConflict(BaseModel):
@@ -84,6 +108,26 @@ class WaveRecord(BaseModel):
     passes: list[WavePass]
     max_in_flight: int = 0
     consolidation: WaveConsolidation | None = None
+
+
+def independence(
+    wave_pass: WavePass, primary: str, pack_kind: str | None, own_job: bool
+) -> tuple[bool, list[str]]:
+    """Whether a finished pass's record proves an independent review, and the facts it rests on:
+    a profile other than the primary's, its own job (not the author's), a review pack (the author's
+    profile, model and verdict withheld), the pack the job built being the one frozen before dispatch."""
+    facts = []
+    if wave_pass.profile == primary:
+        return False, [f"made by the primary's profile {primary}"]
+    facts.append(f"made by {wave_pass.profile}, not the primary {primary}")
+    if not own_job:
+        return False, [*facts, "not a job of its own"]
+    facts.append(f"its own job {wave_pass.job_id}")
+    if pack_kind != "review":
+        return False, [*facts, f"its pack is a {pack_kind or 'missing'} pack, not a review pack"]
+    facts.append("a review pack: the author's profile, model and verdict withheld")
+    facts.append(f"the pack frozen before dispatch ({wave_pass.pack_sha256})")
+    return True, facts
 
 
 def dispatch_order(passes: list[WavePass]) -> list[int]:

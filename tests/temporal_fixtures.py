@@ -55,6 +55,7 @@ def temporal_dev_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[De
         port=free_port(),
         headless=True,
         search_attributes=SEARCH_ATTRIBUTES,
+        startup_timeout=60,  # a loaded CI machine has taken more than the 15 s default
     )
     with server:
         yield server

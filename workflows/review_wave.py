@@ -24,9 +24,12 @@ with workflow.unsafe.imports_passed_through():
     from contracts.context_packs import ContextPackResult
     from contracts.errors import ErrorType
     from contracts.execution import ChangeUnderReview
+    from contracts.failures import ModelJobFailureDetail, failure_detail
+    from contracts.hashing import canonical_sha256
     from contracts.model_jobs import (
         ContextPackRequest,
         JobContext,
+        ModelAttempt,
         ModelJobInput,
         ModelJobResult,
     )
@@ -34,11 +37,13 @@ with workflow.unsafe.imports_passed_through():
     from contracts.output import JobKind
     from contracts.review_waves import (
         MAX_PASSES_IN_FLIGHT,
+        PassAttempt,
         PassOutcome,
         WavePass,
         WaveRecord,
         consolidate,
         dispatch_order,
+        independence,
     )
     from contracts.runs import ContextPackRecord
     from contracts.temporal_names import ActivityName
@@ -124,6 +129,8 @@ async def run_wave(
             job_id=job.job_id,
             pack_sha256=pack.sha256,
             pack_bytes=pack.request_bytes,
+            substitutes=p.substitutes,
+            models_requested=job.model.chain,
         )
         for n, (p, job, pack) in enumerate(zip(roster, jobs, packs, strict=True), start=1)
     }
@@ -223,6 +230,12 @@ def _joined(state: RunState, wave_pass: WavePass, task: asyncio.Future[object]) 
         cause = error.cause
         error_type = cause.type if isinstance(cause, ApplicationError) else ErrorType.MODEL_TASK
         message = cause.message if isinstance(cause, ApplicationError) else str(error)
+        detail = failure_detail(cause, ModelJobFailureDetail) if isinstance(cause, ApplicationError) else None
+        finished["attempts"] = [
+            *wave_pass.attempts,
+            *(_attempt(attempt) for attempt in (detail.attempts if detail is not None else [])),
+        ]
+        finished["independence"] = ["no review came back: nothing to prove"]
         if error_type in CAPACITY_REFUSALS and wave_pass.requeued < MAX_REQUEUES:
             requeued = wave_pass.requeued + 1
             state.audit.record(
@@ -233,7 +246,12 @@ def _joined(state: RunState, wave_pass: WavePass, task: asyncio.Future[object]) 
                 },
             )  # fmt: skip
             base = wave_pass.job_id.rsplit("-r", 1)[0] if wave_pass.requeued else wave_pass.job_id
-            update = {"requeued": requeued, "job_id": f"{base}-r{requeued}", "started_at": None}
+            update = {
+                "requeued": requeued,
+                "job_id": f"{base}-r{requeued}",
+                "started_at": None,
+                "attempts": finished["attempts"],
+            }
             return wave_pass.model_copy(update=update), True
         return _failed(state, wave_pass, error_type or ErrorType.MODEL_TASK, message, finished), False
     assert isinstance(result, ModelJobResult)
@@ -243,6 +261,15 @@ def _joined(state: RunState, wave_pass: WavePass, task: asyncio.Future[object]) 
     output = result.require_output()
     if result.pack is not None and result.pack_sha256 is not None:
         state.packs.append(ContextPackRecord(sha256=result.pack_sha256, pack=result.pack))
+    pack_kind = result.pack.job_kind.value if result.pack is not None else None
+    independent, facts = independence(wave_pass, state.contract.primary, pack_kind, own_job=True)
+    record: dict[str, object] = {
+        "attempts": [*wave_pass.attempts, *(_attempt(attempt) for attempt in result.attempts)],
+        "guidance_sha256": result.pack.profile_guidance_sha256 if result.pack is not None else None,
+        "output_sha256": canonical_sha256(output.model_dump(mode="json")),
+        "independent": independent,
+        "independence": facts,
+    }
     state.audit.record(
         AuditKind.MODEL_JOB_COMPLETED,
         data={
@@ -250,11 +277,20 @@ def _joined(state: RunState, wave_pass: WavePass, task: asyncio.Future[object]) 
             "model": result.model_id, "pack_sha256": result.pack_sha256,
             "attempts": [attempt.model_dump(mode="json") for attempt in result.attempts],
             "findings": len(output.findings), "verdict": output.verdict.value if output.verdict else None,
+            "output_sha256": record["output_sha256"], "independent": independent,
         },
     )  # fmt: skip
-    return wave_pass.model_copy(
-        update={**finished, "outcome": PassOutcome.COMPLETED, "model_id": result.model_id, "output": output}
-    ), False
+    update = {**finished, **record, "outcome": PassOutcome.COMPLETED, "model_id": result.model_id}
+    return wave_pass.model_copy(update={**update, "output": output}), False
+
+
+def _attempt(attempt: ModelAttempt) -> PassAttempt:
+    return PassAttempt(
+        model_id=attempt.model_id,
+        outcome=attempt.outcome,
+        error_type=attempt.error_type,
+        fallback=attempt.fallback,
+    )
 
 
 def _failed(

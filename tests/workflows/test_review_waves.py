@@ -22,6 +22,7 @@ from temporalio.worker import Replayer
 from activities.providers.base import CompletionRequest, ProviderError
 from contracts.enums import Tier
 from contracts.errors import ErrorType
+from contracts.hashing import canonical_sha256
 from contracts.orchestration import ReviewShape
 from contracts.output import JobKind
 from contracts.review_waves import LEFT_FOR_THE_OPERATOR, MAX_PASSES_IN_FLIGHT, PassOutcome
@@ -184,6 +185,22 @@ async def test_a_wave_of_four_consolidates_a_conflict_for_the_operator_and_a_fai
     (failed,) = [e for e in events(final, "model_job_failed") if e.get("pass") is not None]
     assert failed["profile"] == "devops-automator"
     assert view.review is not None and view.review.role == wave.passes[0].profile  # the overall pass
+    # Each pass's record: what it was given and did, and independence only where it is proven.
+    primary = view.contract.primary if view.contract else ""
+    for wave_pass in wave.passes:
+        assert wave_pass.models_requested == ["test:m"]
+        assert [a.model_id for a in wave_pass.attempts] and all(
+            a.model_id == "test:m" for a in wave_pass.attempts
+        )
+        if wave_pass.outcome is PassOutcome.COMPLETED:
+            assert wave_pass.independent and wave_pass.output is not None
+            assert wave_pass.output_sha256 == canonical_sha256(wave_pass.output.model_dump(mode="json"))
+            pack = next(p.pack for p in final.context_packs if p.sha256 == wave_pass.pack_sha256)
+            assert wave_pass.guidance_sha256 == pack.profile_guidance_sha256
+            assert f"made by {wave_pass.profile}, not the primary {primary}" in wave_pass.independence
+        else:
+            assert not wave_pass.independent and wave_pass.output_sha256 is None
+            assert [a.outcome for a in wave_pass.attempts] == ["failed"]
 
 
 @within(60)
@@ -204,6 +221,8 @@ async def test_a_wave_of_one_pass_and_a_single_review_stay_one_reviewer(
     assert waved.wave is not None and [(p.profile, p.axes) for p in waved.wave.passes] == [
         ("backend-architect", ["overall", "data"])
     ]
+    # The data axis names the primary's profile: its reviewer takes it in line, and the record says so.
+    assert waved.wave.passes[0].substitutes == {"data": "database-optimizer"}
     assert single.contract is not None and single.contract.orchestration is not None
     assert single.contract.orchestration.shape is ReviewShape.SINGLE and single.wave is None
     assert single.review is not None and single.review.role == "backend-architect"
