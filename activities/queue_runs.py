@@ -15,6 +15,7 @@ import datetime as dt
 from temporalio import activity
 from temporalio.service import RPCError, RPCStatusCode
 
+from contracts.output import ReviewVerdict, SpecialistOutput
 from contracts.queue_items import RoundVerdict
 from contracts.queue_messages import QueueQuery, QueueView, RunIds, RunState, RunStates
 from contracts.runs import QueueVerdictCheck, QueueVerdictFound, RunProgress, RunStatus, RunView
@@ -82,8 +83,20 @@ class QueueRunActivities:
                 )
                 if view.error is not None:
                     message = f"{view.error.type}: {view.error.message}"
-                review = view.review if progress.status is RunStatus.AWAITING_DECISION else None
+                review = _judged_review(view) if progress.status is RunStatus.AWAITING_DECISION else None
             return RunState(run_id=run_id, status=progress.status, error=message, review=review)
 
         # The runs are asked at once; the answer keeps the order they were asked in.
         return RunStates(states=list(await asyncio.gather(*(read(run_id) for run_id in request.run_ids))))
+
+
+def _judged_review(view: RunView) -> SpecialistOutput | None:
+    """The review the goal queue judges a run by: its review, or for a review wave the first pass
+    that does not agree (any dissent fails the round, its findings carried to the next), else the
+    first completed pass's (docs/architecture.md "Orchestration")."""
+    if view.wave is not None:
+        for wave_pass in view.wave.passes:
+            output = wave_pass.output
+            if output is not None and output.verdict is not ReviewVerdict.AGREE:
+                return output
+    return view.review

@@ -42,7 +42,8 @@ class PassAttempt(BaseModel):
 
 class WavePass(BaseModel):
     """One pass of a wave: its place in the roster (``index``, from 1), profile, axes and questions,
-    its child job, the frozen pack's sha256 and size, when it was dispatched (``dispatched``, from 1),
+    its child job, the frozen pack's sha256 and size (``None`` and 0 when its pack could not be
+    built: the pass then fails without being dispatched), when it was dispatched (``dispatched``, from 1),
     how many times it was put back after a capacity refusal (``requeued``; its job id then ends
     ``-rN``) and how it ended. Its record: the axes it took in line for another profile
     (``substitutes``), the models it was given and every call it made (``attempts``: model, outcome,
@@ -57,8 +58,8 @@ class WavePass(BaseModel):
     axes: list[str]
     questions: list[str]
     job_id: str
-    pack_sha256: str
-    pack_bytes: int
+    pack_sha256: str | None = None
+    pack_bytes: int = 0
     dispatched: int | None = None
     requeued: int = 0
     started_at: dt.datetime | None = None
@@ -126,6 +127,8 @@ def independence(
     if pack_kind != "review":
         return False, [*facts, f"its pack is a {pack_kind or 'missing'} pack, not a review pack"]
     facts.append("a review pack: the author's profile, model and verdict withheld")
+    if wave_pass.pack_sha256 is None:
+        return False, [*facts, "no pack was frozen before dispatch"]
     facts.append(f"the pack frozen before dispatch ({wave_pass.pack_sha256})")
     return True, facts
 
@@ -141,36 +144,45 @@ def _label(wave_pass: WavePass) -> str:
 
 
 def consolidate(passes: list[WavePass]) -> WaveConsolidation:
-    """Agreements (passes that agree with the findings; findings more than one pass raises),
-    conflicts (agreeing passes against each pass that disagrees or finds the evidence insufficient,
-    left for the operator) and gaps (passes that failed, and the gaps each pass names)."""
+    """Agreements (passes that agree with the findings; findings more than one agreeing pass
+    raises), conflicts (each pass that disagrees or finds the evidence insufficient — against the
+    passes that agree, or against the primary's findings when none does — left for the operator)
+    and gaps (passes that failed, and the gaps each pass names)."""
     done = [p for p in passes if p.outcome is PassOutcome.COMPLETED and p.output is not None]
     agreeing = [p for p in done if p.output is not None and p.output.verdict is ReviewVerdict.AGREE]
     agreements = [f"{_label(p)} agrees with the findings" for p in agreeing]
     raised: dict[str, list[int]] = {}
-    for wave_pass in done:
+    for wave_pass in agreeing:
         assert wave_pass.output is not None
         for title in dict.fromkeys(f.title.strip().casefold() for f in wave_pass.output.findings):
             raised.setdefault(title, []).append(wave_pass.index)
     for title, indexes in raised.items():
         if len(indexes) > 1:
             agreements.append(f"passes {', '.join(map(str, indexes))} each raise {title!r}")
-    conflicts = [
-        WaveConflict(
-            about=f"{_label(p)} says {p.output.verdict.value} where "
-            + ", ".join(f"pass {a.index}" for a in agreeing)
-            + " agree",
-            agreeing=[a.index for a in agreeing],
-            disagreeing=[p.index],
+    conflicts = []
+    for wave_pass in done:
+        verdict = wave_pass.output.verdict if wave_pass.output is not None else None
+        if verdict in (ReviewVerdict.AGREE, None):
+            continue
+        assert verdict is not None
+        against = (
+            ", ".join(f"pass {a.index}" for a in agreeing) + " agree"
+            if agreeing
+            else "no pass agrees with the primary's findings"
         )
-        for p in done
-        if agreeing and p.output is not None and p.output.verdict not in (ReviewVerdict.AGREE, None)
-    ]
+        conflicts.append(
+            WaveConflict(
+                about=f"{_label(wave_pass)} says {verdict.value} where {against}",
+                agreeing=[a.index for a in agreeing],
+                disagreeing=[wave_pass.index],
+            )
+        )
     gaps = [
         f"{_label(p)}: no review ({p.error_type}: {p.message})"
         for p in passes
         if p.outcome is PassOutcome.FAILED
     ]
+    gaps += [f"{_label(p)}: not dispatched ({p.message})" for p in passes if p.outcome is None and p.message]
     for wave_pass in done:
         assert wave_pass.output is not None
         gaps.extend(f"{_label(wave_pass)}: {gap}" for gap in wave_pass.output.gaps)

@@ -49,7 +49,7 @@ with workflow.unsafe.imports_passed_through():
     from contracts.temporal_names import ActivityName
     from contracts.ui_summaries import model_job_summary
     from workflows.model_job import ModelJobWorkflow
-    from workflows.run_jobs import job_input
+    from workflows.run_jobs import job_input, record_attempts
     from workflows.run_state import RunState
 
 PATCH_REVIEW_WAVES = "review-waves"
@@ -109,92 +109,107 @@ async def run_wave(
     state: RunState, roster: list[ReviewPass], deadline: datetime, change: ChangeUnderReview | None = None
 ) -> WaveRecord | None:
     """Run the wave; returns its record (also kept in ``state.wave``) with ``state.review`` set to
-    the first completed pass's review, or ``None`` after moving the run to ``failed`` (no pack could
-    be frozen, or no pass came back) or ``expired``."""
+    the first completed pass's review, or ``None`` after moving the run to ``failed`` (no pass came
+    back) or ``expired``. A cancel stops it dispatching: the passes in flight are joined and the
+    record returned for the caller to end the run ``cancelled``."""
     jobs = [wave_job(state, review_pass, n, change) for n, review_pass in enumerate(roster, start=1)]
-    try:
-        packs = await asyncio.gather(*(_frozen_pack(job) for job in jobs))
-    except ActivityError as error:
-        cause = error.cause
-        error_type = cause.type if isinstance(cause, ApplicationError) else None
-        message = cause.message if isinstance(cause, ApplicationError) else str(error)
-        state.fail(error_type or ErrorType.MODEL_TASK, f"review wave: a pass's context pack: {message}")
-        return None
-    passes = {
-        n: WavePass(
-            index=n,
-            profile=p.profile,
-            axes=p.axes,
-            questions=p.questions,
-            job_id=job.job_id,
-            pack_sha256=pack.sha256,
-            pack_bytes=pack.request_bytes,
-            substitutes=p.substitutes,
-            models_requested=job.model.chain,
-        )
-        for n, (p, job, pack) in enumerate(zip(roster, jobs, packs, strict=True), start=1)
-    }
-    state.wave = WaveRecord(passes=list(passes.values()))
-    pending = dispatch_order(list(passes.values()))
-    running: dict[int, asyncio.Future[object]] = {}
-    held: dict[int, int] = {}  # a pass refused for capacity -> passes finished when it was refused
-    most = dispatched = finished = 0
+    # From here a cancel waits for the wave to stop (``cancel_requested``), as for a running job.
     state.model_job_running = True
     try:
-        while pending or running or held:
-            ready = [n for n, mark in held.items() if finished > mark]
-            if not pending and not running and not ready:
-                # Nothing else in this wave will free capacity: wait it out, then try again.
-                pause = min(CAPACITY_BACKOFF.total_seconds(), (deadline - workflow.now()).total_seconds())
-                if pause <= 0:
-                    state.expire({"kind": "review_wave", "budget_seconds": 0, "passes": sorted(held)})
-                    return None
-                await workflow.sleep(timedelta(seconds=pause))
-                ready = list(held)
-            for n in ready:
-                del held[n]
-                pending.append(n)
-            while pending and len(running) < MAX_PASSES_IN_FLIGHT:
-                n = pending.pop(0)
-                dispatched += 1
-                running[n] = _dispatch(state, passes[n], jobs[n - 1])
-                passes[n] = passes[n].model_copy(
-                    update={"dispatched": dispatched, "started_at": workflow.now()}
-                )
-            if not running:
-                continue
-            most = max(most, len(running))
-            state.wave = WaveRecord(passes=list(passes.values()), max_in_flight=most)
-            remaining = max((deadline - workflow.now()).total_seconds(), 0.001)
-            try:
-                await workflow.wait_condition(
-                    lambda: any(task.done() for task in running.values()),
-                    timeout=timedelta(seconds=remaining),
-                )
-            except TimeoutError:
-                for task in running.values():
-                    task.cancel()
-                state.expire({"kind": "review_wave", "budget_seconds": remaining, "passes": sorted(running)})
-                return None
-            for n in [n for n, task in running.items() if task.done()]:
-                finished += 1
-                passes[n], requeued = _joined(state, passes[n], running.pop(n))
-                if requeued:
-                    jobs[n - 1] = jobs[n - 1].model_copy(update={"job_id": passes[n].job_id})
-                    held[n] = finished
+        return await _run(state, roster, jobs, deadline)
     finally:
         state.model_job_running = False
+
+
+async def _run(
+    state: RunState, roster: list[ReviewPass], jobs: list[ModelJobInput], deadline: datetime
+) -> WaveRecord | None:
+    built = await asyncio.gather(*(_frozen_pack(job) for job in jobs), return_exceptions=True)
+    passes: dict[int, WavePass] = {}
+    for n, (review_pass, job, pack) in enumerate(zip(roster, jobs, built, strict=True), start=1):
+        wave_pass = WavePass(
+            index=n, profile=review_pass.profile, axes=review_pass.axes, questions=review_pass.questions,
+            job_id=job.job_id, substitutes=review_pass.substitutes, models_requested=job.model.chain,
+        )  # fmt: skip
+        if isinstance(pack, ContextPackResult):
+            passes[n] = wave_pass.model_copy(
+                update={"pack_sha256": pack.sha256, "pack_bytes": pack.request_bytes}
+            )
+            continue
+        if not isinstance(pack, ActivityError):
+            raise pack  # not a pack failure (e.g. the workflow is being cancelled): let it through
+        cause = pack.cause
+        error_type = (cause.type if isinstance(cause, ApplicationError) else None) or ErrorType.MODEL_TASK
+        message = cause.message if isinstance(cause, ApplicationError) else str(pack)
+        finished = {"finished_at": workflow.now(), "independence": ["no review came back: nothing to prove"]}
+        passes[n] = _failed(state, wave_pass, error_type, f"its context pack: {message}", finished)
+    state.wave = WaveRecord(passes=list(passes.values()))
+    pending = dispatch_order([p for p in passes.values() if p.outcome is None])
+    running: dict[int, asyncio.Future[object]] = {}
+    held: dict[int, int] = {}  # a pass refused for capacity -> passes finished when it was refused
+    most = dispatched = finished_count = 0
+    while pending or running or held:
+        if state.cancel is not None:  # start nothing more; join what is in flight
+            for n in [*pending, *held]:
+                passes[n] = passes[n].model_copy(update={"message": "not dispatched: the run was cancelled"})
+            pending, held = [], {}
+            if not running:
+                break
+        ready = [n for n, mark in held.items() if finished_count > mark]
+        if not pending and not running and not ready:
+            # Nothing else in this wave will free capacity: wait it out, then try again.
+            pause = min(CAPACITY_BACKOFF.total_seconds(), (deadline - workflow.now()).total_seconds())
+            if pause <= 0:
+                state.wave = WaveRecord(passes=list(passes.values()), max_in_flight=most)
+                state.expire({"kind": "review_wave", "budget_seconds": 0, "passes": sorted(held)})
+                return None
+            await workflow.sleep(timedelta(seconds=pause))
+            ready = list(held)
+            if state.cancel is not None:
+                continue
+        for n in ready:
+            del held[n]
+            pending.append(n)
+        while pending and len(running) < MAX_PASSES_IN_FLIGHT:
+            n = pending.pop(0)
+            dispatched += 1
+            running[n] = _dispatch(state, passes[n], jobs[n - 1])
+            passes[n] = passes[n].model_copy(update={"dispatched": dispatched, "started_at": workflow.now()})
+        if not running:
+            continue
+        most = max(most, len(running))
+        state.wave = WaveRecord(passes=list(passes.values()), max_in_flight=most)
+        remaining = max((deadline - workflow.now()).total_seconds(), 0.001)
+        try:
+            await workflow.wait_condition(
+                lambda: any(task.done() for task in running.values()), timeout=timedelta(seconds=remaining)
+            )
+        except TimeoutError:
+            for task in running.values():
+                task.cancel()
+            state.wave = WaveRecord(passes=list(passes.values()), max_in_flight=most)
+            unfinished = sorted([*running, *held, *pending])
+            state.expire({"kind": "review_wave", "budget_seconds": remaining, "passes": unfinished})
+            return None
+        for n in [n for n, task in running.items() if task.done()]:
+            passes[n], requeued = _joined(state, passes[n], running.pop(n))
+            if requeued:
+                jobs[n - 1] = jobs[n - 1].model_copy(update={"job_id": passes[n].job_id})
+                held[n] = finished_count
+            else:
+                finished_count += 1  # only a pass that came back or failed for good frees capacity
     joined = list(passes.values())
     record = WaveRecord(passes=joined, max_in_flight=most, consolidation=consolidate(joined))
     state.wave = record
     completed = [p for p in joined if p.outcome is PassOutcome.COMPLETED and p.output is not None]
-    if not completed:
-        first = joined[0]
+    if completed:
+        state.review = completed[0].output
+    elif state.cancel is None:
+        first = next((p for p in joined if p.outcome is PassOutcome.FAILED), joined[0])
         state.fail(
             first.error_type or ErrorType.MODEL_TASK, f"review wave: no pass came back ({first.message})"
         )
         return None
-    state.review = completed[0].output
     return record
 
 
@@ -231,9 +246,14 @@ def _joined(state: RunState, wave_pass: WavePass, task: asyncio.Future[object]) 
         error_type = cause.type if isinstance(cause, ApplicationError) else ErrorType.MODEL_TASK
         message = cause.message if isinstance(cause, ApplicationError) else str(error)
         detail = failure_detail(cause, ModelJobFailureDetail) if isinstance(cause, ApplicationError) else None
+        detail = detail or ModelJobFailureDetail()
+        record_attempts(state, JobKind.REVIEW, detail.attempts)
+        audited: dict[str, object] = {"attempts": detail.attempts_data()}
+        if detail.pack_sha256 is not None:
+            audited["pack_sha256"] = detail.pack_sha256
         finished["attempts"] = [
             *wave_pass.attempts,
-            *(_attempt(attempt) for attempt in (detail.attempts if detail is not None else [])),
+            *(_attempt(attempt) for attempt in detail.attempts),
         ]
         finished["independence"] = ["no review came back: nothing to prove"]
         if error_type in CAPACITY_REFUSALS and wave_pass.requeued < MAX_REQUEUES:
@@ -243,6 +263,7 @@ def _joined(state: RunState, wave_pass: WavePass, task: asyncio.Future[object]) 
                 data={
                     "kind": JobKind.REVIEW.value, "pass": wave_pass.index, "profile": wave_pass.profile,
                     "error_type": error_type, "message": message, "requeued_for_capacity": requeued,
+                    **audited,
                 },
             )  # fmt: skip
             base = wave_pass.job_id.rsplit("-r", 1)[0] if wave_pass.requeued else wave_pass.job_id
@@ -253,11 +274,14 @@ def _joined(state: RunState, wave_pass: WavePass, task: asyncio.Future[object]) 
                 "attempts": finished["attempts"],
             }
             return wave_pass.model_copy(update=update), True
-        return _failed(state, wave_pass, error_type or ErrorType.MODEL_TASK, message, finished), False
+        return _failed(
+            state, wave_pass, error_type or ErrorType.MODEL_TASK, message, finished, audited
+        ), False
     assert isinstance(result, ModelJobResult)
     if result.pack_sha256 is not None and result.pack_sha256 != wave_pass.pack_sha256:
         message = f"the pass's job built pack {result.pack_sha256}, not the frozen {wave_pass.pack_sha256}"
         return _failed(state, wave_pass, PACK_CHANGED, message, finished), False
+    record_attempts(state, JobKind.REVIEW, result.attempts)
     output = result.require_output()
     if result.pack is not None and result.pack_sha256 is not None:
         state.packs.append(ContextPackRecord(sha256=result.pack_sha256, pack=result.pack))
@@ -294,13 +318,19 @@ def _attempt(attempt: ModelAttempt) -> PassAttempt:
 
 
 def _failed(
-    state: RunState, wave_pass: WavePass, error_type: str, message: str, finished: dict[str, object]
+    state: RunState,
+    wave_pass: WavePass,
+    error_type: str,
+    message: str,
+    finished: dict[str, object],
+    audited: dict[str, object] | None = None,
 ) -> WavePass:
+    """A pass that ended without a review, audited (``audited``: its job's attempts and pack)."""
     state.audit.record(
         AuditKind.MODEL_JOB_FAILED,
         data={
             "kind": JobKind.REVIEW.value, "pass": wave_pass.index, "profile": wave_pass.profile,
-            "error_type": error_type, "message": message,
+            "error_type": error_type, "message": message, **(audited or {}),
         },
     )  # fmt: skip
     return wave_pass.model_copy(

@@ -82,7 +82,7 @@ async def run_model_job(
     except ChildWorkflowError as error:
         _job_failed(state, kind, error)
         return None
-    _record_attempts(state, kind, result.attempts)
+    record_attempts(state, kind, result.attempts)
     output = result.require_output()
     if result.pack is not None and result.pack_sha256 is not None:
         state.packs.append(ContextPackRecord(sha256=result.pack_sha256, pack=result.pack))
@@ -100,12 +100,12 @@ def _job_failed(state: RunState, kind: JobKind, error: ChildWorkflowError) -> No
         error_type, message = cause.type, cause.message
         detail = failure_detail(cause, ModelJobFailureDetail)
     detail = detail or ModelJobFailureDetail()
-    _record_attempts(state, kind, detail.attempts)
+    record_attempts(state, kind, detail.attempts)
     state.audit.record(AuditKind.MODEL_JOB_FAILED, data=failed_data(kind, error_type, message, detail))
     state.fail(error_type or ErrorType.MODEL_TASK, message)
 
 
-def _record_attempts(state: RunState, kind: JobKind, attempts: list[ModelAttempt]) -> None:
+def record_attempts(state: RunState, kind: JobKind, attempts: list[ModelAttempt]) -> None:
     """One ``model_attempt`` audit event per call the job made, retried ones included."""
     if not state.behaviours.has(PATCH_AUDIT_MODEL_ATTEMPTS):
         return

@@ -30,7 +30,7 @@ from contracts.runs import DecisionOutcome, RunStatus
 from contracts.work_item import WorkItem
 from tests.workflows.harness import SLOW_QUERY, bench, events, example, recorded_response, within
 from worker import WORKFLOWS, sandbox_runner
-from workflows.review_wave import PATCH_REVIEW_WAVES
+from workflows.review_wave import CAPACITY_BACKOFF, PATCH_REVIEW_WAVES
 
 TEMPLATE = recorded_response("analysis", "database-optimizer", example(SLOW_QUERY).title)
 CODE = ["file:src/export.py", "file:tests/test_export.py", "file:.ci/run"]
@@ -159,6 +159,7 @@ async def test_a_wave_of_seven_passes_runs_four_at_a_time_refills_and_joins_all_
         assert "general-orchestrator" not in request.context
     assert all(p.pack_sha256 in {pack.sha256 for pack in final.context_packs} for p in wave.passes)
     assert len([e for e in events(final, "model_job_completed") if "pass" in e]) == 7
+    assert len([e for e in events(final, "model_attempt") if e["kind"] == "review"]) == 7  # every call
     assert f"passes {', '.join(str(p.index) for p in wave.passes)} each raise" in " ".join(
         wave.consolidation.agreements
     )
@@ -248,3 +249,46 @@ async def test_a_pass_refused_for_capacity_is_kept_queued_and_runs_again_once_an
     (refused,) = [e for e in events(final, "model_job_failed") if e.get("requeued_for_capacity")]
     assert refused["profile"] == "test-automation-engineer" and refused["error_type"] == "model_rate_limited"
     assert not wave.consolidation.gaps or all("no review" not in gap for gap in wave.consolidation.gaps)
+
+
+@within(90)
+async def test_passes_refused_for_capacity_do_not_release_each_other_they_wait_for_the_backoff(
+    temporal_client: Client, task_queue: str, tmp_path: Path
+) -> None:
+    every = {"reality-checker": 2, "code-reviewer": 2, "test-automation-engineer": 2, "devops-automator": 2}
+    provider = WaveProvider(rate_limit=every, delay=0.05)
+    view, final = await _wave_run(temporal_client, task_queue, tmp_path, CODE, provider)
+    assert view.wave is not None and all(p.requeued == 1 for p in view.wave.passes)
+    assert all(p.outcome is PassOutcome.COMPLETED for p in view.wave.passes)
+    refused = [e for e in final.audit if e.kind == "model_job_failed" and e.data.get("requeued_for_capacity")]
+    again = [e for e in final.audit if e.kind == "model_job_started" and e.data.get("pass")][4:]
+    assert len(refused) == 4 and len(again) == 4
+    # No pass came back in between: every pass waited for the backoff after the last refusal.
+    waited = min(e.at for e in again) - max(e.at for e in refused)
+    assert waited.total_seconds() >= CAPACITY_BACKOFF.total_seconds() - 0.5
+
+
+@within(90)
+async def test_a_cancel_during_a_wave_dispatches_nothing_more_and_joins_the_passes_in_flight(
+    temporal_client: Client, task_queue: str, tmp_path: Path
+) -> None:
+    provider = WaveProvider(delay=1.5)
+    item = WorkItem(title="Harden the report export", evidence_refs=SEVEN)
+    async with (
+        bench(temporal_client, task_queue, tmp_path, providers={"test": provider}, model="test:m") as b,
+        b.worker(),
+    ):
+        view = await b.create(item, tier=Tier.READ_ONLY, enqueue=True, review_wave=True)
+        await b.wait(view.run_id, lambda v: v.wave is not None and v.wave.max_in_flight == 4, timeout=60)
+        await b.cancel(view.run_id, reason="enough")
+        final = await b.terminal(view.run_id, timeout=60)
+    assert final.status is RunStatus.CANCELLED
+    wave = final.wave
+    assert wave is not None
+    dispatched = [p for p in wave.passes if p.dispatched is not None]
+    assert len(dispatched) == 4 and all(p.outcome is not None for p in dispatched)  # joined
+    undispatched = [p for p in wave.passes if p.dispatched is None]
+    assert len(undispatched) == 3
+    assert all(p.message == "not dispatched: the run was cancelled" for p in undispatched)
+    assert len(provider.reviews) == 4
+    assert "cancel_requested" in [e.kind for e in final.audit]
