@@ -10,34 +10,29 @@ passes agree on, where they conflict (left for the operator, who decides) and wh
 from __future__ import annotations
 
 import datetime as dt
-from enum import StrEnum
 from typing import Final
 
 from pydantic import BaseModel, ConfigDict
 
 from contracts.output import ReviewVerdict, SpecialistOutput
+from contracts.pass_records import PassAttempt, PassOutcome, review_independence
+
+__all__ = [
+    "LEFT_FOR_THE_OPERATOR",
+    "MAX_PASSES_IN_FLIGHT",
+    "PassAttempt",
+    "PassOutcome",
+    "WaveConflict",
+    "WaveConsolidation",
+    "WavePass",
+    "WaveRecord",
+    "consolidate",
+    "dispatch_order",
+    "independence",
+]
 
 MAX_PASSES_IN_FLIGHT: Final = 4
 LEFT_FOR_THE_OPERATOR: Final = "left for the operator"
-
-
-class PassOutcome(StrEnum):
-    """``completed``: the pass's review came back; ``failed``: it did not (its error says why)."""
-
-    COMPLETED = "completed"
-    FAILED = "failed"
-
-
-class PassAttempt(BaseModel):
-    """One call a pass's job made: the model, ``ok`` or the error type that ended it, and whether it
-    moved the job to the next model of its chain."""
-
-    model_config = ConfigDict(frozen=True)
-
-    model_id: str
-    outcome: str
-    error_type: str | None = None
-    fallback: bool = False
 
 
 class WavePass(BaseModel):
@@ -114,23 +109,13 @@ class WaveRecord(BaseModel):
 def independence(
     wave_pass: WavePass, primary: str, pack_kind: str | None, own_job: bool
 ) -> tuple[bool, list[str]]:
-    """Whether a finished pass's record proves an independent review, and the facts it rests on:
-    a profile other than the primary's, its own job (not the author's), a review pack (the author's
-    profile, model and verdict withheld), the pack the job built being the one frozen before dispatch."""
-    facts = []
-    if wave_pass.profile == primary:
-        return False, [f"made by the primary's profile {primary}"]
-    facts.append(f"made by {wave_pass.profile}, not the primary {primary}")
+    """:func:`contracts.pass_records.review_independence` for a wave pass (its pack frozen before
+    dispatch); never for a pass that is not a job of its own."""
     if not own_job:
-        return False, [*facts, "not a job of its own"]
-    facts.append(f"its own job {wave_pass.job_id}")
-    if pack_kind != "review":
-        return False, [*facts, f"its pack is a {pack_kind or 'missing'} pack, not a review pack"]
-    facts.append("a review pack: the author's profile, model and verdict withheld")
-    if wave_pass.pack_sha256 is None:
-        return False, [*facts, "no pack was frozen before dispatch"]
-    facts.append(f"the pack frozen before dispatch ({wave_pass.pack_sha256})")
-    return True, facts
+        return False, ["not a job of its own"]
+    return review_independence(
+        wave_pass.profile, primary, wave_pass.job_id, pack_kind, wave_pass.pack_sha256, frozen=True
+    )
 
 
 def dispatch_order(passes: list[WavePass]) -> list[int]:

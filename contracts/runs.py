@@ -21,6 +21,7 @@ from contracts.ids import RUN_ID_PATTERN
 from contracts.models import ModelId
 from contracts.orchestration import OrchestrationDecision
 from contracts.output import JobKind, SpecialistOutput
+from contracts.pass_records import PassRecord
 from contracts.proofs import ActionProof
 from contracts.queue_items import QueueStatus
 from contracts.review_waves import WaveRecord
@@ -515,6 +516,7 @@ class RunView(BaseModel):
     execution: ExecutionRecord | None = None
     follows: str | None = None
     wave: WaveRecord | None = None
+    passes: list[PassRecord] = []
     """The goal queue's previous run of the same item, which this run re-dispatches or recovers."""
 
 

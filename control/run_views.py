@@ -107,6 +107,15 @@ def render_run(console: Console, view: RunView, extra: dict[str, Any]) -> None:
                 [[f.severity.value, f.title, ", ".join(f.evidence_refs)] for f in output.findings],
             )
         )
+    if view.passes:
+        rows = [
+            [
+                p.kind.value, p.profile, p.model_id or "-", p.outcome.value if p.outcome else "running",
+                "yes" if p.independent else "no", "; ".join(p.independence),
+            ]
+            for p in view.passes
+        ]  # fmt: skip
+        console.print(table("passes", ["kind", "profile", "model", "outcome", "independent", "why"], rows))
     if view.wave is not None:
         _render_wave(console, view)
     if view.decision is not None:

@@ -20,8 +20,16 @@ with workflow.unsafe.imports_passed_through():
     from contracts.errors import ErrorType
     from contracts.execution import ChangeUnderReview
     from contracts.failures import ModelJobFailureDetail, failure_detail
+    from contracts.hashing import canonical_sha256
     from contracts.model_jobs import JobContext, ModelAttempt, ModelJobInput, ModelJobResult
     from contracts.output import JobKind, SpecialistOutput
+    from contracts.pass_records import (
+        PRIMARY_PASS,
+        PassAttempt,
+        PassOutcome,
+        PassRecord,
+        review_independence,
+    )
     from contracts.runs import ContextPackRecord, ExecutionContract
     from contracts.ui_summaries import model_job_summary
     from workflows.model_job import ModelJobWorkflow
@@ -57,6 +65,10 @@ async def run_model_job(
         change=change,
     )
     state.audit.record(AuditKind.MODEL_JOB_STARTED, data=started_data(contract, job))
+    record = PassRecord(
+        job_id=job.job_id, kind=kind, profile=job.profile_id, models_requested=job.model.chain,
+        started_at=workflow.now(),
+    )  # fmt: skip
     state.model_job_running = True
     child = asyncio.ensure_future(
         workflow.execute_child_workflow(
@@ -73,6 +85,7 @@ async def run_model_job(
     except TimeoutError:
         child.cancel()
         state.model_job_running = False
+        state.passes.append(record.model_copy(update={"finished_at": workflow.now()}))
         state.expire({"kind": kind.value, "budget_seconds": remaining})
         return None
     finally:
@@ -80,18 +93,62 @@ async def run_model_job(
     try:
         result = child.result()
     except ChildWorkflowError as error:
-        _job_failed(state, kind, error)
+        detail = _job_failed(state, kind, error)
+        state.passes.append(
+            record.model_copy(
+                update={
+                    "finished_at": workflow.now(), "outcome": PassOutcome.FAILED,
+                    "error_type": state.error.type if state.error else None,
+                    "attempts": [pass_attempt(a) for a in detail.attempts], "pack_sha256": detail.pack_sha256,
+                    "independence": ["no answer came back: nothing to prove"],
+                }
+            )
+        )  # fmt: skip
         return None
     record_attempts(state, kind, result.attempts)
     output = result.require_output()
     if result.pack is not None and result.pack_sha256 is not None:
         state.packs.append(ContextPackRecord(sha256=result.pack_sha256, pack=result.pack))
     state.audit.record(AuditKind.MODEL_JOB_COMPLETED, data=completed_data(kind, result, output))
+    state.passes.append(_completed_record(state, record, result, output))
     return result
 
 
-def _job_failed(state: RunState, kind: JobKind, error: ChildWorkflowError) -> None:
-    """A failed job: its attempts and (when it built one) its pack audited, the run ``failed``."""
+def pass_attempt(attempt: ModelAttempt) -> PassAttempt:
+    """A job's call as a pass record keeps it."""
+    return PassAttempt(
+        model_id=attempt.model_id,
+        outcome=attempt.outcome,
+        error_type=attempt.error_type,
+        fallback=attempt.fallback,
+    )
+
+
+def _completed_record(
+    state: RunState, record: PassRecord, result: ModelJobResult, output: SpecialistOutput
+) -> PassRecord:
+    """A finished job's pass record: its calls, digests and (for a review) proven independence."""
+    pack_kind = result.pack.job_kind.value if result.pack is not None else None
+    if record.kind is JobKind.REVIEW:
+        independent, facts = review_independence(
+            record.profile, state.contract.primary, record.job_id, pack_kind, result.pack_sha256, frozen=False
+        )
+    else:
+        independent, facts = False, [PRIMARY_PASS]
+    return record.model_copy(
+        update={
+            "finished_at": workflow.now(), "outcome": PassOutcome.COMPLETED, "model_id": result.model_id,
+            "attempts": [pass_attempt(a) for a in result.attempts], "pack_sha256": result.pack_sha256,
+            "guidance_sha256": result.pack.profile_guidance_sha256 if result.pack is not None else None,
+            "output_sha256": canonical_sha256(output.model_dump(mode="json")),
+            "independent": independent, "independence": facts,
+        }
+    )  # fmt: skip
+
+
+def _job_failed(state: RunState, kind: JobKind, error: ChildWorkflowError) -> ModelJobFailureDetail:
+    """A failed job: its attempts and (when it built one) its pack audited, the run ``failed``;
+    returns the failure's detail."""
     cause = error.cause
     error_type: str | None = None
     message = str(error)
@@ -103,6 +160,7 @@ def _job_failed(state: RunState, kind: JobKind, error: ChildWorkflowError) -> No
     record_attempts(state, kind, detail.attempts)
     state.audit.record(AuditKind.MODEL_JOB_FAILED, data=failed_data(kind, error_type, message, detail))
     state.fail(error_type or ErrorType.MODEL_TASK, message)
+    return detail
 
 
 def record_attempts(state: RunState, kind: JobKind, attempts: list[ModelAttempt]) -> None:

@@ -17,6 +17,7 @@ from contracts.errors import ErrorType
 from contracts.execution import ExecutionRecord
 from contracts.metric_names import RUN_STATUS_CHANGES
 from contracts.output import SpecialistOutput
+from contracts.pass_records import PassRecord
 from contracts.review_waves import WaveRecord
 from contracts.runs import (
     Approval,
@@ -69,6 +70,8 @@ class RunState:
     packs: list[ContextPackRecord] = field(default_factory=list)
     wave: WaveRecord | None = None
     """A review wave's passes as they go (``workflows/review_wave.py``)."""
+    passes: list[PassRecord] = field(default_factory=list)
+    """The record of every other model job (analysis, change, single review)."""
     model_job_running: bool = False
     executing: bool = False
     """From the worktree attempt's start a cancel waits for it (``cancel_requested``)."""
@@ -165,6 +168,7 @@ class RunState:
             execution=self.execution,
             follows=self.run_input.follows,
             wave=self.wave,
+            passes=list(self.passes),
         )
 
     def summary(self, now: dt.datetime) -> RunSummary:

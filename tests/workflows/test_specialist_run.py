@@ -26,6 +26,7 @@ from contracts.errors import ErrorType, OperatorError, Refused
 from contracts.hashing import canonical_sha256
 from contracts.models import ModelSelection
 from contracts.output import JobKind
+from contracts.pass_records import PRIMARY_PASS
 from contracts.runs import (
     ActionResult,
     AuthorizeRequest,
@@ -1039,3 +1040,31 @@ async def test_a_read_only_run_on_an_allow_listed_repository_gives_each_job_a_pa
     sent = recording.requests[0].context
     assert "SELECT * FROM orders ORDER BY total;" in sent and "## Stop rule" in sent
     assert analysis.pack.objective in sent
+
+
+@within(30)
+async def test_every_pass_is_recorded_and_independence_is_claimed_only_where_the_record_proves_it(
+    temporal_client: Client, task_queue: str, tmp_path: Path
+) -> None:
+    async with bench(temporal_client, task_queue, tmp_path) as b, b.worker():
+        view = await b.create(SLOW_QUERY, tier=Tier.READ_ONLY, enqueue=True)
+        view = await b.wait(view.run_id, RunStatus.AWAITING_DECISION)
+    analysis, review = view.passes
+    assert (analysis.kind, analysis.profile, review.kind, review.profile) == (
+        JobKind.ANALYSIS,
+        "database-optimizer",
+        JobKind.REVIEW,
+        "backend-architect",
+    )
+    assert not analysis.independent and analysis.independence == [PRIMARY_PASS]
+    assert review.independent
+    assert review.independence[:2] == [
+        "made by backend-architect, not the primary database-optimizer",
+        f"its own job {review.job_id}",
+    ]
+    for record, output in ((analysis, view.result), (review, view.review)):
+        assert output is not None and record.output_sha256 == canonical_sha256(output.model_dump(mode="json"))
+        pack = next(p.pack for p in view.context_packs if p.sha256 == record.pack_sha256)
+        assert record.guidance_sha256 == pack.profile_guidance_sha256
+        assert record.models_requested == [REPLAY_MODEL] and [a.outcome for a in record.attempts] == ["ok"]
+        assert record.started_at <= (record.finished_at or record.started_at)
