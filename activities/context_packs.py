@@ -27,7 +27,7 @@ from activities.context import (
     build_pack,
     contract_profile,
 )
-from activities.errors import refusal
+from activities.errors import failure, refusal
 from activities.research_packs import ResearchInputChanged, build_research_pack
 from activities.secret_scan import scanner_for, summary
 from activities.store_access import SharedStore
@@ -141,11 +141,13 @@ class ContextPackActivities:
         hits = self._scanner.scan(render_pack(pack))
         if hits:
             log.warning("secret_in_context", hits=[hit.describe() for hit in hits])
-            raise _fail(
-                ErrorType.SECRET_IN_CONTEXT,
+            raise failure(
                 f"the context pack holds what looks like credential material ({summary(hits)}; lines "
-                "of the pack `show --pack` prints); nothing was sent to a model. Remove it from the "
+                "of the job's pack as it was built); nothing was sent to a model. Remove it from the "
                 "work item or its evidence and create the run again",
+                None,
+                error_type=ErrorType.SECRET_IN_CONTEXT,
+                expected=True,  # logged above in one line, without a traceback
             )
         digest = canonical_sha256(pack.model_dump(mode="json"))
         log.info(

@@ -283,6 +283,7 @@ class ModelActivities:
                 f"the model's output holds what looks like credential material ({summary(hits)}; "
                 "lines of the raw answer); the output was discarded: it is neither stored nor shown",
                 usage,
+                expected=True,  # logged above in one line, without a traceback
             )
         try:
             output = parse_output(answer.text, request)

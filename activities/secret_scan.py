@@ -153,6 +153,9 @@ class SecretScanner:
                 fence = "" if fence else line
             elif not fence and (heading := _HEADING.match(line)) is not None:
                 section = heading.group("title").strip()
+                if any(self._line_kinds(section, number, plugins)):
+                    # A heading can be an evidence ref, and a ref can hold the secret: never name it.
+                    section = "a heading that itself holds credential material"
             kinds = dict.fromkeys(self._line_kinds(line, number, plugins))
             hits.extend(SecretHit(kind=kind, line=number, section=section) for kind in kinds)
         return hits

@@ -235,7 +235,10 @@ def decide(
         reasons.append("the work names no file, domain, role or flag that places it in a review domain")
     folded = [domain.value for domain in evidence if domain in ACCOMPANYING_DOMAINS and domain not in counted]
     if folded:
-        reasons.append(f"{' and '.join(folded)} go with the change: not domains of their own")
+        reasons.append(
+            f"{' and '.join(folded)} go with the change: they do not count towards a wave "
+            "(a wave still reviews them)"
+        )
     shape = ReviewShape.SINGLE
     if tier is Tier.RECOMMEND:
         shape = ReviewShape.NONE
@@ -262,7 +265,8 @@ def decide(
         known = reviewers if reviewers is not None else {route.reviewer: route.reviewer}
         passes = roster(evidence, route, known, adversarial=adversarial)
         reasons.append(
-            f"the wave's roster, frozen now: {len(passes)} pass{'es' if len(passes) != 1 else ''} ("
+            f"the wave's roster, frozen with the contract: {len(passes)} "
+            f"pass{'es' if len(passes) != 1 else ''} ("
             + "; ".join(f"{p.profile} on {', '.join(p.axes)}" for p in passes)
             + ")"
         )

@@ -288,3 +288,14 @@ def test_a_pack_holding_credential_material_fails_the_job_naming_kind_line_and_f
     assert "AWS Access Key on line" in error.message and "in file:deploy.env" in error.message
     assert "nothing was sent to a model" in error.message
     assert key_id not in error.message
+
+
+def test_a_secret_in_an_evidence_ref_is_named_by_kind_and_line_and_never_echoed(
+    activities: ContextPackActivities, repository: tuple[Path, str]
+) -> None:
+    _, base = repository
+    with pytest.raises(ApplicationError) as raised:
+        _build(activities, _request(["log:cloudtrail-AKIAIOSFODNN7EXAMPLE"], base=base))
+    error = raised.value
+    assert error.type == ErrorType.SECRET_IN_CONTEXT and "AWS Access Key on line" in error.message
+    assert "AKIA" not in error.message

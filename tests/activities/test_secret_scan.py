@@ -135,3 +135,10 @@ def test_scans_from_many_threads_at_once_agree(scanner: SecretScanner) -> None:
     with concurrent.futures.ThreadPoolExecutor(max_workers=8) as pool:
         results = list(pool.map(lambda _: scanner.scan(text), range(32)))
     assert all(result == expected for result in results)
+
+
+def test_a_heading_that_holds_the_secret_is_never_named_as_the_hits_section(scanner: SecretScanner) -> None:
+    text = "## Evidence\n### log:cloudtrail-AKIAIOSFODNN7EXAMPLE\n(reference only)\n"
+    hits = scanner.scan(text)
+    assert hits and all("AKIA" not in hit.describe() for hit in hits)
+    assert {hit.section for hit in hits} == {"a heading that itself holds credential material"}

@@ -63,7 +63,10 @@ def test_one_change_with_its_regression_test_and_docs_gets_one_reviewer(
     assert decision.domains == [D.CODE, D.TESTS, D.DOCS]
     assert decision.consequential == [D.CODE]
     assert decision.evidence[D.TESTS] == ["file:tests/test_totals.py"]
-    assert "tests and docs go with the change: not domains of their own" in decision.reasons
+    assert (
+        "tests and docs go with the change: they do not count towards a wave (a wave still reviews them)"
+        in (decision.reasons)
+    )
     assert decision.reasons[-1].endswith("one independent reviewer")
 
 
@@ -179,7 +182,7 @@ def test_a_waves_roster_is_frozen_one_pass_per_profile_never_the_primary(
     assert all(p.profile != decided.primary for p in decision.roster)
     assert all(len(p.axes) == len(p.questions) for p in decision.roster)
     assert decision.reasons[-1].startswith(
-        "the wave's roster, frozen now: 3 passes (code-reviewer on overall"
+        "the wave's roster, frozen with the contract: 3 passes (code-reviewer on overall"
     )
 
 
