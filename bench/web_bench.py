@@ -21,19 +21,16 @@ Usage: ``python bench/web_bench.py [--runs N] [--rounds N]`` (``--quick``: 50 ru
 from __future__ import annotations
 
 import argparse
-import contextlib
 import datetime as dt
 import json
 import os
 import re
 import secrets
-import signal
 import statistics
 import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -50,22 +47,6 @@ ALIAS = "orders-service"
 SLOW_QUERY = ROOT / "examples" / "work-items" / "03-slow-query.json"
 RESEARCH = ROOT / "examples" / "research"
 START_TIMEOUT_S = 90.0
-QUEUE_ITEM = {
-    "title": "Audit the slow query on the orders report and a possible missing index",
-    "repo_alias": ALIAS,
-    "scope": {
-        "problem": "The nightly orders report now takes 14 minutes instead of 40 seconds.",
-        "evidence": "The query plan shows a sequential scan over 90 million rows of the orders table.",
-        "change": "Check whether an index is missing or unused on the orders query.",
-        "judgment_calls": "Which index, and the cost of adding one on write throughput.",
-        "tests": "The report query plan uses an index scan.",
-        "constraints": "No schema change without a migration.",
-    },
-    "evidence": ["log:pg-slow-2026-11-27", "plan:orders-report-explain"],
-    "value": "H",
-    "urgency": "H",
-    "risk": "low",
-}
 
 
 @dataclass(frozen=True)
@@ -92,64 +73,10 @@ def _environment(root: Path, address: str) -> dict[str, str]:
 
 
 def _cli(env: dict[str, str], cwd: Path, *argv: str, timeout: float = 180) -> dict[str, Any]:
-    completed = subprocess.run(
-        [sys.executable, "-m", "control.cli", *argv, "--json"],
-        cwd=cwd,
-        env={**env, "PYTHONPATH": str(ROOT)},
-        stdin=subprocess.DEVNULL,
-        capture_output=True,
-        text=True,
-        timeout=timeout,
-        check=False,
-    )
-    if completed.returncode != 0:
-        shown = completed.stdout + completed.stderr
-        raise RuntimeError(f"specialists {' '.join(argv)} exited {completed.returncode}: {shown}")
-    answer: dict[str, Any] = json.loads(completed.stdout)
-    return answer
+    """``specialists ARGV --json`` as a process (the tests' CLI harness); its JSON object."""
+    from tests.control.cli_harness import Cli
 
-
-@contextlib.contextmanager
-def _process(
-    argv: list[str], env: dict[str, str], log_path: Path, ready: Callable[[], bool]
-) -> Iterator[None]:
-    """``argv`` from the repository root until the block ends, once ``ready()`` holds; stopped with
-    SIGTERM (then SIGKILL) in every case."""
-    with log_path.open("wb") as log:
-        process = subprocess.Popen(
-            argv, cwd=ROOT, env=env, stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT
-        )
-    try:
-        deadline = time.monotonic() + START_TIMEOUT_S
-        while not ready():
-            if process.poll() is not None:  # it failed to start
-                raise RuntimeError(f"{argv[2]} exited {process.returncode}: {log_path.read_text()[-3000:]}")
-            if time.monotonic() >= deadline:
-                raise RuntimeError(
-                    f"{argv[2]} not ready after {START_TIMEOUT_S}s: {log_path.read_text()[-3000:]}"
-                )
-            time.sleep(0.1)
-        yield
-    finally:
-        if process.poll() is None:
-            process.send_signal(signal.SIGTERM)
-            try:
-                process.wait(timeout=15)
-            except subprocess.TimeoutExpired:
-                process.kill()
-                process.wait(timeout=10)
-
-
-def _answers(url: str) -> Callable[[], bool]:
-    import httpx
-
-    def ready() -> bool:
-        try:
-            return httpx.get(url, timeout=1).status_code == 200
-        except httpx.HTTPError:
-            return False
-
-    return ready
+    return Cli(cwd=cwd, env=env).run(*argv, "--json", timeout=timeout).ok()
 
 
 def _orders_repository(path: Path) -> Path:
@@ -192,7 +119,9 @@ def _work(env: dict[str, str], root: Path) -> dict[str, str]:
     run_id = str(created["run_id"])
     if created["status"] != "awaiting_decision":
         raise RuntimeError(f"run {run_id} is {created['status']}, not awaiting its decision")
-    for item in ({"title": "Orders are slow"}, QUEUE_ITEM):  # one with gaps, one complete
+    from bench.queue_bench import ITEM
+
+    for item in ({"title": "Orders are slow"}, ITEM):  # one with gaps, one complete
         _cli(env, root, "queue", "add", "--input-json", json.dumps(item), "--actor", ACTOR)
     case_id = str(
         _cli(env, root, "research", "case-create", "--actor", ACTOR, "--input", str(RESEARCH / "case.json"))[
@@ -336,6 +265,8 @@ def main() -> None:
 
     from infra.devserver import DevServer, free_port
     from store.database import default_database_url
+    from tests.control.cli_harness import Cli, running_worker
+    from tests.control.web.browser import running_console
 
     with report_on_stdout() as emit, tempfile.TemporaryDirectory() as directory:
         root = Path(directory)
@@ -345,19 +276,12 @@ def main() -> None:
         ) as server:
             env = _environment(root, server.address)
             _deploy(env, root)
-            port = free_port()
-            base = f"http://127.0.0.1:{port}"
-            worker_log = root / "worker.log"
             with (
-                _process(
-                    [sys.executable, "-m", "worker"], env, worker_log,
-                    lambda: b"worker polling" in worker_log.read_bytes(),
-                ),
-                _process(
-                    [sys.executable, "-m", "control.cli", "web", "--port", str(port)], env,
-                    root / "console.log", _answers(f"{base}/healthz"),
-                ),
-            ):  # fmt: skip
+                running_worker(env, root / "worker.log", timeout=START_TIMEOUT_S),
+                running_console(
+                    Cli(cwd=root, env=env), root / "console.log", timeout=START_TIMEOUT_S
+                ) as base,
+            ):
                 ids = _work(env, root)
                 _fill(default_database_url(root / "state"), runs)
                 client, csrf = _signed_in(env, root, base)

@@ -76,6 +76,20 @@ class ContextPackRequest(BaseModel):
     repo_alias: str | None = None
     base_commit: str | None = None
 
+    @classmethod
+    def for_job(cls, job: ModelJobInput) -> ContextPackRequest:
+        """The pack request of ``job``: its identity, context and the contract's repository."""
+        return cls(
+            job_id=job.job_id,
+            kind=job.kind,
+            profile_id=job.profile_id,
+            catalog_sha256=job.catalog_sha256,
+            context=job.context,
+            task_type=job.task_type,
+            repo_alias=job.repo_alias,
+            base_commit=job.base_commit,
+        )
+
 
 class ModelCallRequest(BaseModel):
     """Input of the ``call_model`` activity: one call to one model."""

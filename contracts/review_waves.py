@@ -15,7 +15,7 @@ from typing import Final
 from pydantic import BaseModel, ConfigDict
 
 from contracts.output import ReviewVerdict, SpecialistOutput
-from contracts.pass_records import PassAttempt, PassOutcome, review_independence
+from contracts.pass_records import PassAttempt, PassOutcome
 
 __all__ = [
     "LEFT_FOR_THE_OPERATOR",
@@ -28,7 +28,6 @@ __all__ = [
     "WaveRecord",
     "consolidate",
     "dispatch_order",
-    "independence",
 ]
 
 MAX_PASSES_IN_FLIGHT: Final = 4
@@ -104,18 +103,6 @@ class WaveRecord(BaseModel):
     passes: list[WavePass]
     max_in_flight: int = 0
     consolidation: WaveConsolidation | None = None
-
-
-def independence(
-    wave_pass: WavePass, primary: str, pack_kind: str | None, own_job: bool
-) -> tuple[bool, list[str]]:
-    """:func:`contracts.pass_records.review_independence` for a wave pass (its pack frozen before
-    dispatch); never for a pass that is not a job of its own."""
-    if not own_job:
-        return False, ["not a job of its own"]
-    return review_independence(
-        wave_pass.profile, primary, wave_pass.job_id, pack_kind, wave_pass.pack_sha256, frozen=True
-    )
 
 
 def dispatch_order(passes: list[WavePass]) -> list[int]:

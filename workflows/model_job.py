@@ -246,16 +246,7 @@ class ModelJobWorkflow:
         try:
             return await self._prepare(
                 ActivityName.BUILD_CONTEXT_PACK,
-                ContextPackRequest(
-                    job_id=job.job_id,
-                    kind=job.kind,
-                    profile_id=job.profile_id,
-                    catalog_sha256=job.catalog_sha256,
-                    context=job.context,
-                    task_type=job.task_type,
-                    repo_alias=job.repo_alias,
-                    base_commit=job.base_commit,
-                ),
+                ContextPackRequest.for_job(job),
                 ContextPackResult,
                 _CONTEXT_PACK_TIMEOUT,
                 _CONTEXT_PACK_RETRY,

@@ -25,11 +25,9 @@ with workflow.unsafe.imports_passed_through():
     from contracts.errors import ErrorType
     from contracts.execution import ChangeUnderReview
     from contracts.failures import ModelJobFailureDetail, failure_detail
-    from contracts.hashing import canonical_sha256
     from contracts.model_jobs import (
         ContextPackRequest,
         JobContext,
-        ModelAttempt,
         ModelJobInput,
         ModelJobResult,
     )
@@ -37,19 +35,17 @@ with workflow.unsafe.imports_passed_through():
     from contracts.output import JobKind
     from contracts.review_waves import (
         MAX_PASSES_IN_FLIGHT,
-        PassAttempt,
         PassOutcome,
         WavePass,
         WaveRecord,
         consolidate,
         dispatch_order,
-        independence,
     )
     from contracts.runs import ContextPackRecord
     from contracts.temporal_names import ActivityName
     from contracts.ui_summaries import model_job_summary
     from workflows.model_job import ModelJobWorkflow
-    from workflows.run_jobs import job_input, record_attempts
+    from workflows.run_jobs import completed_facts, job_input, pass_attempt, record_attempts
     from workflows.run_state import RunState
 
 PATCH_REVIEW_WAVES = "review-waves"
@@ -88,16 +84,7 @@ def wave_job(
 async def _frozen_pack(job: ModelJobInput) -> ContextPackResult:
     result: ContextPackResult = await workflow.execute_activity(
         ActivityName.BUILD_CONTEXT_PACK,
-        ContextPackRequest(
-            job_id=job.job_id,
-            kind=job.kind,
-            profile_id=job.profile_id,
-            catalog_sha256=job.catalog_sha256,
-            context=job.context,
-            task_type=job.task_type,
-            repo_alias=job.repo_alias,
-            base_commit=job.base_commit,
-        ),
+        ContextPackRequest.for_job(job),
         result_type=ContextPackResult,
         start_to_close_timeout=_PACK_TIMEOUT,
         retry_policy=_PACK_RETRY,
@@ -160,7 +147,7 @@ async def _run(
             # Nothing else in this wave will free capacity: wait it out, then try again.
             pause = min(CAPACITY_BACKOFF.total_seconds(), (deadline - workflow.now()).total_seconds())
             if pause <= 0:
-                state.wave = WaveRecord(passes=list(passes.values()), max_in_flight=most)
+                state.wave = _snapshot(passes, most)
                 state.expire({"kind": "review_wave", "budget_seconds": 0, "passes": sorted(held)})
                 return None
             await workflow.sleep(timedelta(seconds=pause))
@@ -178,7 +165,7 @@ async def _run(
         if not running:
             continue
         most = max(most, len(running))
-        state.wave = WaveRecord(passes=list(passes.values()), max_in_flight=most)
+        state.wave = _snapshot(passes, most)
         remaining = max((deadline - workflow.now()).total_seconds(), 0.001)
         try:
             await workflow.wait_condition(
@@ -187,7 +174,7 @@ async def _run(
         except TimeoutError:
             for task in running.values():
                 task.cancel()
-            state.wave = WaveRecord(passes=list(passes.values()), max_in_flight=most)
+            state.wave = _snapshot(passes, most)
             unfinished = sorted([*running, *held, *pending])
             state.expire({"kind": "review_wave", "budget_seconds": remaining, "passes": unfinished})
             return None
@@ -211,6 +198,11 @@ async def _run(
         )
         return None
     return record
+
+
+def _snapshot(passes: dict[int, WavePass], most: int) -> WaveRecord:
+    """The wave as it stands (no consolidation until every pass is joined)."""
+    return WaveRecord(passes=list(passes.values()), max_in_flight=most)
 
 
 def _dispatch(state: RunState, wave_pass: WavePass, job: ModelJobInput) -> asyncio.Future[object]:
@@ -253,7 +245,7 @@ def _joined(state: RunState, wave_pass: WavePass, task: asyncio.Future[object]) 
             audited["pack_sha256"] = detail.pack_sha256
         finished["attempts"] = [
             *wave_pass.attempts,
-            *(_attempt(attempt) for attempt in detail.attempts),
+            *(pass_attempt(attempt) for attempt in detail.attempts),
         ]
         finished["independence"] = ["no review came back: nothing to prove"]
         if error_type in CAPACITY_REFUSALS and wave_pass.requeued < MAX_REQUEUES:
@@ -285,15 +277,11 @@ def _joined(state: RunState, wave_pass: WavePass, task: asyncio.Future[object]) 
     output = result.require_output()
     if result.pack is not None and result.pack_sha256 is not None:
         state.packs.append(ContextPackRecord(sha256=result.pack_sha256, pack=result.pack))
-    pack_kind = result.pack.job_kind.value if result.pack is not None else None
-    independent, facts = independence(wave_pass, state.contract.primary, pack_kind, own_job=True)
-    record: dict[str, object] = {
-        "attempts": [*wave_pass.attempts, *(_attempt(attempt) for attempt in result.attempts)],
-        "guidance_sha256": result.pack.profile_guidance_sha256 if result.pack is not None else None,
-        "output_sha256": canonical_sha256(output.model_dump(mode="json")),
-        "independent": independent,
-        "independence": facts,
-    }
+    record = completed_facts(
+        state, JobKind.REVIEW, wave_pass.profile, wave_pass.job_id, result, output,
+        frozen_pack=wave_pass.pack_sha256,
+    )  # fmt: skip
+    record["attempts"] = [*wave_pass.attempts, *(pass_attempt(a) for a in result.attempts)]
     state.audit.record(
         AuditKind.MODEL_JOB_COMPLETED,
         data={
@@ -301,20 +289,11 @@ def _joined(state: RunState, wave_pass: WavePass, task: asyncio.Future[object]) 
             "model": result.model_id, "pack_sha256": result.pack_sha256,
             "attempts": [attempt.model_dump(mode="json") for attempt in result.attempts],
             "findings": len(output.findings), "verdict": output.verdict.value if output.verdict else None,
-            "output_sha256": record["output_sha256"], "independent": independent,
+            "output_sha256": record["output_sha256"], "independent": record["independent"],
         },
     )  # fmt: skip
-    update = {**finished, **record, "outcome": PassOutcome.COMPLETED, "model_id": result.model_id}
+    update = {**finished, **record, "outcome": PassOutcome.COMPLETED}
     return wave_pass.model_copy(update={**update, "output": output}), False
-
-
-def _attempt(attempt: ModelAttempt) -> PassAttempt:
-    return PassAttempt(
-        model_id=attempt.model_id,
-        outcome=attempt.outcome,
-        error_type=attempt.error_type,
-        fallback=attempt.fallback,
-    )
 
 
 def _failed(

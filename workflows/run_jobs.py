@@ -128,22 +128,46 @@ def _completed_record(
     state: RunState, record: PassRecord, result: ModelJobResult, output: SpecialistOutput
 ) -> PassRecord:
     """A finished job's pass record: its calls, digests and (for a review) proven independence."""
+    facts = completed_facts(state, record.kind, record.profile, record.job_id, result, output)
+    return record.model_copy(
+        update={
+            "finished_at": workflow.now(),
+            "outcome": PassOutcome.COMPLETED,
+            "pack_sha256": result.pack_sha256,
+            **facts,
+        }
+    )
+
+
+def completed_facts(
+    state: RunState,
+    kind: JobKind,
+    profile: str,
+    job_id: str,
+    result: ModelJobResult,
+    output: SpecialistOutput,
+    *,
+    frozen_pack: str | None = None,
+) -> dict[str, object]:
+    """What a finished job's record says of it (a :class:`PassRecord`'s or a wave pass's fields):
+    the model, its calls, the guidance and output sha256, and for a review whether the record proves
+    it independent (``frozen_pack``: a wave pass's pack, frozen before dispatch)."""
     pack_kind = result.pack.job_kind.value if result.pack is not None else None
-    if record.kind is JobKind.REVIEW:
+    if kind is JobKind.REVIEW:
+        pack = frozen_pack or result.pack_sha256
         independent, facts = review_independence(
-            record.profile, state.contract.primary, record.job_id, pack_kind, result.pack_sha256, frozen=False
+            profile, state.contract.primary, job_id, pack_kind, pack, frozen=frozen_pack is not None
         )
     else:
         independent, facts = False, [PRIMARY_PASS]
-    return record.model_copy(
-        update={
-            "finished_at": workflow.now(), "outcome": PassOutcome.COMPLETED, "model_id": result.model_id,
-            "attempts": [pass_attempt(a) for a in result.attempts], "pack_sha256": result.pack_sha256,
-            "guidance_sha256": result.pack.profile_guidance_sha256 if result.pack is not None else None,
-            "output_sha256": canonical_sha256(output.model_dump(mode="json")),
-            "independent": independent, "independence": facts,
-        }
-    )  # fmt: skip
+    return {
+        "model_id": result.model_id,
+        "attempts": [pass_attempt(a) for a in result.attempts],
+        "guidance_sha256": result.pack.profile_guidance_sha256 if result.pack is not None else None,
+        "output_sha256": canonical_sha256(output.model_dump(mode="json")),
+        "independent": independent,
+        "independence": facts,
+    }
 
 
 def _job_failed(state: RunState, kind: JobKind, error: ChildWorkflowError) -> ModelJobFailureDetail:
