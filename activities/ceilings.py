@@ -7,8 +7,7 @@ signal; the activity never waits for a slot (a request waiting for one holds no 
 Where there is no answer — the first call to a model, whose ceiling is not running yet, or an update
 the server refused — it signals-with-start ``acquire`` instead, which starts the ceiling on this
 task queue. Models without a registration — ``replay:*`` and providers a worker was given directly
-— have no ceiling, and no lease is asked for. Models without a registration — ``replay:*`` and
-providers a worker was given directly — have no ceiling, and no lease is asked for.
+— have no ceiling, and no lease is asked for.
 """
 
 from __future__ import annotations
@@ -26,6 +25,7 @@ from contracts.ceilings import (
     LEASE_MARGIN_SECONDS,
     CeilingState,
     LeaseCall,
+    LeaseOutcome,
     LeaseRelease,
     LeaseRequest,
     LeaseStatus,
@@ -165,11 +165,15 @@ class LeaseReleaser:
         self._client = client
         self._loop = loop
 
-    def release(self, task_queue: str, model_id: str, lease_id: str) -> bool:
-        """Signal ``release`` for ``lease_id``; True once delivered, False on any failure (logged)."""
+    def release(
+        self, task_queue: str, model_id: str, lease_id: str, outcome: LeaseOutcome | None = None
+    ) -> bool:
+        """Signal ``release`` for ``lease_id`` with how its call ended (for the ramp); True once
+        delivered, False on any failure (logged)."""
         handle = self._client.get_workflow_handle(ceiling_workflow_id(task_queue, model_id))
         future = asyncio.run_coroutine_threadsafe(
-            handle.signal(CeilingMessage.RELEASE, LeaseRelease(lease_id=lease_id)), self._loop
+            handle.signal(CeilingMessage.RELEASE, LeaseRelease(lease_id=lease_id, outcome=outcome)),
+            self._loop,
         )
         try:
             future.result(timeout=RELEASE_TIMEOUT_SECONDS)

@@ -47,6 +47,7 @@ from activities.providers.registered import RegisteredProviders
 from activities.providers.replay import ReplayMiss, ReplayProvider
 from activities.secret_scan import scanner_for, summary
 from activities.store_access import SharedStore
+from contracts.ceilings import lease_outcome
 from contracts.errors import ErrorType, NotFound, is_retryable
 from contracts.failures import ModelCallFailureDetail
 from contracts.metric_names import MODEL_CALLS
@@ -193,13 +194,19 @@ class ModelActivities:
         except ApplicationError as error:
             outcome = error.type or "error"
             raise
+        except BaseException:
+            outcome = "error"
+            raise
         finally:
             activity.metric_meter().create_counter(MODEL_CALLS, "model calls, by outcome").add(
                 1, {"model": request.model_id, "kind": request.kind.value, "outcome": outcome}
             )
             if request.lease_id is not None and self._releaser is not None:
                 released = self._releaser.release(
-                    activity.info().task_queue, request.model_id, request.lease_id
+                    activity.info().task_queue,
+                    request.model_id,
+                    request.lease_id,
+                    lease_outcome(None if outcome == "ok" else outcome),
                 )
         return result.model_copy(update={"lease_released": released})
 

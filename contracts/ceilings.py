@@ -12,6 +12,11 @@ may wait. Where the update is refused or the ceiling does not exist yet, the act
 lease back (signal ``release``) as it ends, and the job does it when that activity could not (it
 failed or its worker died). A lease not given back by its deadline — its holder was terminated — is
 reclaimed by a durable timer, so no slot is lost for longer than that.
+
+The ceiling is reached gradually (the *ramp*): the ceiling lets ``allowance`` leases be held at once,
+starting at :data:`RAMP_START` (or the ceiling, if lower), growing by :data:`RAMP_STEP` with each call
+given back as ``succeeded`` up to the ceiling, halved (never below 1) by each call given back as
+``rate_limited``, and back to the start after :data:`RAMP_IDLE_SECONDS` with nothing held or waiting.
 """
 
 from __future__ import annotations
@@ -20,6 +25,8 @@ import datetime as dt
 from typing import Annotated, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
+
+from contracts.errors import ErrorType
 
 CEILING_WORKFLOW_PREFIX = "model-ceiling:"
 
@@ -41,12 +48,34 @@ class LeaseRequest(BaseModel):
     lease_seconds: Annotated[int, Field(ge=1, le=3600)]
 
 
+LeaseOutcome = Literal["succeeded", "rate_limited", "failed"]
+"""How the call a lease was held for ended, as far as the ramp cares: ``succeeded`` grows the
+allowance, ``rate_limited`` (the provider answered ``model_rate_limited``) halves it, ``failed``
+(anything else) leaves it."""
+
+RAMP_START = 2
+"""Leases a ceiling allows at first, and again after idle (or the ceiling itself, if lower)."""
+RAMP_STEP = 1
+"""Leases added to the allowance by each call given back as ``succeeded``."""
+RAMP_IDLE_SECONDS = 300
+"""With nothing held or waiting for this long, the allowance starts again from :data:`RAMP_START`."""
+
+
+def lease_outcome(error_type: str | None) -> LeaseOutcome:
+    """The ramp's outcome for a call that ended with ``error_type`` (None: it succeeded)."""
+    if error_type is None:
+        return "succeeded"
+    return "rate_limited" if error_type == ErrorType.MODEL_RATE_LIMITED else "failed"
+
+
 class LeaseRelease(BaseModel):
-    """Signal ``release``: lease ``lease_id`` is given back (or, still waiting, withdrawn)."""
+    """Signal ``release``: lease ``lease_id`` is given back (or, still waiting, withdrawn), with how
+    its call ended when that is known (``outcome`` None: not known, the allowance is left as is)."""
 
     model_config = ConfigDict(frozen=True)
 
     lease_id: str
+    outcome: LeaseOutcome | None = None
 
 
 class LeaseGranted(BaseModel):
@@ -83,6 +112,16 @@ class CeilingState(BaseModel):
     max_held: int = 0
     released: list[str] = []
     """Lease ids given back or reclaimed lately (the last 1,000), so a late request cannot retake one."""
+    allowance: Annotated[int, Field(ge=1)] | None = None
+    """Leases the ramp lets be held now (at most ``ceiling``); None where the ramp has not started
+    (a ceiling from before it: the whole ceiling is allowed)."""
+    idle_since: dt.datetime | None = None
+    """When the ceiling last had nothing held or waiting (None while busy)."""
+    ramp_idle_seconds: Annotated[int, Field(ge=1)] = RAMP_IDLE_SECONDS
+    """Idle this long, the allowance starts again from :data:`RAMP_START`."""
+    succeeded_total: int = 0
+    rate_limited_total: int = 0
+    """Leases given back as ``succeeded`` / ``rate_limited`` since the ramp started."""
 
 
 CALL_TIMEOUT_MARGIN_SECONDS = 30

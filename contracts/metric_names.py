@@ -20,5 +20,12 @@ MODEL_FALLBACKS: Final = "specialists_model_fallbacks"
 CEILING_LEASES_HELD: Final = "specialists_ceiling_leases_held"
 """Gauge: leases a model's ceiling holds now (labels ``model``, ``ceiling``)."""
 
+CEILING_ALLOWANCE: Final = "specialists_ceiling_allowance"
+"""Gauge: leases a model's ceiling allows now, the ramp's allowance (labels ``model``, ``ceiling``)."""
+
+CEILING_RATE_LIMITED: Final = "specialists_ceiling_rate_limited"
+"""Counter: a call was given back to a model's ceiling as rate limited, halving its allowance
+(label ``model``)."""
+
 QUEUE_SLOTS_OCCUPIED: Final = "specialists_queue_slots_occupied"
 """Gauge: the goal queue's occupied slots (label ``slots``: the capacity)."""

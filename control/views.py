@@ -222,14 +222,17 @@ def models_json(
     current: ModelSelectionRecord | None,
     history: list[ModelSelectionRecord],
     registered: Sequence[ModelRecord] = (),
+    ceilings: Sequence[dict[str, Any]] = (),
 ) -> dict[str, Any]:
-    """``models --json``: the current selection (null when none), the history, newest first, and the
-    registered models, by id."""
+    """``models --json``: the current selection (null when none), the history, newest first, the
+    registered models, by id, and the live ceiling of each leased model
+    (``control.ceiling_status``)."""
     return {
         "selected": current is not None,
         "current": selection_json(current),
         "history": [selection_json(record) for record in history],
         "registered": [model_json(record) for record in registered],
+        "ceilings": list(ceilings),
     }
 
 
@@ -238,8 +241,10 @@ def render_models(
     current: ModelSelectionRecord | None,
     history: list[ModelSelectionRecord],
     registered: Sequence[ModelRecord] = (),
+    ceilings: Sequence[dict[str, Any]] = (),
 ) -> None:
     render_registered_models(console, registered)
+    render_ceilings(console, ceilings)
     if current is None:
         console.print(
             "model selection: none selected — choose one with "
@@ -326,6 +331,30 @@ def render_registered_models(console: Console, registered: Sequence[ModelRecord]
                     state_text(r.active, r.deactivated_by, r.deactivated_at),
                 ]
                 for r in registered
+            ],
+        )
+    )
+
+
+def render_ceilings(console: Console, ceilings: Sequence[dict[str, Any]]) -> None:
+    """The live ceilings: allowance of ceiling, leases held and waiting, rate-limit answers."""
+    if not ceilings:
+        return
+    console.print(
+        table(
+            "ceilings now (the allowance grows to the ceiling; a rate limit halves it)",
+            ["model", "state", "allowance / ceiling", "held", "waiting", "rate limited", "note"],
+            [
+                [
+                    c["model"],
+                    c["live"],
+                    f"{c['allowance']} / {c['ceiling']}" if c["live"] == "running" else f"- / {c['ceiling']}",
+                    str(c.get("held", "-")),
+                    str(c.get("waiting", "-")),
+                    str(c.get("rate_limited_total", "-")),
+                    c["error"] or "",
+                ]
+                for c in ceilings
             ],
         )
     )

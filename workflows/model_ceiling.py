@@ -11,8 +11,10 @@ Protocol (``contracts.ceilings``): update ``try_acquire`` (:class:`LeaseRequest`
 :class:`LeaseStatus`, idempotent by lease id) queues a request and answers at once whether it is
 already ``held``; signal ``acquire`` (:class:`LeaseRequest`) queues one without an answer (it starts
 the workflow, and is the fallback when the update is refused). Requests are granted first come,
-first served while fewer than ``ceiling`` leases are held; a request still waiting is told of its
-grant by signal ``lease_granted`` to the holder's workflow. Signal ``release``
+first served while fewer than the ramp's ``allowance`` leases are held (``contracts.ceilings``: it
+starts at 2, grows by one with each call given back as succeeded up to ``ceiling``, is halved by a
+call given back as rate limited and starts again after idle; behind ``PATCH_RAMP``); a request
+still waiting is told of its grant by signal ``lease_granted`` to the holder's workflow. Signal ``release``
 (:class:`LeaseRelease`) gives a lease back or withdraws a waiting request. A signalled grant whose
 holder no longer exists is taken back at once. Query ``state`` answers the table
 (:class:`CeilingState`).
@@ -31,6 +33,8 @@ from temporalio import workflow
 
 with workflow.unsafe.imports_passed_through():
     from contracts.ceilings import (
+        RAMP_START,
+        RAMP_STEP,
         CeilingState,
         Lease,
         LeaseGranted,
@@ -38,13 +42,17 @@ with workflow.unsafe.imports_passed_through():
         LeaseRequest,
         LeaseStatus,
     )
-    from contracts.metric_names import CEILING_LEASES_HELD
+    from contracts.metric_names import CEILING_ALLOWANCE, CEILING_LEASES_HELD, CEILING_RATE_LIMITED
     from contracts.temporal_names import CeilingMessage, ModelJobMessage, WorkflowType
     from workflows.versioning import auto_upgrade
 
 PATCH_LEASE_RECORDS = "ceiling-lease-records"
 """``acquire`` for a lease already held signals its holder again (``try_acquire`` grants without a
 signal), and ``acquire`` for a lease already given back or reclaimed is ignored."""
+PATCH_RAMP = "ceiling-ramp"
+"""The ceiling is reached gradually: grants stop at the ramp's allowance, which each release's
+outcome moves (``contracts.ceilings``). Without the marker (histories from before) the whole
+ceiling is granted and outcomes are ignored."""
 MAX_RELEASED_REMEMBERED = 1000
 """How many given-back or reclaimed lease ids the ceiling remembers, so a late request for one (an
 abandoned update, a retried signal) cannot take a slot again."""
@@ -68,6 +76,12 @@ class ModelCeilingWorkflow:
         self._changed = True
         self._unnotified: list[Lease] = []
         self._released: dict[str, None] = dict.fromkeys(state.released)
+        self._allowance = state.allowance
+        self._idle_since = state.idle_since
+        self._ramp_idle_seconds = state.ramp_idle_seconds
+        self._succeeded_total = state.succeeded_total
+        self._rate_limited_total = state.rate_limited_total
+        self._ramp: bool | None = None
 
     @workflow.signal(name=CeilingMessage.ACQUIRE)
     def acquire(self, request: LeaseRequest) -> None:
@@ -123,6 +137,58 @@ class ModelCeilingWorkflow:
         held = self._held.pop(release.lease_id, None)
         if held is not None or self._waiting.pop(release.lease_id, None) is not None:
             self._changed = True
+        if held is not None and release.outcome is not None and self._ramp_on():
+            self._ramp_after(release.outcome)
+
+    def _ramp_on(self) -> bool:
+        """Whether this ceiling ramps (``PATCH_RAMP``); starts the allowance the first time."""
+        if self._ramp is None:
+            self._ramp = workflow.patched(PATCH_RAMP)
+            if self._ramp and self._allowance is None:
+                self._allowance = self._ramp_start()
+        return self._ramp
+
+    def _ramp_start(self) -> int:
+        return min(RAMP_START, self._ceiling)
+
+    def _ramp_after(self, outcome: str) -> None:
+        """Move the allowance for a call given back as ``outcome``."""
+        assert self._allowance is not None
+        before = self._allowance
+        if outcome == "succeeded":
+            self._succeeded_total += 1
+            self._allowance = min(self._ceiling, self._allowance + RAMP_STEP)
+        elif outcome == "rate_limited":
+            self._rate_limited_total += 1
+            self._allowance = max(1, self._allowance // 2)
+            workflow.metric_meter().create_counter(
+                CEILING_RATE_LIMITED, "calls given back to a model's ceiling as rate limited"
+            ).add(1, {"model": self._model_id})
+        if self._allowance != before:
+            workflow.logger.info(
+                "ceiling of %s: allowance %d -> %d (%s)", self._model_id, before, self._allowance, outcome
+            )
+
+    def _limit(self) -> int:
+        """How many leases may be held now: the ramp's allowance, or the ceiling without the ramp."""
+        if self._ramp_on():
+            assert self._allowance is not None
+            return min(self._allowance, self._ceiling)
+        return self._ceiling
+
+    def _note_idle(self) -> None:
+        """Start the allowance again when the ceiling has been idle long enough; remember when it
+        became idle."""
+        if not self._ramp_on():
+            return
+        now = workflow.now()
+        if self._held or self._waiting:
+            idle = self._idle_since
+            if idle is not None and (now - idle).total_seconds() >= self._ramp_idle_seconds:
+                self._allowance = self._ramp_start()
+            self._idle_since = None
+        elif self._idle_since is None:
+            self._idle_since = now
 
     def _remember_released(self, lease_id: str) -> None:
         self._released[lease_id] = None
@@ -141,6 +207,11 @@ class ModelCeilingWorkflow:
             reclaimed_total=self._reclaimed_total,
             max_held=self._max_held,
             released=list(self._released),
+            allowance=self._allowance,
+            idle_since=self._idle_since,
+            succeeded_total=self._succeeded_total,
+            rate_limited_total=self._rate_limited_total,
+            ramp_idle_seconds=self._ramp_idle_seconds,
         )
 
     @workflow.run
@@ -159,8 +230,11 @@ class ModelCeilingWorkflow:
             await self._wait_for_change()
 
     def _record_occupancy(self) -> None:
-        workflow.metric_meter().create_gauge(CEILING_LEASES_HELD, "leases a model's ceiling holds").set(
-            len(self._held), {"model": self._model_id, "ceiling": str(self._ceiling)}
+        meter = workflow.metric_meter()
+        labels = {"model": self._model_id, "ceiling": str(self._ceiling)}
+        meter.create_gauge(CEILING_LEASES_HELD, "leases a model's ceiling holds").set(len(self._held), labels)
+        meter.create_gauge(CEILING_ALLOWANCE, "leases a model's ceiling allows now").set(
+            self._limit(), labels
         )
 
     def _reclaim_expired(self) -> None:
@@ -175,7 +249,8 @@ class ModelCeilingWorkflow:
     def _assign_free_slots(self) -> None:
         """Grant waiting requests in arrival order while slots are free; the holders are signalled
         by :meth:`_notify_granted` (a workflow task later when this runs in an update handler)."""
-        while self._waiting and len(self._held) < self._ceiling:
+        self._note_idle()
+        while self._waiting and len(self._held) < self._limit():
             lease_id = next(iter(self._waiting))
             request = self._waiting.pop(lease_id)
             lease = Lease(

@@ -40,9 +40,11 @@ with workflow.unsafe.imports_passed_through():
         CALL_TIMEOUT_MARGIN_SECONDS,
         LeaseCall,
         LeaseGranted,
+        LeaseOutcome,
         LeaseRelease,
         LeaseTerms,
         ceiling_workflow_id,
+        lease_outcome,
     )
     from contracts.context_packs import ContextPackResult
     from contracts.errors import ErrorType, advances_fallback, is_retryable
@@ -274,6 +276,7 @@ class ModelJobWorkflow:
         # call gives it back itself as it ends; the job does it only when the call could not.
         requested = not is_replay_model(model_id)
         released = False
+        outcome: LeaseOutcome | None = None
         try:
             if self._local_prepare and self._pack is None:
                 # The pack first: a lease is granted at once and its deadline runs from then, so
@@ -313,6 +316,8 @@ class ModelJobWorkflow:
                     retry_policy=RetryPolicy(maximum_attempts=1),
                 )
             except ActivityError as error:
+                if isinstance(error.cause, ApplicationError):
+                    outcome = lease_outcome(error.cause.type)
                 if requested and isinstance(error.cause, TimeoutError):
                     # The call was lost (its worker died or stalled), not ended: it may still be
                     # running. Its slot stays taken until the call's own deadline has passed, so the
@@ -325,7 +330,7 @@ class ModelJobWorkflow:
             return result
         finally:
             if requested and not released:
-                await self._release(model_id, lease_id)
+                await self._release(model_id, lease_id, outcome)
 
     async def _prepare(
         self,
@@ -357,7 +362,7 @@ class ModelJobWorkflow:
             )
         return result
 
-    async def _release(self, model_id: str, lease_id: str) -> None:
+    async def _release(self, model_id: str, lease_id: str, outcome: LeaseOutcome | None = None) -> None:
         """Give the lease back (or withdraw the request), waiting until the signal is delivered: the
         SDK drops a signal still in flight when the job ends or is cancelled. Shielded, so it is sent
         even while the job is being cancelled. A model without a ceiling workflow (the request never
@@ -367,7 +372,9 @@ class ModelJobWorkflow:
         )
         try:
             await asyncio.shield(
-                asyncio.ensure_future(handle.signal(CeilingMessage.RELEASE, LeaseRelease(lease_id=lease_id)))
+                asyncio.ensure_future(
+                    handle.signal(CeilingMessage.RELEASE, LeaseRelease(lease_id=lease_id, outcome=outcome))
+                )
             )
         except Exception as error:  # the server reports a missing workflow as a failed signal
             workflow.logger.info("lease %s: nothing to release (%s)", lease_id, error)

@@ -40,11 +40,24 @@ def models_command(ctx: typer.Context, as_json: JsonFlag = False) -> None:
         with store:
             current, history = store.get_model_selection(), store.model_selection_history()
             registered = store.list_models()
+    ceilings = _live_ceilings(registered)
     emit(
-        views.models_json(current, history, registered),
+        views.models_json(current, history, registered, ceilings),
         as_json,
-        lambda console: views.render_models(console, current, history, registered),
+        lambda console: views.render_models(console, current, history, registered, ceilings),
     )
+
+
+def _live_ceilings(registered: list[Any]) -> list[dict[str, Any]]:
+    """The live ceiling of every leased model (``control.ceiling_status``); Temporal is asked only
+    when there is one."""
+    from control.ceiling_status import ceiling_reports, leased
+    from runtime.settings import Settings
+
+    records = leased(registered)
+    if not records:
+        return []
+    return run_async(ceiling_reports(Settings.from_env(), records))
 
 
 @app.command("add")

@@ -13,7 +13,7 @@ from catalog.loader import load_catalog
 from tests.control.cli_harness import ISO_UTC, Cli
 from tests.store.git_repository import make_working_tree
 
-NOTHING_SELECTED = {"selected": False, "current": None, "history": [], "registered": []}
+NOTHING_SELECTED = {"selected": False, "current": None, "history": [], "registered": [], "ceilings": []}
 
 DEFAULT_POLICY = {
     "mode": "recommend",
