@@ -7,12 +7,15 @@ signal; the activity never waits for a slot (a request waiting for one holds no 
 Where there is no answer — the first call to a model, whose ceiling is not running yet, or an update
 the server refused — it signals-with-start ``acquire`` instead, which starts the ceiling on this
 task queue. Models without a registration — ``replay:*`` and providers a worker was given directly
-— have no ceiling, and no lease is asked for.
+— have no ceiling, and no lease is asked for. A call of a model class (``contracts.model_classes``)
+asks its class's pool first — the same workflow type with the class's ceiling and no ramp — and the
+model's ceiling only once the class granted its lease.
 """
 
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Mapping
 from typing import Any
 
 from temporalio import activity
@@ -31,8 +34,10 @@ from contracts.ceilings import (
     LeaseStatus,
     LeaseTerms,
     ceiling_workflow_id,
+    class_lease_id,
 )
 from contracts.errors import NotFound
+from contracts.model_classes import DEFAULT_CLASS_CEILINGS, ModelClass, class_pool_id
 from contracts.models import ModelRecord, is_replay_model
 from contracts.temporal_names import ActivityName, CeilingMessage, WorkflowType
 from runtime.logs import run_logger
@@ -53,8 +58,11 @@ def _consume(future: asyncio.Future[Any]) -> None:
 class CeilingActivities:
     """``request_model_lease`` bound to the store (where registrations and their ceilings live)."""
 
-    def __init__(self, store: SharedStore) -> None:
+    def __init__(
+        self, store: SharedStore, class_ceilings: Mapping[ModelClass, int] = DEFAULT_CLASS_CEILINGS
+    ) -> None:
         self._store = store
+        self._class_ceilings = dict(class_ceilings)
 
     @activity.defn(name=ActivityName.REQUEST_MODEL_LEASE)
     async def request_model_lease(self, call: LeaseCall) -> LeaseTerms:
@@ -70,16 +78,53 @@ class CeilingActivities:
         record = await asyncio.to_thread(self._registration, call.model_id)
         if record is None:
             return LeaseTerms(limited=False)
+        lease_seconds = record.timeout_s + CALL_TIMEOUT_MARGIN_SECONDS + LEASE_MARGIN_SECONDS
+        terms = LeaseTerms(limited=True, ceiling=record.ceiling, call_timeout_s=record.timeout_s)
+        log = run_logger(call.holder_workflow_id, activity="request_model_lease")
+        if call.model_class is not None and not call.class_granted:
+            # The class's pool first: a call waiting for its class holds no slot of its model.
+            pool = CeilingState(
+                model_id=class_pool_id(call.model_class),
+                ceiling=self._class_ceilings[call.model_class],
+                ramp=False,
+            )
+            lease = LeaseRequest(
+                lease_id=class_lease_id(call.lease_id),
+                holder_workflow_id=call.holder_workflow_id,
+                lease_seconds=lease_seconds,
+            )
+            if not await self._acquire(pool, lease):
+                log.info(
+                    "class_lease_requested",
+                    model_class=call.model_class.value,
+                    lease=lease.lease_id,
+                    ceiling=pool.ceiling,
+                    granted=False,
+                )
+                return terms.model_copy(update={"class_waiting": True})
         request = LeaseRequest(
-            lease_id=call.lease_id,
-            holder_workflow_id=call.holder_workflow_id,
-            lease_seconds=record.timeout_s + CALL_TIMEOUT_MARGIN_SECONDS + LEASE_MARGIN_SECONDS,
+            lease_id=call.lease_id, holder_workflow_id=call.holder_workflow_id, lease_seconds=lease_seconds
         )
-        ceiling_id = ceiling_workflow_id(activity.info().task_queue, record.id)
+        granted = await self._acquire(CeilingState(model_id=record.id, ceiling=record.ceiling), request)
+        log.info(
+            "model_lease_requested",
+            model=record.id,
+            model_class=call.model_class.value if call.model_class is not None else None,
+            lease=call.lease_id,
+            ceiling=record.ceiling,
+            granted=granted,
+        )
+        return terms.model_copy(update={"granted": granted})
+
+    async def _acquire(self, ceiling: CeilingState, request: LeaseRequest) -> bool:
+        """Queue ``request`` with ``ceiling``'s workflow (started with that state if not running);
+        True when it was granted in the answer. Raises a non-retryable ``lease_released`` when the
+        lease was already given back or reclaimed."""
+        ceiling_id = ceiling_workflow_id(activity.info().task_queue, ceiling.model_id)
         status = await self._try_acquire(ceiling_id, request)
         if status is not None and status.status == "released":
             raise ApplicationError(
-                f"lease {call.lease_id} was already given back or reclaimed; it cannot be taken again",
+                f"lease {request.lease_id} was already given back or reclaimed; it cannot be taken again",
                 type="lease_released",
                 non_retryable=True,
             )
@@ -88,23 +133,13 @@ class CeilingActivities:
             # queues the request (or, if the update did grant it, has the grant signalled again).
             await activity.client().start_workflow(
                 CEILING_WORKFLOW,
-                CeilingState(model_id=record.id, ceiling=record.ceiling),
+                ceiling,
                 id=ceiling_id,
                 task_queue=activity.info().task_queue,
                 start_signal=CeilingMessage.ACQUIRE,
                 start_signal_args=[request],
             )
-        granted = status is not None and status.status == "held"
-        run_logger(call.holder_workflow_id, activity="request_model_lease").info(
-            "model_lease_requested",
-            model=record.id,
-            lease=call.lease_id,
-            ceiling=record.ceiling,
-            granted=granted,
-        )
-        return LeaseTerms(
-            limited=True, ceiling=record.ceiling, call_timeout_s=record.timeout_s, granted=granted
-        )
+        return status is not None and status.status == "held"
 
     @staticmethod
     async def _try_acquire(ceiling_id: str, request: LeaseRequest) -> LeaseStatus | None:

@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from contracts.identity import TrustAnchor
+from contracts.model_classes import DEFAULT_CLASS_CEILINGS, ModelClass
 
 DEFAULT_READ_ONLY_BUDGET_SECONDS = 30 * 60
 DEFAULT_EDIT_BUDGET_SECONDS = 60 * 60
@@ -39,7 +40,8 @@ class ActivityConfig:
     coordinator continues as new (both taken when a coordinator is started).
     ``deployment_secrets``: the deployment's own secrets by origin (the action token, API keys: see
     ``activities.secret_scan.deployment_secrets``), looked for in every context pack and model output;
-    never logged.
+    never logged. ``class_ceilings``: each model class's in-flight ceiling across workers
+    (``SPECIALISTS_CLASS_CEILINGS``; taken when a class's pool is first started).
     """
 
     database_url: str
@@ -55,6 +57,7 @@ class ActivityConfig:
     team_cycle_seconds: float = DEFAULT_TEAM_CYCLE_SECONDS
     coordinator_continue_as_new_events: int = DEFAULT_COORDINATOR_CONTINUE_AS_NEW_EVENTS
     deployment_secrets: Mapping[str, str] = field(default_factory=dict, repr=False)
+    class_ceilings: Mapping[ModelClass, int] = field(default_factory=lambda: dict(DEFAULT_CLASS_CEILINGS))
 
     @property
     def trust_anchor(self) -> TrustAnchor:

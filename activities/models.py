@@ -47,7 +47,7 @@ from activities.providers.registered import RegisteredProviders
 from activities.providers.replay import ReplayMiss, ReplayProvider
 from activities.secret_scan import scanner_for, summary
 from activities.store_access import SharedStore
-from contracts.ceilings import lease_outcome
+from contracts.ceilings import class_lease_id, lease_outcome
 from contracts.errors import ErrorType, NotFound, is_retryable
 from contracts.failures import ModelCallFailureDetail
 from contracts.metric_names import MODEL_CALLS
@@ -187,7 +187,7 @@ class ModelActivities:
         provider's class, or an output error (``secret_in_output``, ``model_output_schema``,
         ``model_output_invalid``, ``result_too_large``) after it.
         """
-        released = False
+        released = class_released = False
         outcome = "ok"
         try:
             result = self._call(request)
@@ -202,13 +202,18 @@ class ModelActivities:
                 1, {"model": request.model_id, "kind": request.kind.value, "outcome": outcome}
             )
             if request.lease_id is not None and self._releaser is not None:
+                task_queue = activity.info().task_queue
                 released = self._releaser.release(
-                    activity.info().task_queue,
+                    task_queue,
                     request.model_id,
                     request.lease_id,
                     lease_outcome(None if outcome == "ok" else outcome),
                 )
-        return result.model_copy(update={"lease_released": released})
+                if request.class_pool is not None:
+                    class_released = self._releaser.release(
+                        task_queue, request.class_pool, class_lease_id(request.lease_id)
+                    )
+        return result.model_copy(update={"lease_released": released, "class_lease_released": class_released})
 
     def _call(self, request: ModelCallRequest) -> ModelCallResult:
         model_name, provider, deadline_s = self._provider(request.model_id)

@@ -27,6 +27,7 @@ from typing import Annotated, Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from contracts.errors import ErrorType
+from contracts.model_classes import ModelClass
 
 CEILING_WORKFLOW_PREFIX = "model-ceiling:"
 
@@ -119,6 +120,8 @@ class CeilingState(BaseModel):
     """When the ceiling last had nothing held or waiting (None while busy)."""
     ramp_idle_seconds: Annotated[int, Field(ge=1)] = RAMP_IDLE_SECONDS
     """Idle this long, the allowance starts again from :data:`RAMP_START`."""
+    ramp: bool = True
+    """False for a model class's pool (``contracts.model_classes``): it grants its whole ceiling."""
     succeeded_total: int = 0
     rate_limited_total: int = 0
     """Leases given back as ``succeeded`` / ``rate_limited`` since the ramp started."""
@@ -139,6 +142,16 @@ class LeaseCall(BaseModel):
     model_id: str
     lease_id: str
     holder_workflow_id: str
+    model_class: ModelClass | None = None
+    """The call's class: its pool's lease (:func:`class_lease_id`) is asked for first; None for
+    jobs from before classes (the model's ceiling alone)."""
+    class_granted: bool = False
+    """The class's lease is already the holder's (its grant was signalled): ask only the model."""
+
+
+def class_lease_id(lease_id: str) -> str:
+    """The id of the class-pool lease that goes with model lease ``lease_id``."""
+    return f"{lease_id}/class"
 
 
 class LeaseTerms(BaseModel):
@@ -153,6 +166,10 @@ class LeaseTerms(BaseModel):
     call_timeout_s: int | None = None
     granted: bool = False
     """True when the ceiling granted the lease in its answer (no ``lease_granted`` signal follows)."""
+    class_waiting: bool = False
+    """True when the call's class pool queued its lease (:func:`class_lease_id`) and the model's
+    lease was not asked for yet: the job waits for that grant and asks again (the requests are
+    idempotent by lease id)."""
 
 
 class LeaseStatus(BaseModel):

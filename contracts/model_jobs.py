@@ -15,6 +15,7 @@ from pydantic import BaseModel, ConfigDict
 from contracts.context_packs import ContextPack
 from contracts.enums import TaskType
 from contracts.execution import ChangeUnderReview
+from contracts.model_classes import ModelClass
 from contracts.output import Finding, JobKind, SpecialistOutput
 from contracts.proofs import ActionProof
 from contracts.research_teams import JobOutputRef, ResearchJobContext
@@ -59,6 +60,8 @@ class ModelJobInput(BaseModel):
     task_type: TaskType | None = None
     repo_alias: str | None = None
     base_commit: str | None = None
+    model_class: ModelClass | None = None
+    """The class whose pool the job's calls draw on (``contracts.model_classes``); None: ``core``."""
 
 
 class ContextPackRequest(BaseModel):
@@ -106,6 +109,9 @@ class ModelCallRequest(BaseModel):
     attempt: int = 1
     pack: ContextPack | None = None
     lease_id: str | None = None
+    class_pool: str | None = None
+    """The class pool (``contracts.model_classes.class_pool_id``) whose lease goes with
+    ``lease_id``; the call gives it back as it ends, with the model's."""
 
 
 class CallUsage(BaseModel):
@@ -133,6 +139,7 @@ class ModelCallResult(BaseModel):
     output: SpecialistOutput
     usage: CallUsage = CallUsage()
     lease_released: bool = False
+    class_lease_released: bool = False
 
 
 class ModelAttempt(BaseModel):

@@ -10,6 +10,7 @@ from enum import StrEnum
 
 from pydantic import BaseModel, ConfigDict
 
+from contracts.model_classes import ModelClass
 from contracts.output import JobKind
 
 PRIMARY_PASS = "the primary's own pass: it makes the findings, it does not review them"
@@ -45,6 +46,8 @@ class PassRecord(BaseModel):
     kind: JobKind
     profile: str
     models_requested: list[str]
+    model_class: ModelClass | None = None
+    """The class whose pool its calls drew on (``contracts.model_classes``)."""
     started_at: dt.datetime
     finished_at: dt.datetime | None = None
     outcome: PassOutcome | None = None

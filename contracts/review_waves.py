@@ -14,6 +14,7 @@ from typing import Final
 
 from pydantic import BaseModel, ConfigDict
 
+from contracts.model_classes import ModelClass
 from contracts.output import ReviewVerdict, SpecialistOutput
 from contracts.pass_records import PassAttempt, PassOutcome
 
@@ -66,6 +67,7 @@ class WavePass(BaseModel):
     # The pass's record (docs/architecture.md "Orchestration"): what it was given and what it did.
     substitutes: dict[str, str] = {}
     models_requested: list[str] = []
+    model_class: ModelClass | None = None
     attempts: list[PassAttempt] = []
     guidance_sha256: str | None = None
     output_sha256: str | None = None

@@ -16,10 +16,11 @@ from activities.secret_scan import deployment_secrets
 from activities.store_access import SharedStore
 from activities.worktree_prune import worker_host
 from contracts.errors import InvalidInput, OperatorError
+from contracts.model_classes import parse_class_ceilings
 from contracts.worktree_prune import host_task_queue
 from runtime.health import ENV_HEALTH_ADDRESS, Health, HealthServer, health_address
 from runtime.logs import configure_logging
-from runtime.settings import RunBudgets, Settings, format_address
+from runtime.settings import ENV_CLASS_CEILINGS, RunBudgets, Settings, format_address
 from runtime.telemetry import install as install_telemetry
 from runtime.temporal import connect
 from runtime.versioning import deployment_version, promote_if_first
@@ -49,6 +50,9 @@ def activity_config(
         trust_root=trust_root,
         state_dir=settings.state_dir,
         deployment_secrets=deployment_secrets(os.environ, action_token),
+        class_ceilings=parse_class_ceilings(
+            os.environ.get(ENV_CLASS_CEILINGS, ""), variable=ENV_CLASS_CEILINGS
+        ),
     )
     return replace(config, **overrides) if overrides else config
 

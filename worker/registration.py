@@ -105,7 +105,7 @@ def activities_for(
     models = ModelActivities(config, providers, store, releaser=releaser)
     authorization = AuthorizationActivities(config, store)
     projection = ProjectionActivities(config, store)
-    ceilings = CeilingActivities(store)
+    ceilings = CeilingActivities(store, config.class_ceilings)
     packs = ContextPackActivities(config, store)
     execution = ExecutionActivities(config, store)
     prune = WorktreePruneActivities(config, store)

@@ -79,6 +79,7 @@ class ModelCeilingWorkflow:
         self._allowance = state.allowance
         self._idle_since = state.idle_since
         self._ramp_idle_seconds = state.ramp_idle_seconds
+        self._ramps = state.ramp
         self._succeeded_total = state.succeeded_total
         self._rate_limited_total = state.rate_limited_total
         self._ramp: bool | None = None
@@ -143,7 +144,7 @@ class ModelCeilingWorkflow:
     def _ramp_on(self) -> bool:
         """Whether this ceiling ramps (``PATCH_RAMP``); starts the allowance the first time."""
         if self._ramp is None:
-            self._ramp = workflow.patched(PATCH_RAMP)
+            self._ramp = self._ramps and workflow.patched(PATCH_RAMP)
             if self._ramp and self._allowance is None:
                 self._allowance = self._ramp_start()
         return self._ramp
@@ -212,6 +213,7 @@ class ModelCeilingWorkflow:
             succeeded_total=self._succeeded_total,
             rate_limited_total=self._rate_limited_total,
             ramp_idle_seconds=self._ramp_idle_seconds,
+            ramp=self._ramps,
         )
 
     @workflow.run

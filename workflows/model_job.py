@@ -44,12 +44,14 @@ with workflow.unsafe.imports_passed_through():
         LeaseRelease,
         LeaseTerms,
         ceiling_workflow_id,
+        class_lease_id,
         lease_outcome,
     )
     from contracts.context_packs import ContextPackResult
     from contracts.errors import ErrorType, advances_fallback, is_retryable
     from contracts.failures import ModelCallFailureDetail, ModelJobFailureDetail, failure_detail
     from contracts.metric_names import MODEL_FALLBACKS
+    from contracts.model_classes import ModelClass, class_pool_id
     from contracts.model_jobs import (
         CallUsage,
         ContextPackRequest,
@@ -91,6 +93,9 @@ RETRY_BACKOFF = timedelta(seconds=1)
 PATCH_ATTEMPTS_IN_WORKFLOW = "model-attempts-in-workflow"
 PATCH_LOCAL_PREPARE = "model-job-local-prepare"
 """The context pack and lease requests run as local activities (in the job's workflow task)."""
+PATCH_CLASS_POOLS = "model-job-class-pools"
+"""A leased call asks its model class's pool for a lease before its model's ceiling
+(``contracts.model_classes``), and gives both back."""
 PATCH_JOB_V5 = "model-job-v5"
 """Both behaviours above under one marker: jobs started since record only this one (the older ids
 are asked only by jobs recorded before it; docs/architecture.md "Temporal conventions")."""
@@ -275,6 +280,8 @@ class ModelJobWorkflow:
         # however this attempt ends — a cancel can arrive while the request is still in flight. The
         # call gives it back itself as it ends; the job does it only when the call could not.
         requested = not is_replay_model(model_id)
+        classed = False
+        model_class: ModelClass | None = None
         released = False
         outcome: LeaseOutcome | None = None
         try:
@@ -284,15 +291,30 @@ class ModelJobWorkflow:
                 assert self._pack_task is not None
                 self._pack = await self._pack_task
             if requested:
-                terms = await self._prepare(
-                    ActivityName.REQUEST_MODEL_LEASE,
-                    LeaseCall(
-                        model_id=model_id, lease_id=lease_id, holder_workflow_id=workflow.info().workflow_id
-                    ),
-                    LeaseTerms,
-                    _LEASE_REQUEST_TIMEOUT,
-                    _LEASE_REQUEST_RETRY,
+                model_class = (
+                    (job.model_class or ModelClass.CORE) if workflow.patched(PATCH_CLASS_POOLS) else None
                 )
+                call = LeaseCall(
+                    model_id=model_id,
+                    lease_id=lease_id,
+                    holder_workflow_id=workflow.info().workflow_id,
+                    model_class=model_class,
+                )
+                classed = model_class is not None
+                while True:
+                    terms = await self._prepare(
+                        ActivityName.REQUEST_MODEL_LEASE,
+                        call,
+                        LeaseTerms,
+                        _LEASE_REQUEST_TIMEOUT,
+                        _LEASE_REQUEST_RETRY,
+                    )
+                    if not terms.class_waiting:
+                        break
+                    # Queued in the class's pool: asked again once it is granted (idempotent).
+                    await workflow.wait_condition(lambda: class_lease_id(lease_id) in self._granted)
+                    call = call.model_copy(update={"class_granted": True})
+                classed = classed and terms.limited
                 requested = terms.limited
                 if terms.limited and terms.call_timeout_s is not None:
                     timeout = timedelta(seconds=terms.call_timeout_s + CALL_TIMEOUT_MARGIN_SECONDS)
@@ -306,7 +328,13 @@ class ModelJobWorkflow:
             try:
                 result: ModelCallResult = await workflow.execute_activity(
                     ActivityName.CALL_MODEL,
-                    self._request(job, model_id, attempt, lease_id if requested else None),
+                    self._request(
+                        job,
+                        model_id,
+                        attempt,
+                        lease_id if requested else None,
+                        class_pool_id(model_class) if classed and model_class is not None else None,
+                    ),
                     result_type=ModelCallResult,
                     start_to_close_timeout=timeout,
                     # A leased call that no worker picks up in time is given up (the lease margin
@@ -327,10 +355,13 @@ class ModelJobWorkflow:
                         await workflow.sleep(left)
                 raise
             released = result.lease_released
+            classed = classed and not result.class_lease_released
             return result
         finally:
             if requested and not released:
                 await self._release(model_id, lease_id, outcome)
+            if classed and model_class is not None:
+                await self._release(class_pool_id(model_class), class_lease_id(lease_id))
 
     async def _prepare(
         self,
@@ -381,7 +412,12 @@ class ModelJobWorkflow:
         self._granted.discard(lease_id)
 
     def _request(
-        self, job: ModelJobInput, model_id: str, attempt: int, lease_id: str | None = None
+        self,
+        job: ModelJobInput,
+        model_id: str,
+        attempt: int,
+        lease_id: str | None = None,
+        class_pool: str | None = None,
     ) -> ModelCallRequest:
         return ModelCallRequest(
             job_id=job.job_id,
@@ -394,6 +430,7 @@ class ModelJobWorkflow:
             attempt=attempt,
             pack=self._pack.pack if self._pack is not None else None,
             lease_id=lease_id,
+            class_pool=class_pool,
         )
 
     def _failure(self, job: ModelJobInput, model_id: str, error_type: str, message: str) -> ApplicationError:

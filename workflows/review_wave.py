@@ -117,6 +117,7 @@ async def _run(
         wave_pass = WavePass(
             index=n, profile=review_pass.profile, axes=review_pass.axes, questions=review_pass.questions,
             job_id=job.job_id, substitutes=review_pass.substitutes, models_requested=job.model.chain,
+            model_class=job.model_class,
         )  # fmt: skip
         if isinstance(pack, ContextPackResult):
             passes[n] = wave_pass.model_copy(

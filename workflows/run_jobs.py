@@ -21,6 +21,7 @@ with workflow.unsafe.imports_passed_through():
     from contracts.execution import ChangeUnderReview
     from contracts.failures import ModelJobFailureDetail, failure_detail
     from contracts.hashing import canonical_sha256
+    from contracts.model_classes import ModelClass
     from contracts.model_jobs import JobContext, ModelAttempt, ModelJobInput, ModelJobResult
     from contracts.output import JobKind, SpecialistOutput
     from contracts.pass_records import (
@@ -67,7 +68,7 @@ async def run_model_job(
     state.audit.record(AuditKind.MODEL_JOB_STARTED, data=started_data(contract, job))
     record = PassRecord(
         job_id=job.job_id, kind=kind, profile=job.profile_id, models_requested=job.model.chain,
-        started_at=workflow.now(),
+        model_class=job.model_class, started_at=workflow.now(),
     )  # fmt: skip
     state.model_job_running = True
     child = asyncio.ensure_future(
@@ -195,6 +196,14 @@ def record_attempts(state: RunState, kind: JobKind, attempts: list[ModelAttempt]
         state.audit.record(AuditKind.MODEL_ATTEMPT, data=attempt_data(kind, attempt))
 
 
+def job_class(contract: ExecutionContract, kind: JobKind) -> ModelClass:
+    """The model class of the run's ``kind`` job: ``support`` where its captured assignment runs on
+    the support model, else ``core`` (``advisory`` is never chosen for a run's own jobs)."""
+    assert contract.model is not None
+    assignment = contract.model.assignment_for(kind)
+    return ModelClass.SUPPORT if assignment is not None and assignment.uses_support_model else ModelClass.CORE
+
+
 def job_input(
     contract: ExecutionContract,
     title: str,
@@ -226,6 +235,7 @@ def job_input(
         # The captured assignment picks the job's models; a contract captured before support
         # routing has none, so for_job returns the same snapshot and old runs replay unchanged.
         model=contract.model.for_job(kind),
+        model_class=job_class(contract, kind),
         max_attempts=contract.budgets.max_attempts,
         task_type=contract.task_type,
         repo_alias=contract.repo_alias,

@@ -12,6 +12,7 @@ from typing import Any
 from contracts.enums import TaskType
 from contracts.errors import ErrorType
 from contracts.failures import ModelJobFailureDetail
+from contracts.model_classes import ModelClass
 from contracts.model_jobs import JobContext, ModelJobInput, ModelJobResult
 from contracts.output import JobKind
 from contracts.research_teams import (
@@ -74,6 +75,7 @@ def stage_job(
             research=visibility,
         ),
         model=capture.model,
+        model_class=ModelClass.CORE,  # research method is core work
         task_type=TaskType.RESEARCH,
     )
     stage = stages[number - 1]

@@ -276,7 +276,7 @@ async def test_the_ceiling_exports_its_allowance_as_a_gauge(
     allowances = [
         (int(update.value), dict(update.attributes))
         for update in buffer.retrieve_updates()
-        if update.metric.name == CEILING_ALLOWANCE
+        if update.metric.name == CEILING_ALLOWANCE and update.attributes["model"] == MODEL
     ]
     values = [value for value, _ in allowances]
     assert values[0] == 2, "the gauge starts at the ramp's start"

@@ -24,6 +24,7 @@ from activities.providers.base import CompletionRequest, ModelProvider
 from contracts.enums import AutomationMode, TaskType, Tier
 from contracts.errors import ErrorType, OperatorError, Refused
 from contracts.hashing import canonical_sha256
+from contracts.model_classes import ModelClass
 from contracts.models import ModelSelection
 from contracts.output import JobKind
 from contracts.pass_records import PRIMARY_PASS
@@ -997,6 +998,11 @@ async def test_a_support_profile_on_plain_documentation_work_calls_the_support_m
     ]
     assert [(r.identity.kind, r.identity.profile_id, r.model_name) for r in calls["primary"]] == [
         (JobKind.REVIEW, "reality-checker", "big")
+    ]
+    # Each job's calls draw on its class's pool, and the record of each pass says which.
+    assert [(record.kind, record.model_class) for record in view.passes] == [
+        (JobKind.ANALYSIS, ModelClass.SUPPORT),
+        (JobKind.REVIEW, ModelClass.CORE),
     ]
     assert [e["model"] for e in events(view, "model_job_completed")] == ["support:mini", "primary:big"]
     analysis, review = events(view, "model_job_started")
