@@ -5,7 +5,8 @@ deployment without workers is shown as such, never waited on.
 Each entry is a report, never an error: ``live`` is ``running`` (with the ramp's allowance and the
 lease table's counts), ``not_started`` (no call has asked this deployment's task queue for the model
 yet), ``no_answer`` (the query was not answered in time: no worker is running) or ``unreachable``
-(Temporal did not answer; ``error`` says why).
+(Temporal did not answer; ``error`` says why). The model classes' pools are reported the same way,
+by their ids (``class:support``, ``class:core``, ``class:advisory``).
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ from typing import Any, Final
 
 from contracts.ceilings import CeilingState, ceiling_workflow_id
 from contracts.errors import OperatorError
+from contracts.model_classes import ModelClass, class_pool_id
 from contracts.models import ModelRecord, is_replay_model
 from contracts.temporal_names import CeilingMessage
 from runtime.settings import Settings
@@ -28,21 +30,36 @@ def leased(registered: Sequence[ModelRecord]) -> list[ModelRecord]:
     return [record for record in registered if record.active and not is_replay_model(record.id)]
 
 
-async def ceiling_reports(settings: Settings, records: Sequence[ModelRecord]) -> list[dict[str, Any]]:
-    """One report per model in ``records`` (see the module docstring), in the same order."""
+async def ceiling_reports(
+    settings: Settings, records: Sequence[ModelRecord]
+) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    """One report per model in ``records`` (see the module docstring), in the same order, and one
+    per model class's pool (``contracts.model_classes``; its ceiling is the one the worker that
+    started it was given, so a pool not started shows none). Nothing is asked when ``records`` is
+    empty."""
     from runtime.temporal import connect
 
     if not records:
-        return []
+        return [], []
+    targets: list[ModelRecord | _Pool] = [*records, *(_Pool(class_pool_id(c)) for c in ModelClass)]
     try:
         client = await connect(settings, timeout=QUERY_TIMEOUT_SECONDS)
     except OperatorError as error:
-        return [_report(record, "unreachable", error=error.message) for record in records]
-    answers = await asyncio.gather(*(_query(client, settings.task_queue, record) for record in records))
-    return list(answers)
+        answers = [_report(target, "unreachable", error=error.message) for target in targets]
+    else:
+        answers = list(await asyncio.gather(*(_query(client, settings.task_queue, t) for t in targets)))
+    return answers[: len(records)], answers[len(records) :]
 
 
-async def _query(client: Any, task_queue: str, record: ModelRecord) -> dict[str, Any]:
+class _Pool:
+    """A model class's pool, reported like a model: its id, and no ceiling until it answers."""
+
+    def __init__(self, pool_id: str) -> None:
+        self.id = pool_id
+        self.ceiling: int | None = None
+
+
+async def _query(client: Any, task_queue: str, record: ModelRecord | _Pool) -> dict[str, Any]:
     from temporalio.service import RPCError, RPCStatusCode
 
     handle = client.get_workflow_handle(ceiling_workflow_id(task_queue, record.id))
@@ -61,8 +78,8 @@ async def _query(client: Any, task_queue: str, record: ModelRecord) -> dict[str,
     return {
         **_report(record, "running"),
         "ceiling": state.ceiling,
-        "allowance": state.allowance if state.allowance is not None else state.ceiling,
-        "ramping": state.allowance is not None,
+        "allowance": state.allowance if state.ramp and state.allowance is not None else state.ceiling,
+        "ramping": state.ramp and state.allowance is not None,
         "held": len(state.held),
         "waiting": len(state.waiting),
         "granted_total": state.granted_total,
@@ -74,5 +91,5 @@ async def _query(client: Any, task_queue: str, record: ModelRecord) -> dict[str,
     }
 
 
-def _report(record: ModelRecord, live: str, *, error: str | None = None) -> dict[str, Any]:
+def _report(record: ModelRecord | _Pool, live: str, *, error: str | None = None) -> dict[str, Any]:
     return {"model": record.id, "ceiling": record.ceiling, "live": live, "error": error}

@@ -223,16 +223,18 @@ def models_json(
     history: list[ModelSelectionRecord],
     registered: Sequence[ModelRecord] = (),
     ceilings: Sequence[dict[str, Any]] = (),
+    class_pools: Sequence[dict[str, Any]] = (),
 ) -> dict[str, Any]:
     """``models --json``: the current selection (null when none), the history, newest first, the
-    registered models, by id, and the live ceiling of each leased model
-    (``control.ceiling_status``)."""
+    registered models, by id, and the live ceiling of each leased model and of each model class's
+    pool (``control.ceiling_status``)."""
     return {
         "selected": current is not None,
         "current": selection_json(current),
         "history": [selection_json(record) for record in history],
         "registered": [model_json(record) for record in registered],
         "ceilings": list(ceilings),
+        "class_pools": list(class_pools),
     }
 
 
@@ -348,7 +350,9 @@ def render_ceilings(console: Console, ceilings: Sequence[dict[str, Any]]) -> Non
                 [
                     c["model"],
                     c["live"],
-                    f"{c['allowance']} / {c['ceiling']}" if c["live"] == "running" else f"- / {c['ceiling']}",
+                    f"{c['allowance']} / {c['ceiling']}"
+                    if c["live"] == "running"
+                    else f"- / {c['ceiling'] or '-'}",
                     str(c.get("held", "-")),
                     str(c.get("waiting", "-")),
                     str(c.get("rate_limited_total", "-")),

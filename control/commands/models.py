@@ -40,23 +40,23 @@ def models_command(ctx: typer.Context, as_json: JsonFlag = False) -> None:
         with store:
             current, history = store.get_model_selection(), store.model_selection_history()
             registered = store.list_models()
-    ceilings = _live_ceilings(registered)
+    ceilings, pools = _live_ceilings(registered)
     emit(
-        views.models_json(current, history, registered, ceilings),
+        views.models_json(current, history, registered, ceilings, pools),
         as_json,
-        lambda console: views.render_models(console, current, history, registered, ceilings),
+        lambda console: views.render_models(console, current, history, registered, [*ceilings, *pools]),
     )
 
 
-def _live_ceilings(registered: list[Any]) -> list[dict[str, Any]]:
-    """The live ceiling of every leased model (``control.ceiling_status``); Temporal is asked only
-    when there is one."""
+def _live_ceilings(registered: list[Any]) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    """The live ceiling of every leased model and of each model class's pool
+    (``control.ceiling_status``); Temporal is asked only when there is a leased model."""
     from control.ceiling_status import ceiling_reports, leased
     from runtime.settings import Settings
 
     records = leased(registered)
     if not records:
-        return []
+        return [], []
     return run_async(ceiling_reports(Settings.from_env(), records))
 
 

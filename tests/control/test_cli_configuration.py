@@ -13,7 +13,14 @@ from catalog.loader import load_catalog
 from tests.control.cli_harness import ISO_UTC, Cli
 from tests.store.git_repository import make_working_tree
 
-NOTHING_SELECTED = {"selected": False, "current": None, "history": [], "registered": [], "ceilings": []}
+NOTHING_SELECTED = {
+    "selected": False,
+    "current": None,
+    "history": [],
+    "registered": [],
+    "ceilings": [],
+    "class_pools": [],
+}
 
 DEFAULT_POLICY = {
     "mode": "recommend",

@@ -11,7 +11,14 @@ import pytest
 from activities.config import DEFAULT_RECORDINGS_DIR
 from tests.control.cli_harness import ISO_UTC, Cli
 
-EMPTY = {"selected": False, "current": None, "history": [], "registered": [], "ceilings": []}
+EMPTY = {
+    "selected": False,
+    "current": None,
+    "history": [],
+    "registered": [],
+    "ceilings": [],
+    "class_pools": [],
+}
 
 
 @pytest.fixture

@@ -301,6 +301,12 @@ async def test_models_reports_a_ceiling_not_started_and_an_unreachable_server(
     assert shown.exit_code == 0, shown
     [live] = json.loads(shown.stdout)["ceilings"]
     assert (live["model"], live["live"], live["ceiling"], live["error"]) == (MODEL, "not_started", 4, None)
+    pools = json.loads(shown.stdout)["class_pools"]
+    assert [(p["model"], p["live"], p["ceiling"]) for p in pools] == [
+        ("class:support", "not_started", None),
+        ("class:core", "not_started", None),
+        ("class:advisory", "not_started", None),
+    ]
     human = cli.run("models")
     assert "not_started" in human.stdout and MODEL in human.stdout
     away = cli.with_env(SPECIALISTS_TEMPORAL_ADDRESS="127.0.0.1:1").run("models", "--json")

@@ -6,6 +6,7 @@ classes' pools are apart: support work is not held back by a full core pool.
 from __future__ import annotations
 
 import asyncio
+import json
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
@@ -17,7 +18,8 @@ from contracts.ceilings import CeilingState, ceiling_workflow_id
 from contracts.model_classes import ModelClass, class_pool_id
 from infra.devserver import DevServer
 from tests.activities.providers.wire_server import WireServer, running
-from tests.workflows.harness import until, within, worker_process
+from tests.control.cli_harness import Cli
+from tests.workflows.harness import ACTION_TOKEN, until, within, worker_process
 from tests.workflows.test_ceiling_ramp import Concurrency
 from tests.workflows.test_model_ceiling import KEY_ENV, MODEL, _ceiling, _job, _register
 from workflows.model_ceiling import ModelCeilingWorkflow
@@ -79,6 +81,26 @@ async def test_a_class_ceiling_of_3_holds_across_two_workers_below_the_models_ow
 
         assert await until(given_back, timeout=20)
         pool = await _pool(temporal_client, task_queue, ModelClass.CORE)
+        cli = Cli.isolated(
+            tmp_path,
+            token=ACTION_TOKEN.decode(),
+            SPECIALISTS_TEMPORAL_ADDRESS=temporal_dev_server.address,
+            SPECIALISTS_TASK_QUEUE=task_queue,
+            SPECIALISTS_STATE_DIR=str(state_dir),
+        )
+        shown = cli.run("models", "--json")
+    assert shown.exit_code == 0, shown
+    pools = {p["model"]: p for p in json.loads(shown.stdout)["class_pools"]}
+    core = pools["class:core"]
+    assert (core["live"], core["ceiling"], core["allowance"], core["held"], core["granted_total"]) == (
+        "running",
+        3,
+        3,
+        0,
+        12,
+    )
+    assert core["ramping"] is False
+    assert pools["class:support"]["live"] == "not_started"
     assert len(calls.arrivals) == 12
     assert max(at for at, _ in calls.arrivals) == 3, "the class's ceiling, not the model's 20"
     assert (pool.ceiling, pool.max_held, pool.granted_total, pool.waiting) == (3, 3, 12, [])
