@@ -24,6 +24,23 @@ class ModelClass(StrEnum):
     ADVISORY = "advisory"
 
 
+class ReasoningEffort(StrEnum):
+    """How hard a model is asked to reason, part of the model selection for each class: sent as
+    OpenAI's ``reasoning_effort`` and as an Anthropic thinking budget (:data:`THINKING_BUDGET_TOKENS`)."""
+
+    LOW = "low"
+    MEDIUM = "medium"
+    HIGH = "high"
+
+
+THINKING_BUDGET_TOKENS: Final[Mapping[ReasoningEffort, int]] = {
+    ReasoningEffort.LOW: 1024,
+    ReasoningEffort.MEDIUM: 4096,
+    ReasoningEffort.HIGH: 16384,
+}
+"""The Anthropic thinking budget of each effort (1,024 is the provider's smallest)."""
+
+
 DEFAULT_CLASS_CEILINGS: Final[Mapping[ModelClass, int]] = {
     ModelClass.SUPPORT: 20,
     ModelClass.CORE: 5,

@@ -8,6 +8,7 @@ from typing import Annotated
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, model_validator
 
 from contracts.enums import FallbackMode
+from contracts.model_classes import ModelClass, ReasoningEffort
 
 _MAX_MODEL_ID_CHARS = 200
 _MAX_FALLBACKS = 8
@@ -41,7 +42,8 @@ def split_model_id(model_id: str) -> tuple[str, str]:
 
 class ModelSelection(BaseModel):
     """The operator's model choice: a primary, an ordered fallback list (<= 8, no repeats, not the
-    primary), the fallback mode and an optional support model for ``support`` profiles.
+    primary), the fallback mode, an optional support model for ``support`` profiles and the reasoning
+    effort of each model class.
 
     Raises ``pydantic.ValidationError`` on a malformed id, a repeated model or fallbacks given with
     ``primary_only``.
@@ -53,6 +55,9 @@ class ModelSelection(BaseModel):
     fallbacks: Annotated[list[ModelId], Field(max_length=_MAX_FALLBACKS)] = []
     fallback_mode: FallbackMode = FallbackMode.PRIMARY_ONLY
     support: ModelId | None = None
+    efforts: dict[ModelClass, ReasoningEffort] = {}
+    """The reasoning effort asked of each class's calls (``contracts.model_classes``); a class not
+    named gets the provider's default (nothing is sent)."""
 
     @model_validator(mode="after")
     def _fallbacks_consistent(self) -> ModelSelection:

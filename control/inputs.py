@@ -73,3 +73,28 @@ def parse_model(model: type[ModelT], data: Any, *, what: str, code: str) -> Mode
         return model.model_validate(data)
     except ValidationError as error:
         raise InvalidInput(code, f"invalid {what}: {describe_validation_error(error)}") from None
+
+
+def parse_efforts(values: list[str]) -> dict[str, str]:
+    """``--effort CLASS=EFFORT`` values as efforts by class. Raises :class:`InvalidInput`
+    ``invalid_model_selection`` for an unknown class or effort, or a class given twice."""
+    from contracts.model_classes import ModelClass, ReasoningEffort
+
+    classes = ", ".join(c.value for c in ModelClass)
+    efforts_known = ", ".join(e.value for e in ReasoningEffort)
+    efforts: dict[str, str] = {}
+    for value in values:
+        name, sep, effort = value.partition("=")
+        if not sep or name not in {c.value for c in ModelClass}:
+            raise InvalidInput(
+                "invalid_model_selection",
+                f"--effort {value!r}: expected CLASS=EFFORT with CLASS one of {classes}",
+            )
+        if effort not in {e.value for e in ReasoningEffort}:
+            raise InvalidInput(
+                "invalid_model_selection", f"--effort {value!r}: the effort must be one of {efforts_known}"
+            )
+        if name in efforts:
+            raise InvalidInput("invalid_model_selection", f"--effort: class {name} is given twice")
+        efforts[name] = effort
+    return efforts

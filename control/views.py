@@ -257,13 +257,14 @@ def render_models(
     console.print(
         table(
             "model selection (newest first)",
-            ["primary", "fallbacks", "fallback mode", "support", "selected by", "selected at"],
+            ["primary", "fallbacks", "fallback mode", "support", "effort", "selected by", "selected at"],
             [
                 [
                     r.selection.primary,
                     ", ".join(r.selection.fallbacks) or "-",
                     r.selection.fallback_mode.value,
                     r.selection.support or "-",
+                    ", ".join(f"{c.value} {e.value}" for c, e in r.selection.efforts.items()) or "-",
                     r.selected_by,
                     _time(r.selected_at) or "",
                 ]

@@ -92,7 +92,7 @@ def policy_content(row: Any) -> dict[str, Any]:
 
 
 def selection_content(row: Any) -> dict[str, Any]:
-    return {
+    content = {
         "primary": row.primary,
         "fallbacks": list(row.fallbacks),
         "fallback_mode": row.fallback_mode,
@@ -100,6 +100,9 @@ def selection_content(row: Any) -> dict[str, Any]:
         "selected_by": row.selected_by,
         "selected_at": _time(row.selected_at),
     }
+    if row.efforts:  # signed only when set: rows from before efforts keep their signatures
+        content["efforts"] = dict(row.efforts)
+    return content
 
 
 def model_content(row: Any) -> dict[str, Any]:

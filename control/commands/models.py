@@ -200,18 +200,24 @@ def models_select_command(
     support: Annotated[
         str | None, typer.Option("--support", help="Model for bounded support profiles.")
     ] = None,
+    effort: Annotated[
+        list[str] | None,
+        typer.Option("--effort", help="CLASS=EFFORT: support|core|advisory = low|medium|high (repeatable)."),
+    ] = None,
     actor: ActorOption = None,
     as_json: JsonFlag = False,
 ) -> None:
-    """Select the primary model, ordered fallbacks and optional support model (replay:* or registered)."""
+    """Select the primary model, ordered fallbacks, optional support model (replay:* or registered)
+    and the reasoning effort of each model class."""
     from contracts.models import ModelSelection
     from control import views
-    from control.inputs import parse_model
+    from control.inputs import parse_efforts, parse_model
     from control.keys import require_signer
     from control.output import emit
 
     fallbacks = list(fallback or [])
     payload: dict[str, Any] = {"primary": primary, "fallbacks": fallbacks, "support": support}
+    payload["efforts"] = parse_efforts(effort or [])
     payload["fallback_mode"] = fallback_mode or ("ordered" if fallbacks else "primary_only")
     selection = parse_model(ModelSelection, payload, what="model selection", code="invalid_model_selection")
     signer = require_signer(actor_required(actor, "selecting models"))

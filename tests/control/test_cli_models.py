@@ -146,6 +146,42 @@ def test_selection_takes_registered_and_replay_models(alice: Cli, tmp_path: Path
     ]
 
 
+def test_a_selection_keeps_the_reasoning_effort_of_each_class_signed_and_shown(alice: Cli) -> None:
+    selected = alice.call(
+        "models", "select", "--primary", "replay:demo", "--effort", "core=high", "--effort", "support=low",
+        "--actor", "alice", "--json",
+    ).ok()  # fmt: skip
+    assert selected["current"]["efforts"] == {"core": "high", "support": "low"}
+    plain = alice.call("models", "select", "--primary", "replay:demo", "--actor", "alice", "--json").ok()
+    assert plain["current"]["efforts"] == {}
+    shown = alice.call("models", "--json").ok()  # every row verified on read, signatures included
+    assert [entry["efforts"] for entry in shown["history"]] == [{}, {"core": "high", "support": "low"}]
+    table = alice.call("models")
+    assert "core high, support low" in table.stdout
+
+
+@pytest.mark.parametrize(
+    ("effort", "message"),
+    [
+        ("core", "expected CLASS=EFFORT with CLASS one of support, core, advisory"),
+        ("premium=high", "expected CLASS=EFFORT"),
+        ("core=extreme", "the effort must be one of low, medium, high"),
+        ("core=", "the effort must be one of low, medium, high"),
+    ],
+)
+def test_a_malformed_effort_is_refused_and_nothing_is_selected(alice: Cli, effort: str, message: str) -> None:
+    error = alice.call(
+        "models", "select", "--primary", "replay:demo", "--effort", effort, "--actor", "alice", "--json"
+    ).error(2, "invalid_model_selection")
+    assert message in error
+    twice = alice.call(
+        "models", "select", "--primary", "replay:demo", "--effort", "core=low", "--effort", "core=high",
+        "--actor", "alice", "--json",
+    ).error(2, "invalid_model_selection")  # fmt: skip
+    assert "class core is given twice" in twice
+    assert alice.call("models", "--json").ok()["history"] == []
+
+
 @pytest.mark.parametrize(
     ("args", "missing"),
     [
