@@ -51,6 +51,7 @@ from contracts.ceilings import class_lease_id, lease_outcome
 from contracts.errors import ErrorType, NotFound, is_retryable
 from contracts.failures import ModelCallFailureDetail
 from contracts.metric_names import MODEL_CALLS
+from contracts.model_classes import ReasoningEffort
 from contracts.model_jobs import (
     CallUsage,
     ModelCallRequest,
@@ -96,11 +97,14 @@ def _fail(
     )
 
 
-def _usage(completion: Completion) -> CallUsage:
+def _usage(completion: Completion, effort: ReasoningEffort | None = None) -> CallUsage:
     return CallUsage(
         latency_ms=completion.latency_ms,
         input_tokens=completion.input_tokens,
         output_tokens=completion.output_tokens,
+        effort_requested=effort,
+        reasoning_tokens=completion.reasoning_tokens,
+        reasoning_observed=completion.reasoning_seen,
     )
 
 
@@ -252,6 +256,7 @@ class ModelActivities:
                 expects_patch=request.context.expects_patch and request.kind is JobKind.ANALYSIS,
                 task=request.context.task,
             ),
+            effort=request.effort.value if request.effort is not None else None,
         )
         log = run_logger(
             request.job_id,
@@ -266,7 +271,7 @@ class ModelActivities:
         except ReplayMiss as error:
             # Expected when replaying: this line says it all (the key looked for), and the failure
             # is marked expected so the worker does not log it again with a traceback.
-            usage = CallUsage(latency_ms=_elapsed_ms(started))
+            usage = CallUsage(latency_ms=_elapsed_ms(started), effort_requested=request.effort)
             profile, job, title = error.key
             log.warning(
                 "model_call_failed",
@@ -278,7 +283,7 @@ class ModelActivities:
             )
             raise _fail(error.error_type, error.message, usage, expected=True) from None
         except ProviderError as error:
-            usage = CallUsage(latency_ms=_elapsed_ms(started))
+            usage = CallUsage(latency_ms=_elapsed_ms(started), effort_requested=request.effort)
             log.warning(
                 "model_call_failed",
                 error_type=error.error_type,
@@ -286,7 +291,7 @@ class ModelActivities:
                 latency_ms=usage.latency_ms,
             )
             raise _fail(error.error_type, error.message, usage) from None
-        usage = _usage(answer)
+        usage = _usage(answer, request.effort)
         hits = self._scanner.scan(answer.text)
         if hits:
             log.warning("secret_in_output", hits=[hit.describe() for hit in hits], **usage.model_dump())

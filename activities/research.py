@@ -91,6 +91,7 @@ class ResearchActivities:
             fallbacks=list(chosen.fallbacks),
             fallback_mode=chosen.fallback_mode,
             support=chosen.support,
+            efforts={model_class.value: effort.value for model_class, effort in chosen.efforts.items()},
             source=f"model selection by {selection.selected_by} at {selection.selected_at.isoformat()}",
         )
         refs = [EvidenceRef(evidence_id=r.evidence_id, kind=r.kind, sha256=r.sha256) for r in active]

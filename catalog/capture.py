@@ -317,6 +317,7 @@ def capture(
             fallbacks=fallbacks,
             fallback_mode=mode,
             support=chosen.support,
+            efforts={model_class.value: effort.value for model_class, effort in chosen.efforts.items()},
             source=source,
         )
         # The assignments go into the contract, so the digest an operator approves covers which

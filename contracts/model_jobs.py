@@ -15,7 +15,7 @@ from pydantic import BaseModel, ConfigDict
 from contracts.context_packs import ContextPack
 from contracts.enums import TaskType
 from contracts.execution import ChangeUnderReview
-from contracts.model_classes import ModelClass
+from contracts.model_classes import ModelClass, ReasoningEffort
 from contracts.output import Finding, JobKind, SpecialistOutput
 from contracts.proofs import ActionProof
 from contracts.research_teams import JobOutputRef, ResearchJobContext
@@ -62,6 +62,8 @@ class ModelJobInput(BaseModel):
     base_commit: str | None = None
     model_class: ModelClass | None = None
     """The class whose pool the job's calls draw on (``contracts.model_classes``); None: ``core``."""
+    effort: ReasoningEffort | None = None
+    """The reasoning effort the selection captured for the job's class (None: not asked)."""
 
 
 class ContextPackRequest(BaseModel):
@@ -109,6 +111,8 @@ class ModelCallRequest(BaseModel):
     attempt: int = 1
     pack: ContextPack | None = None
     lease_id: str | None = None
+    effort: ReasoningEffort | None = None
+    """The reasoning effort asked of the model (the selection's effort for the job's class)."""
     class_pool: str | None = None
     """The class pool (``contracts.model_classes.class_pool_id``) whose lease goes with
     ``lease_id``; the call gives it back as it ends, with the model's."""
@@ -123,6 +127,12 @@ class CallUsage(BaseModel):
     latency_ms: int | None = None
     input_tokens: int | None = None
     output_tokens: int | None = None
+    effort_requested: ReasoningEffort | None = None
+    """The reasoning effort the call asked for (None: the provider's default)."""
+    reasoning_tokens: int | None = None
+    reasoning_observed: bool | None = None
+    """What the answer showed of reasoning: tokens the provider reports spent on it, and whether it
+    shows any was done (None: the provider shows neither way)."""
 
 
 class ModelCallResult(BaseModel):

@@ -10,7 +10,7 @@ from enum import StrEnum
 
 from pydantic import BaseModel, ConfigDict
 
-from contracts.model_classes import ModelClass
+from contracts.model_classes import ModelClass, ReasoningEffort
 from contracts.output import JobKind
 
 PRIMARY_PASS = "the primary's own pass: it makes the findings, it does not review them"
@@ -24,8 +24,8 @@ class PassOutcome(StrEnum):
 
 
 class PassAttempt(BaseModel):
-    """One call a pass's job made: the model, ``ok`` or the error type that ended it, and whether it
-    moved the job to the next model of its chain."""
+    """One call a pass's job made: the model, ``ok`` or the error type that ended it, whether it
+    moved the job to the next model of its chain, and the reasoning effort asked and observed."""
 
     model_config = ConfigDict(frozen=True)
 
@@ -33,6 +33,11 @@ class PassAttempt(BaseModel):
     outcome: str
     error_type: str | None = None
     fallback: bool = False
+    effort_requested: ReasoningEffort | None = None
+    reasoning_tokens: int | None = None
+    reasoning_observed: bool | None = None
+    """The reasoning effort the call asked for and what its answer showed of reasoning (tokens
+    reported, any shown at all; None: the provider shows neither way)."""
 
 
 class PassRecord(BaseModel):

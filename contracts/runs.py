@@ -18,6 +18,7 @@ from contracts.enums import FallbackMode, RiskLevel, TaskType, Tier
 from contracts.execution import ExecutionRecord
 from contracts.hashing import canonical_sha256
 from contracts.ids import RUN_ID_PATTERN
+from contracts.model_classes import ModelClass, ReasoningEffort
 from contracts.models import ModelId
 from contracts.orchestration import OrchestrationDecision
 from contracts.output import JobKind, SpecialistOutput
@@ -232,6 +233,14 @@ class ModelSnapshot(BaseModel):
     source: str
     # Defaults to empty so model snapshots recorded before support routing still validate.
     assignments: list[ModelAssignment] = []
+    efforts: dict[str, str] = {}
+    """The selection's reasoning effort by model class (``contracts.model_classes``), covered by the
+    digest; empty in contracts captured before efforts (every call asks the provider's default)."""
+
+    def effort_for(self, model_class: ModelClass) -> ReasoningEffort | None:
+        """The effort captured for ``model_class``'s calls, or None."""
+        effort = self.efforts.get(model_class.value)
+        return ReasoningEffort(effort) if effort is not None else None
 
     @property
     def chain(self) -> list[str]:
@@ -292,6 +301,7 @@ class ModelSnapshot(BaseModel):
                 fallback_mode=self.fallback_mode,
                 support=self.support,
                 source=self.source,
+                efforts=dict(self.efforts),
             )
         return ModelSnapshot(
             primary=assignment.models[0],
@@ -299,6 +309,7 @@ class ModelSnapshot(BaseModel):
             fallback_mode=FallbackMode.PRIMARY_ONLY,
             support=self.support,
             source=self.source,
+            efforts=dict(self.efforts),
         )
 
 

@@ -431,6 +431,7 @@ class ModelJobWorkflow:
             pack=self._pack.pack if self._pack is not None else None,
             lease_id=lease_id,
             class_pool=class_pool,
+            effort=job.effort,
         )
 
     def _failure(self, job: ModelJobInput, model_id: str, error_type: str, message: str) -> ApplicationError:

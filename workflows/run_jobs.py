@@ -122,6 +122,9 @@ def pass_attempt(attempt: ModelAttempt) -> PassAttempt:
         outcome=attempt.outcome,
         error_type=attempt.error_type,
         fallback=attempt.fallback,
+        effort_requested=attempt.usage.effort_requested,
+        reasoning_tokens=attempt.usage.reasoning_tokens,
+        reasoning_observed=attempt.usage.reasoning_observed,
     )
 
 
@@ -236,6 +239,7 @@ def job_input(
         # routing has none, so for_job returns the same snapshot and old runs replay unchanged.
         model=contract.model.for_job(kind),
         model_class=job_class(contract, kind),
+        effort=contract.model.effort_for(job_class(contract, kind)),
         max_attempts=contract.budgets.max_attempts,
         task_type=contract.task_type,
         repo_alias=contract.repo_alias,

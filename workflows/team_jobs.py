@@ -76,6 +76,7 @@ def stage_job(
         ),
         model=capture.model,
         model_class=ModelClass.CORE,  # research method is core work
+        effort=capture.model.effort_for(ModelClass.CORE),
         task_type=TaskType.RESEARCH,
     )
     stage = stages[number - 1]

@@ -12,6 +12,11 @@ the tool call's input is returned as JSON text. A server that answers with text 
 Messages-compatible servers ignore tools) has its text returned as is. Either way the text is
 unchecked here: ``call_model`` validates it against the output contract.
 
+With a reasoning effort (``CompletionRequest.effort``) the call enables extended thinking with the
+effort's budget (``contracts.model_classes.THINKING_BUDGET_TOKENS``, added to ``max_tokens``); the
+tool cannot be forced while thinking, so ``tool_choice`` is ``auto`` and a text answer is taken as
+above. Thinking blocks in the answer are reported as ``reasoning_seen``.
+
 A response without usable output (no tool call and no text, or a stop at ``max_tokens``) is
 ``model_output_schema``; a ``refusal`` stop is ``model_safety``.
 """
@@ -22,7 +27,14 @@ import json
 import time
 
 import anthropic
-from anthropic.types import Message, MessageParam, ToolChoiceToolParam, ToolParam
+from anthropic.types import (
+    Message,
+    MessageParam,
+    ThinkingConfigEnabledParam,
+    ToolChoiceAutoParam,
+    ToolChoiceToolParam,
+    ToolParam,
+)
 
 from activities.providers.base import Completion, CompletionRequest
 from activities.providers.classify import (
@@ -36,6 +48,7 @@ from activities.providers.classify import (
     output_schema,
 )
 from contracts.errors import ErrorType
+from contracts.model_classes import THINKING_BUDGET_TOKENS, ReasoningEffort
 
 PROVIDER = "anthropic"
 DEFAULT_MAX_TOKENS = 8192
@@ -84,11 +97,14 @@ class AnthropicMessagesProvider(ProviderFailures):
             input_tokens += (as_int(getattr(usage, "cache_creation_input_tokens", None)) or 0) + (
                 as_int(getattr(usage, "cache_read_input_tokens", None)) or 0
             )
+        content = getattr(message, "content", None) or []
+        thought = any(getattr(block, "type", None) in ("thinking", "redacted_thinking") for block in content)
         return Completion(
             text=text,
             input_tokens=input_tokens,
             output_tokens=as_int(getattr(usage, "output_tokens", None)),
             latency_ms=round((time.monotonic() - started) * 1000),
+            reasoning_seen=thought if request.effort is not None else (thought or None),
         )
 
     # ------------------------------------------------------------------------------------ the call
@@ -101,15 +117,31 @@ class AnthropicMessagesProvider(ProviderFailures):
             "description": OUTPUT_DESCRIPTION,
             "input_schema": output_schema(),
         }
-        tool_choice: ToolChoiceToolParam = {"type": "tool", "name": OUTPUT_NAME}
         try:
-            result: object = self._client.messages.create(
+            if request.effort is not None:
+                # Extended thinking: a budget for the effort, on top of the answer's own tokens; the
+                # tool may not be forced while thinking, so the answer may come as the tool or as text.
+                budget = THINKING_BUDGET_TOKENS[ReasoningEffort(request.effort)]
+                thinking: ThinkingConfigEnabledParam = {"type": "enabled", "budget_tokens": budget}
+                auto: ToolChoiceAutoParam = {"type": "auto"}
+                result: object = self._client.messages.create(
+                    model=model,
+                    max_tokens=self._max_tokens + budget,
+                    system=request.instructions,
+                    messages=messages,
+                    tools=[tool],
+                    tool_choice=auto,
+                    thinking=thinking,
+                )
+                return result
+            forced: ToolChoiceToolParam = {"type": "tool", "name": OUTPUT_NAME}
+            result = self._client.messages.create(
                 model=model,
                 max_tokens=self._max_tokens,
                 system=request.instructions,
                 messages=messages,
                 tools=[tool],
-                tool_choice=tool_choice,
+                tool_choice=forced,
             )
             return result
         except TypeError as error:

@@ -36,12 +36,16 @@ class JobIdentity:
 
 @dataclass(frozen=True)
 class CompletionRequest:
-    """One model call: the model name (without provider), instructions, the context, the identity."""
+    """One model call: the model name (without provider), instructions, the context, the identity
+    and the reasoning effort asked."""
 
     model_name: str
     instructions: str
     context: str
     identity: JobIdentity
+    effort: str | None = None
+    """The reasoning effort asked (``low | medium | high``; None: the provider's default), sent by
+    providers that support it."""
 
 
 @dataclass(frozen=True)
@@ -52,6 +56,11 @@ class Completion:
     input_tokens: int | None
     output_tokens: int | None
     latency_ms: int
+    reasoning_tokens: int | None = None
+    """Tokens the provider reports spent on reasoning (OpenAI ``reasoning_tokens``), if reported."""
+    reasoning_seen: bool | None = None
+    """Whether the answer shows reasoning was done (thinking blocks; reasoning tokens above 0);
+    None where the provider shows neither way."""
 
 
 class ProviderError(Exception):

@@ -18,6 +18,9 @@ already carry the schema), and later calls for that model on this provider go st
 The returned text is the first choice's message content, unchecked: ``call_model`` validates it
 against the output contract. Empty content or a stop at the token limit is ``model_output_schema``;
 a refusal or a ``content_filter`` stop is ``model_safety``.
+
+With a reasoning effort (``CompletionRequest.effort``) the request carries ``reasoning_effort``; the
+``reasoning_tokens`` the answer reports are passed on (``reasoning_seen``: more than 0).
 """
 
 from __future__ import annotations
@@ -29,6 +32,7 @@ from typing import cast
 import openai
 from openai.types.chat import ChatCompletion, ChatCompletionMessageParam
 from openai.types.chat.completion_create_params import ResponseFormat
+from openai.types.shared_params import ReasoningEffort as ReasoningEffortParam
 
 from activities.providers.base import Completion, CompletionRequest, ProviderError
 from activities.providers.classify import (
@@ -112,11 +116,15 @@ class OpenAICompatibleProvider(ProviderFailures):
         response = self._call(self._client, request)
         text, usage = self._text(request, response)
         latency_ms = round((time.monotonic() - started) * 1000)
+        details = getattr(getattr(response, "usage", None), "completion_tokens_details", None)
+        reasoning = as_int(getattr(details, "reasoning_tokens", None))
         return Completion(
             text=text,
             input_tokens=usage[0],
             output_tokens=usage[1],
             latency_ms=latency_ms,
+            reasoning_tokens=reasoning,
+            reasoning_seen=None if reasoning is None else reasoning > 0,
         )
 
     # ------------------------------------------------------------------------------------ the call
@@ -128,9 +136,17 @@ class OpenAICompatibleProvider(ProviderFailures):
             {"role": "system", "content": request.instructions},
             {"role": "user", "content": request.context},
         ]
-        result: object = client.chat.completions.create(
-            model=request.model_name, messages=messages, response_format=response_format
-        )
+        if request.effort is not None:
+            result: object = client.chat.completions.create(
+                model=request.model_name,
+                messages=messages,
+                response_format=response_format,
+                reasoning_effort=cast(ReasoningEffortParam, request.effort),
+            )
+        else:
+            result = client.chat.completions.create(
+                model=request.model_name, messages=messages, response_format=response_format
+            )
         return result
 
     def _call(self, client: openai.OpenAI, request: CompletionRequest) -> object:
