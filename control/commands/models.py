@@ -26,8 +26,16 @@ app = typer.Typer(help="Show, register or select the models runs use.", invoke_w
 
 
 @app.callback()
-def models_command(ctx: typer.Context, as_json: JsonFlag = False) -> None:
-    """Show the registered models, the current model selection and its history."""
+def models_command(
+    ctx: typer.Context,
+    as_json: JsonFlag = False,
+    offline: Annotated[
+        bool,
+        typer.Option("--offline", help="Only what the store holds: do not ask Temporal for live ceilings."),
+    ] = False,
+) -> None:
+    """Show the registered models, the current model selection and its history, and the live
+    ceilings of the registered models and the model classes' pools."""
     if ctx.invoked_subcommand is not None:
         return
     from control import views
@@ -40,7 +48,7 @@ def models_command(ctx: typer.Context, as_json: JsonFlag = False) -> None:
         with store:
             current, history = store.get_model_selection(), store.model_selection_history()
             registered = store.list_models()
-    ceilings, pools = _live_ceilings(registered)
+    ceilings, pools = ([], []) if offline else _live_ceilings(registered)
     emit(
         views.models_json(current, history, registered, ceilings, pools),
         as_json,

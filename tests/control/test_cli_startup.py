@@ -101,8 +101,8 @@ def test_previews_and_help_load_neither_temporal_nor_providers_nor_the_store(
         [*ROUTE, "--automatic", "--json"],
         ["policy", "--json"],
         ["policy"],
-        ["models", "--json"],
-        ["models"],
+        ["models", "--offline", "--json"],
+        ["models", "--offline"],
         ["repos", "--json"],
         ["repos"],
         ["actors", "--json"],
@@ -115,6 +115,17 @@ def test_reads_of_the_store_load_neither_temporal_nor_providers(configured: Cli,
     assert result["exit_code"] == 0, result["stdout"]
     assert "sqlalchemy" in result["packages"]  # the store was read: the check sees real work
     assert not result["packages"] & NEVER, sorted(result["packages"] & NEVER)
+
+
+@pytest.mark.parametrize("args", [["models", "--json"], ["models"]])
+def test_models_asks_temporal_for_the_live_ceilings_of_a_registered_model_but_loads_no_provider_sdk(
+    configured: Cli, args: list[str]
+) -> None:
+    result = loaded(configured, *args)
+
+    assert result["exit_code"] == 0, result["stdout"]
+    assert {"sqlalchemy", "temporalio"} <= result["packages"]
+    assert not result["packages"] & {"openai", "anthropic"}
 
 
 @pytest.mark.parametrize("args", [["status", "--json"], ["status"]])
