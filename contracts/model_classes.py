@@ -1,4 +1,4 @@
-"""Model classes (docs/architecture.md "Model classes"): every model call belongs to one class, and
+"""Model classes (docs/architecture.md "Model selection"): every model call belongs to one class, and
 each class has its own in-flight ceiling across every worker, beside each model's own ceiling.
 
 ``support`` is bounded support work (documentation, curation, CI stewardship, triage), ``core`` the

@@ -125,20 +125,21 @@ async def test_the_allowance_starts_at_two_grows_with_successes_halves_on_a_rate
         assert await _table(ceiling) == (2, ["L1", "L2"], ["L3", "L4", "L5", "L6"])
 
         await _release(ceiling, "L1", "succeeded")  # 3 allowed: two more granted, first come first
-        assert await until(lambda: _is(ceiling, (3, ["L2", "L3", "L4"], ["L5", "L6"])), timeout=10)
+        await _expect(ceiling, (3, ["L2", "L3", "L4"], ["L5", "L6"]))
         await _release(ceiling, "L2", "rate_limited")  # 3 // 2 = 1: nothing granted until one is left
-        assert await until(lambda: _is(ceiling, (1, ["L3", "L4"], ["L5", "L6"])), timeout=10)
+        await _expect(ceiling, (1, ["L3", "L4"], ["L5", "L6"]))
         await _release(ceiling, "L3", "failed")  # neither grows nor shrinks
-        assert await until(lambda: _is(ceiling, (1, ["L4"], ["L5", "L6"])), timeout=10)
+        await _expect(ceiling, (1, ["L4"], ["L5", "L6"]))
         await _release(ceiling, "L4", None)  # outcome unknown: left as is, the slot is free
-        assert await until(lambda: _is(ceiling, (1, ["L5"], ["L6"])), timeout=10)
-        for lease in ("L5", "L6"):
-            await _release(ceiling, lease, "succeeded")
-        assert await until(lambda: _is(ceiling, (3, [], [])), timeout=10)
+        await _expect(ceiling, (1, ["L5"], ["L6"]))
+        await _release(ceiling, "L5", "succeeded")  # 2 allowed: L6 granted
+        await _expect(ceiling, (2, ["L6"], []))
+        await _release(ceiling, "L6", "succeeded")
+        await _expect(ceiling, (3, [], []))
         for lease in ("L7", "L8", "L9", "L10"):  # successes beyond the ceiling keep it at the ceiling
             assert await _acquire(ceiling, holder.id, lease) == "held"
             await _release(ceiling, lease, "succeeded")
-        assert await until(lambda: _is(ceiling, (5, [], [])), timeout=10)
+        await _expect(ceiling, (5, [], []))
         state = await ceiling.query(ModelCeilingWorkflow.state)
         assert (state.succeeded_total, state.rate_limited_total) == (7, 1)
         history = await ceiling.fetch_history()
@@ -160,6 +161,12 @@ def _patches(history: dict[str, Any]) -> list[str]:
     ]
 
 
+async def _expect(ceiling: WorkflowHandle[Any, None], expected: tuple[int, list[str], list[str]]) -> None:
+    """Wait (up to 20 s) for the table to be ``expected``; fails showing the table it last saw."""
+    if not await until(lambda: _is(ceiling, expected), timeout=20):
+        assert await _table(ceiling) == expected
+
+
 async def _is(ceiling: WorkflowHandle[Any, None], expected: tuple[int, list[str], list[str]]) -> bool:
     return await _table(ceiling) == expected
 
@@ -174,7 +181,7 @@ async def test_after_idle_the_allowance_starts_again_from_two(
         for lease in ("A", "B", "C"):
             assert await _acquire(ceiling, holder.id, lease) == "held"
             await _release(ceiling, lease, "succeeded")
-        assert await until(lambda: _is(ceiling, (5, [], [])), timeout=10)
+        await _expect(ceiling, (5, [], []))
         assert (await ceiling.query(ModelCeilingWorkflow.state)).idle_since is not None
         await asyncio.sleep(1.5)
         statuses = [await _acquire(ceiling, holder.id, lease) for lease in ("D", "E", "F")]
@@ -214,7 +221,7 @@ async def test_two_workers_ramp_up_to_the_ceiling_and_a_rate_limit_halves_the_al
     state_dir.mkdir(parents=True, exist_ok=True)
     _register(f"sqlite:///{state_dir / 'specialists.db'}", server, ceiling=4)
     client = temporal_client
-    calls = Concurrency(delay_s=0.5)
+    calls = Concurrency(delay_s=0.6)
     server.responder = calls
     async with (
         worker_process(temporal_dev_server, task_queue, state_dir, log=tmp_path / "w1.log"),

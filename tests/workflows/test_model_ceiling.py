@@ -27,6 +27,7 @@ from catalog.loader import load_catalog
 from contracts.ceilings import CeilingState, LeaseRelease, LeaseRequest, ceiling_workflow_id
 from contracts.enums import FallbackMode
 from contracts.metric_names import CEILING_LEASES_HELD
+from contracts.model_classes import ModelClass
 from contracts.model_jobs import JobContext, ModelJobInput, ModelJobResult
 from contracts.models import ModelRegistration
 from contracts.output import JobKind
@@ -93,6 +94,8 @@ def _job(n: int) -> ModelJobInput:
             title=ITEM.title, task=f"{ITEM.title}\n\n{ITEM.description}", evidence_refs=ITEM.evidence_refs
         ),
         model=ModelSnapshot(primary=MODEL, fallback_mode=FallbackMode.PRIMARY_ONLY, source="test"),
+        # Support calls (a pool of 20): the model's own ceiling is what binds in these tests.
+        model_class=ModelClass.SUPPORT,
     )
 
 
@@ -141,7 +144,7 @@ async def _holder(client: Client, task_queue: str) -> WorkflowHandle[Any, None]:
 async def test_a_burst_of_30_jobs_never_exceeds_the_ceiling_of_5_and_leaves_no_lease_behind(
     temporal_client: Client, task_queue: str, tmp_path: Path, server: WireServer
 ) -> None:
-    server.default = Scripted(200, openai_completion(ANSWER), delay_s=0.3)
+    server.default = Scripted(200, openai_completion(ANSWER), delay_s=0.6)
     async with bench(temporal_client, task_queue, tmp_path, model=None) as b, b.worker():
         _register(b.database_url, server, ceiling=5)
         handles = await _start_burst(temporal_client, task_queue, 30)
@@ -149,7 +152,7 @@ async def test_a_burst_of_30_jobs_never_exceeds_the_ceiling_of_5_and_leaves_no_l
         state = await _ceiling(temporal_client, task_queue)
     assert all(result.model_id == MODEL for result in results)
     assert len(server.received) == 30
-    assert server.max_in_flight == 5, "the ceiling is reached and never exceeded"
+    assert server.max_in_flight == 5, ("the ceiling is reached and never exceeded", state)
     assert (state.held, state.waiting) == ([], [])
     assert (state.granted_total, state.reclaimed_total, state.max_held) == (30, 0, 5)
 
@@ -184,7 +187,8 @@ async def test_two_worker_processes_share_the_ceiling_and_a_killed_worker_loses_
     # Calls cut off by the kill were tried again on the surviving worker; every lease came back.
     assert (state.held, state.waiting) == ([], [])
     assert state.reclaimed_total == 0
-    assert state.granted_total == len(server.received) >= 30
+    # A lease granted to a call the killed worker had taken but not yet sent is given back unused.
+    assert state.granted_total >= len(server.received) >= 30
     assert state.max_held == 5
 
 

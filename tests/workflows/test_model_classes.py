@@ -62,7 +62,7 @@ async def test_a_class_ceiling_of_3_holds_across_two_workers_below_the_models_ow
     state_dir = tmp_path / "state"
     state_dir.mkdir()
     _register(f"sqlite:///{state_dir / 'specialists.db'}", server, ceiling=20)
-    calls = Concurrency(delay_s=0.5)
+    calls = Concurrency(delay_s=0.6)
     server.responder = calls
     environment = {"SPECIALISTS_CLASS_CEILINGS": "core=3"}
     async with (
@@ -115,7 +115,7 @@ async def test_support_calls_run_beside_a_full_core_pool(
     state_dir = tmp_path / "state"
     state_dir.mkdir()
     _register(f"sqlite:///{state_dir / 'specialists.db'}", server, ceiling=20)
-    calls = Concurrency(delay_s=0.5)
+    calls = Concurrency(delay_s=0.6)
     server.responder = calls
     environment = {"SPECIALISTS_CLASS_CEILINGS": "core=1, support=3"}
     async with worker_process(

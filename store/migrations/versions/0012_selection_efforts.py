@@ -1,5 +1,5 @@
 """Reasoning effort in the model selection: ``model_selections.efforts``, the effort asked of each
-model class's calls (docs/architecture.md "Model classes"). NULL for every earlier row; a row's
+model class's calls (docs/architecture.md "Model selection"). NULL for every earlier row; a row's
 signature covers it only when set, so earlier signatures still verify.
 
 Revision ID: 0012
