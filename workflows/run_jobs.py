@@ -221,6 +221,7 @@ def job_input(
     what git says a worktree run changed, for its reviewer)."""
     assert contract.model is not None
     findings = [] if kind is JobKind.ANALYSIS or analysis is None else analysis.findings
+    model_class = job_class(contract, kind)
     return ModelJobInput(
         job_id=f"{contract.run_id}-{kind.value}",
         run_id=contract.run_id,
@@ -238,8 +239,8 @@ def job_input(
         # The captured assignment picks the job's models; a contract captured before support
         # routing has none, so for_job returns the same snapshot and old runs replay unchanged.
         model=contract.model.for_job(kind),
-        model_class=job_class(contract, kind),
-        effort=contract.model.effort_for(job_class(contract, kind)),
+        model_class=model_class,
+        effort=contract.model.effort_for(model_class),
         max_attempts=contract.budgets.max_attempts,
         task_type=contract.task_type,
         repo_alias=contract.repo_alias,

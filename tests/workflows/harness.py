@@ -74,6 +74,8 @@ ROOT = Path(__file__).resolve().parents[2]
 EXAMPLES_DIR = ROOT / "examples" / "work-items"
 # The deployment's action token for this test session: random, so finding it anywhere (history,
 # store, logs) can only mean it leaked. It bootstraps ``alice`` and anchors the workers' trust.
+LOOPBACK_KEY_ENV = "CEILING_TEST_API_KEY"
+"""The key variable of the loopback model the ``server`` fixture (tests/workflows/conftest.py) serves."""
 ACTION_TOKEN = f"test-action-token-{secrets.token_hex(16)}".encode()
 ANCHOR = TrustAnchor(token=ACTION_TOKEN)
 SLOW_QUERY = "03-slow-query.json"  # low risk; recorded in replay:demo (analysis + review)

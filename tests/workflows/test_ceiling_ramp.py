@@ -12,11 +12,9 @@ import json
 import threading
 import time
 import uuid
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-import pytest
 from temporalio.client import Client, WorkflowHandle
 from temporalio.contrib.pydantic import pydantic_data_converter
 from temporalio.runtime import MetricBuffer, Runtime, TelemetryConfig
@@ -31,13 +29,11 @@ from tests.activities.providers.wire_server import (
     WireServer,
     openai_completion,
     openai_error,
-    running,
 )
 from tests.control.cli_harness import Cli
 from tests.workflows.harness import ACTION_TOKEN, bench, until, within, worker_process
 from tests.workflows.test_model_ceiling import (
     ANSWER,
-    KEY_ENV,
     MODEL,
     _ceiling,
     _holder,
@@ -45,19 +41,6 @@ from tests.workflows.test_model_ceiling import (
     _start_burst,
 )
 from workflows.model_ceiling import PATCH_RAMP, ModelCeilingWorkflow
-
-
-@pytest.fixture(scope="module")
-def wire() -> Iterator[WireServer]:
-    with running() as server:
-        yield server
-
-
-@pytest.fixture
-def server(wire: WireServer, monkeypatch: pytest.MonkeyPatch) -> WireServer:
-    monkeypatch.setenv(KEY_ENV, "sk-ramp-test-key")
-    wire.reset()
-    return wire
 
 
 class Concurrency:

@@ -13,11 +13,9 @@ import json
 import os
 import signal
 import uuid
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-import pytest
 from temporalio.client import Client, WorkflowHandle
 from temporalio.contrib.pydantic import pydantic_data_converter
 from temporalio.runtime import MetricBuffer, Runtime, TelemetryConfig
@@ -34,12 +32,13 @@ from contracts.output import JobKind
 from contracts.runs import ModelSnapshot
 from infra.devserver import DevServer
 from store.database import open_store
-from tests.activities.providers.wire_server import Scripted, WireServer, openai_completion, running
+from tests.activities.providers.wire_server import Scripted, WireServer, openai_completion
 from tests.identity import key_of, signer
 from tests.workflows.harness import (
     ACTION_TOKEN,
     ACTOR,
     ANCHOR,
+    LOOPBACK_KEY_ENV,
     SLOW_QUERY,
     bench,
     example,
@@ -52,24 +51,11 @@ from workflows.model_ceiling import ModelCeilingWorkflow
 from workflows.model_job import ModelJobWorkflow
 
 MODEL = "openai:ceiling-model"
-KEY_ENV = "CEILING_TEST_API_KEY"
+KEY_ENV = LOOPBACK_KEY_ENV
 ITEM = example(SLOW_QUERY)
 
 
 ANSWER = json.dumps(recorded_response("analysis", "database-optimizer", ITEM.title))
-
-
-@pytest.fixture(scope="module")
-def wire() -> Iterator[WireServer]:
-    with running() as server:
-        yield server
-
-
-@pytest.fixture
-def server(wire: WireServer, monkeypatch: pytest.MonkeyPatch) -> WireServer:
-    monkeypatch.setenv(KEY_ENV, "sk-ceiling-test-key")
-    wire.reset()
-    return wire
 
 
 def _register(database_url: str, server: WireServer, ceiling: int, timeout_s: int = 20) -> None:

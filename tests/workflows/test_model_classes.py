@@ -8,7 +8,6 @@ from __future__ import annotations
 import asyncio
 import json
 import uuid
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -17,26 +16,13 @@ from temporalio.client import Client
 from contracts.ceilings import CeilingState, ceiling_workflow_id
 from contracts.model_classes import ModelClass, class_pool_id
 from infra.devserver import DevServer
-from tests.activities.providers.wire_server import WireServer, running
+from tests.activities.providers.wire_server import WireServer
 from tests.control.cli_harness import Cli
 from tests.workflows.harness import ACTION_TOKEN, until, within, worker_process
 from tests.workflows.test_ceiling_ramp import Concurrency
-from tests.workflows.test_model_ceiling import KEY_ENV, MODEL, _ceiling, _job, _register
+from tests.workflows.test_model_ceiling import MODEL, _ceiling, _job, _register
 from workflows.model_ceiling import ModelCeilingWorkflow
 from workflows.model_job import ModelJobWorkflow
-
-
-@pytest.fixture(scope="module")
-def wire() -> Iterator[WireServer]:
-    with running() as server:
-        yield server
-
-
-@pytest.fixture
-def server(wire: WireServer, monkeypatch: pytest.MonkeyPatch) -> WireServer:
-    monkeypatch.setenv(KEY_ENV, "sk-classes-test-key")
-    wire.reset()
-    return wire
 
 
 async def _pool(client: Client, task_queue: str, model_class: ModelClass) -> CeilingState:
