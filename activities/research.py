@@ -83,17 +83,9 @@ class ResearchActivities:
         except OperatorError as error:
             log.warning("team_capture_refused", code=error.code, message=error.message)
             raise refusal(error) from error
-        chosen = selection.selection
         # A research team is security work: every stage runs on the primary chain, never the support
         # model (docs/architecture.md "Run lifecycle", model selection).
-        model = ModelSnapshot(
-            primary=chosen.primary,
-            fallbacks=list(chosen.fallbacks),
-            fallback_mode=chosen.fallback_mode,
-            support=chosen.support,
-            efforts={model_class.value: effort.value for model_class, effort in chosen.efforts.items()},
-            source=f"model selection by {selection.selected_by} at {selection.selected_at.isoformat()}",
-        )
+        model = ModelSnapshot.from_selection(selection)
         refs = [EvidenceRef(evidence_id=r.evidence_id, kind=r.kind, sha256=r.sha256) for r in active]
         digest = case.evidence_digest
         log.info("team_captured", case_id=case.case_id, evidence=len(refs), evidence_digest=digest)

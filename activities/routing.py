@@ -96,7 +96,8 @@ class RoutingActivities:
 
 def models_called(snapshot: ModelSnapshot) -> list[str | None]:
     """The models a contract's jobs would call: each assignment's chain (the snapshot's chain for a
-    contract without assignments)."""
+    contract without assignments), then the advisory model when an advisory pass was asked for."""
+    advisory = [snapshot.advisory] if snapshot.advisory is not None else []
     if not snapshot.assignments:
-        return list(snapshot.chain)
-    return [model for assignment in snapshot.assignments for model in assignment.models]
+        return [*snapshot.chain, *advisory]
+    return [*(model for assignment in snapshot.assignments for model in assignment.models), *advisory]

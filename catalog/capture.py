@@ -22,7 +22,7 @@ from contracts.config import PolicyRecord, RepositoryConfig, check_environment_r
 from contracts.enums import FallbackMode, RiskFlag, RiskLevel, TaskType, Tier, WorkClass
 from contracts.errors import InvalidInput, Refused
 from contracts.hashing import canonical_sha256
-from contracts.models import ModelSelection, ModelSelectionRecord
+from contracts.models import ModelSelectionRecord
 from contracts.output import JobKind
 from contracts.policy import APPROVAL_TIERS, effective_tier
 from contracts.routing import RouteDecision
@@ -211,22 +211,22 @@ def assign_models(
     return assignments
 
 
-def _escalated_chain(
-    escalation_model: str, chosen: ModelSelection, source: str
-) -> tuple[str, list[str], FallbackMode, str]:
-    """The chain of an escalated review round's run (docs/architecture.md "Goal queue"): the goal
+def _escalated(snapshot: ModelSnapshot, escalation_model: str) -> ModelSnapshot:
+    """The snapshot of an escalated review round's run (docs/architecture.md "Goal queue"): the goal
     queue's escalation model first; when the selection allows fallbacks (``ordered``), its own chain
     follows (primary, then its fallbacks, without the escalation model) for quota, authentication or
     availability errors only, as any chain's fallbacks; with ``primary_only`` the escalation model
     stands alone."""
     rest = []
-    if chosen.fallback_mode is FallbackMode.ORDERED:
-        rest = [model for model in (chosen.primary, *chosen.fallbacks) if model != escalation_model]
-    return (
-        escalation_model,
-        rest,
-        FallbackMode.ORDERED if rest else FallbackMode.PRIMARY_ONLY,
-        f"escalation model of the goal queue, then the chain of the {source}",
+    if snapshot.fallback_mode is FallbackMode.ORDERED:
+        rest = [model for model in (snapshot.primary, *snapshot.fallbacks) if model != escalation_model]
+    return snapshot.model_copy(
+        update={
+            "primary": escalation_model,
+            "fallbacks": rest,
+            "fallback_mode": FallbackMode.ORDERED if rest else FallbackMode.PRIMARY_ONLY,
+            "source": f"escalation model of the goal queue, then the chain of the {snapshot.source}",
+        }
     )
 
 
@@ -305,21 +305,22 @@ def capture(
             "`specialists models select --primary provider:name --actor ID`",
         )
     item = run_input.work_item
+    orchestration = decide_orchestration(
+        item,
+        decision,
+        tier,
+        requested=run_input.review_wave,
+        advisory=run_input.advisory,
+        reviewers=catalog_reviewers(catalog),
+    )
     snapshot = None
     if selection is not None:
-        chosen = selection.selection
-        source = f"model selection by {selection.selected_by} at {selection.selected_at.isoformat()}"
-        primary, fallbacks, mode = chosen.primary, list(chosen.fallbacks), chosen.fallback_mode
+        unassigned = ModelSnapshot.from_selection(selection)
         if run_input.escalation_model is not None:
-            primary, fallbacks, mode, source = _escalated_chain(run_input.escalation_model, chosen, source)
-        unassigned = ModelSnapshot(
-            primary=primary,
-            fallbacks=fallbacks,
-            fallback_mode=mode,
-            support=chosen.support,
-            efforts={model_class.value: effort.value for model_class, effort in chosen.efforts.items()},
-            source=source,
-        )
+            unassigned = _escalated(unassigned, run_input.escalation_model)
+        if orchestration.advisory is None:
+            # The advisory model is captured only for the advisory pass an operator asked for.
+            unassigned = unassigned.model_copy(update={"advisory": None})
         # The assignments go into the contract, so the digest an operator approves covers which
         # model each job uses and why. Validated again: an assignment must match the chain it names.
         snapshot = ModelSnapshot.model_validate(
@@ -327,6 +328,13 @@ def capture(
                 **unassigned.model_dump(),
                 "assignments": assign_models(unassigned, item, decision, catalog),
             }
+        )
+    if orchestration.advisory is not None and (snapshot is None or snapshot.advisory is None):
+        raise Refused(
+            "advisory_model_missing",
+            f"a {orchestration.advisory.value} advisory pass was asked for, but the model selection names "
+            "no advisory model: select one with `specialists models select --primary provider:name "
+            "--advisory provider:name --actor ID`",
         )
     task = item.title if not item.description else f"{item.title}\n\n{item.description}"
     pin = catalog.file.upstream
@@ -354,9 +362,7 @@ def capture(
         stop_conditions=_STOP_CONDITIONS,
         base_commit=base_commit,
         repository_config=repository_config if tier in APPROVAL_TIERS else None,
-        orchestration=decide_orchestration(
-            item, decision, tier, requested=run_input.review_wave, reviewers=catalog_reviewers(catalog)
-        ),
+        orchestration=orchestration,
     )
     digest = canonical_sha256(contract.model_dump(mode="json"))
     return CapturedContract(

@@ -10,8 +10,10 @@ risk flags (credentials and external exposure: security; customer data and data 
 
 Restraint first: tests and docs that go with a change fold into it, so one coherent change with its
 regression test and its docs stays one domain. A wave is chosen when the operator asks for one, when
-two or more consequential domains remain, or when the route's risk is high or critical (an
-adversarial challenger pass); otherwise one reviewer. A recommend run makes no model pass at all.
+two or more consequential domains remain, when the route's risk is high or critical (an
+adversarial challenger pass) or when the operator asks for an advisory pass (architecture or security
+advice on the advisory model: never chosen by a label, a domain or a risk flag); otherwise one
+reviewer. A recommend run makes no model pass at all.
 """
 
 from __future__ import annotations
@@ -23,10 +25,12 @@ from typing import Final
 
 from catalog.loaded import LoadedCatalog
 from contracts.enums import RiskFlag, RiskLevel, TaskType, Tier
+from contracts.model_classes import ModelClass
 from contracts.orchestration import (
     ACCOMPANYING_DOMAINS,
     CHALLENGE_AXIS,
     OVERALL_AXIS,
+    AdvisoryTopic,
     OrchestrationDecision,
     ReviewDomain,
     ReviewPass,
@@ -115,6 +119,23 @@ AXIS_QUESTIONS: Final[dict[str, str]] = {
     CHALLENGE_AXIS: "Argue against the conclusion: what evidence would falsify it, and is any of it here?",
 }
 """The question each axis of a wave asks."""
+ADVISORY_PROFILES: Final[dict[AdvisoryTopic, str]] = {
+    AdvisoryTopic.ARCHITECTURE: "backend-architect",
+    AdvisoryTopic.SECURITY: "application-security-engineer",
+}
+"""Who gives each advisory pass (a catalog profile id; the run's primary never does: its reviewer
+takes the pass in line, as for any axis)."""
+ADVISORY_QUESTIONS: Final[dict[AdvisoryTopic, str]] = {
+    AdvisoryTopic.ARCHITECTURE: (
+        "As an architecture adviser: what structural risk, coupling or failure mode does the work leave, "
+        "and what would you do differently?"
+    ),
+    AdvisoryTopic.SECURITY: (
+        "As a security adviser: what threat does the work leave open or create, how likely and how bad, "
+        "and what would close it?"
+    ),
+}
+"""The question of each advisory pass."""
 
 
 def path_domain(path: str) -> ReviewDomain:
@@ -187,28 +208,53 @@ def catalog_reviewers(catalog: LoadedCatalog) -> dict[str, str]:
 
 
 def roster(
-    domains: Iterable[ReviewDomain], route: RouteDecision, reviewers: Mapping[str, str], *, adversarial: bool
+    domains: Iterable[ReviewDomain],
+    route: RouteDecision,
+    reviewers: Mapping[str, str],
+    *,
+    adversarial: bool,
+    advisory: AdvisoryTopic | None = None,
 ) -> list[ReviewPass]:
     """A wave's passes: the route's reviewer on the ``overall`` axis, one axis per domain the work
-    touches (in domain order), and a ``challenge`` axis when ``adversarial``. ``reviewers`` maps each
-    catalog profile to its own reviewer: an axis whose profile is the run's primary, or is not in the
-    catalog, goes to the primary's reviewer. Axes that land on one profile are one pass."""
+    touches (in domain order), a ``challenge`` axis when ``adversarial``, and last the advisory pass
+    the operator asked for (``advisory``), always a pass of its own since it runs on the advisory
+    model. ``reviewers`` maps each catalog profile to its own reviewer: an axis whose profile is the
+    run's primary, or is not in the catalog, goes to the primary's reviewer. Other axes that land on
+    one profile are one pass."""
     axes = [OVERALL_AXIS, *(domain.value for domain in domains), *([CHALLENGE_AXIS] if adversarial else [])]
     passes: dict[str, tuple[list[str], list[str], dict[str, str]]] = {}
     for axis in axes:
         named_profile = AXIS_PROFILES[axis] or route.reviewer
-        profile = named_profile
-        if profile == route.primary or profile not in reviewers:
-            profile = reviewers.get(route.primary) or route.reviewer
+        profile = _reviewing_profile(named_profile, route, reviewers)
         named, questions, substitutes = passes.setdefault(profile, ([], [], {}))
         named.append(axis)
         questions.append(AXIS_QUESTIONS[axis])
         if profile != named_profile:
             substitutes[axis] = named_profile
-    return [
+    wave = [
         ReviewPass(profile=p, axes=named, questions=qs, substitutes=subs)
         for p, (named, qs, subs) in passes.items()
     ]
+    if advisory is not None:
+        named_profile = ADVISORY_PROFILES[advisory]
+        profile = _reviewing_profile(named_profile, route, reviewers)
+        wave.append(
+            ReviewPass(
+                profile=profile,
+                axes=[advisory.axis],
+                questions=[ADVISORY_QUESTIONS[advisory]],
+                substitutes={advisory.axis: named_profile} if profile != named_profile else {},
+                model_class=ModelClass.ADVISORY,
+            )
+        )
+    return wave
+
+
+def _reviewing_profile(named: str, route: RouteDecision, reviewers: Mapping[str, str]) -> str:
+    """``named``, unless it is the run's primary or not in the catalog: then the primary's reviewer."""
+    if named == route.primary or named not in reviewers:
+        return reviewers.get(route.primary) or route.reviewer
+    return named
 
 
 def decide(
@@ -217,11 +263,14 @@ def decide(
     tier: Tier,
     *,
     requested: bool = False,
+    advisory: AdvisoryTopic | None = None,
     reviewers: Mapping[str, str] | None = None,
 ) -> OrchestrationDecision:
     """How a run of ``item`` on ``route`` at ``tier`` is reviewed (``requested``: the operator asked
-    for a review wave; ``reviewers``: each catalog profile's reviewer, for a wave's roster — without
-    it every axis goes to the route's reviewer)."""
+    for a review wave; ``advisory``: the operator asked for an advisory pass on that topic;
+    ``reviewers``: each catalog profile's reviewer, for a wave's roster — without it every axis goes
+    to the route's reviewer). A recommend run makes no pass, advisory or not: the reasons say the
+    request was not taken."""
     evidence = work_domains(item)
     counted = consequential(evidence)
     adversarial = route.risk.rank >= RiskLevel.HIGH.rank
@@ -243,9 +292,16 @@ def decide(
     if tier is Tier.RECOMMEND:
         shape = ReviewShape.NONE
         reasons.append("a recommend run makes no model pass: nothing is reviewed")
+        if advisory is not None:
+            reasons.append(f"the {advisory.value} advisory pass asked for is not taken: no pass is made")
     else:
         if requested:
             reasons.append("the operator asked for a review wave")
+        if advisory is not None:
+            reasons.append(
+                f"the operator asked for a {advisory.value} advisory pass: a pass of its own on the "
+                "advisory model, in a wave"
+            )
         if len(counted) >= 2:
             reasons.append(
                 f"it crosses {len(counted)} consequential domains ({', '.join(d.value for d in counted)}): "
@@ -253,7 +309,7 @@ def decide(
             )
         if adversarial:
             reasons.append(f"a {route.risk.value} risk conclusion gets an adversarial challenger pass")
-        if requested or len(counted) >= 2 or adversarial:
+        if requested or len(counted) >= 2 or adversarial or advisory is not None:
             shape = ReviewShape.WAVE
         else:
             reasons.append(
@@ -263,11 +319,15 @@ def decide(
     passes: list[ReviewPass] = []
     if shape is ReviewShape.WAVE:
         known = reviewers if reviewers is not None else {route.reviewer: route.reviewer}
-        passes = roster(evidence, route, known, adversarial=adversarial)
+        passes = roster(evidence, route, known, adversarial=adversarial, advisory=advisory)
         reasons.append(
             f"the wave's roster, frozen with the contract: {len(passes)} "
             f"pass{'es' if len(passes) != 1 else ''} ("
-            + "; ".join(f"{p.profile} on {', '.join(p.axes)}" for p in passes)
+            + "; ".join(
+                f"{p.profile} on {', '.join(p.axes)}"
+                + (f" ({p.model_class.value} model)" if p.model_class is not None else "")
+                for p in passes
+            )
             + ")"
         )
     return OrchestrationDecision(
@@ -279,4 +339,5 @@ def decide(
         operator_requested=requested,
         reasons=reasons,
         roster=passes,
+        advisory=advisory if shape is ReviewShape.WAVE else None,
     )

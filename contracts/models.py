@@ -42,8 +42,9 @@ def split_model_id(model_id: str) -> tuple[str, str]:
 
 class ModelSelection(BaseModel):
     """The operator's model choice: a primary, an ordered fallback list (<= 8, no repeats, not the
-    primary), the fallback mode, an optional support model for ``support`` profiles and the reasoning
-    effort of each model class.
+    primary), the fallback mode, an optional support model for ``support`` profiles, an optional
+    advisory model for the advisory passes an operator asks for, and the reasoning effort of each
+    model class.
 
     Raises ``pydantic.ValidationError`` on a malformed id, a repeated model or fallbacks given with
     ``primary_only``.
@@ -55,6 +56,9 @@ class ModelSelection(BaseModel):
     fallbacks: Annotated[list[ModelId], Field(max_length=_MAX_FALLBACKS)] = []
     fallback_mode: FallbackMode = FallbackMode.PRIMARY_ONLY
     support: ModelId | None = None
+    advisory: ModelId | None = None
+    """The ``advisory`` class's model: only an advisory pass an operator explicitly asked for runs on
+    it (docs/architecture.md "Model selection"); None: no advisory pass can be captured."""
     efforts: dict[ModelClass, ReasoningEffort] = {}
     """The reasoning effort asked of each class's calls (``contracts.model_classes``); a class not
     named gets the provider's default (nothing is sent)."""

@@ -19,8 +19,8 @@ from contracts.execution import ExecutionRecord
 from contracts.hashing import canonical_sha256
 from contracts.ids import RUN_ID_PATTERN
 from contracts.model_classes import ModelClass, ReasoningEffort
-from contracts.models import ModelId
-from contracts.orchestration import OrchestrationDecision
+from contracts.models import ModelId, ModelSelectionRecord
+from contracts.orchestration import AdvisoryTopic, OrchestrationDecision
 from contracts.output import JobKind, SpecialistOutput
 from contracts.pass_records import PassRecord
 from contracts.proofs import ActionProof
@@ -155,9 +155,9 @@ class RunInput(BaseModel):
     model an escalated review round's run uses as its primary (the selection's chain follows it as
     fallbacks), and ``follows``, the item's previous run that this one re-dispatches or recovers (its
     preserved worktrees are listed by ``specialists worktrees``). ``review_wave``: the operator asks
-    for a review wave (docs/architecture.md "Orchestration"). All three are part of the request
-    digest when set and left out of it otherwise, so the digests of requests made before they
-    existed are unchanged.
+    for a review wave; ``advisory``: the operator asks for an advisory pass on that topic
+    (docs/architecture.md "Orchestration"). All four are part of the request digest when set and
+    left out of it otherwise, so the digests of requests made before they existed are unchanged.
     """
 
     model_config = ConfigDict(frozen=True)
@@ -176,9 +176,10 @@ class RunInput(BaseModel):
     escalation_model: ModelId | None = None
     follows: Annotated[str, StringConstraints(pattern=RUN_ID_PATTERN.pattern)] | None = None
     review_wave: bool = False
+    advisory: AdvisoryTopic | None = None
 
 
-OPTIONAL_REQUEST_FIELDS = ("escalation_model", "follows", "review_wave")
+OPTIONAL_REQUEST_FIELDS = ("escalation_model", "follows", "review_wave", "advisory")
 """Request fields added after runs were first recorded: digested only when set (not ``None`` or
 ``False``)."""
 
@@ -230,12 +231,30 @@ class ModelSnapshot(BaseModel):
     fallbacks: list[str] = []
     fallback_mode: FallbackMode = FallbackMode.PRIMARY_ONLY
     support: str | None = None
+    advisory: str | None = None
+    """The selection's advisory model, captured for the advisory pass an operator asked for
+    (:meth:`for_advisory`); None in contracts captured before advisory passes and without one."""
     source: str
     # Defaults to empty so model snapshots recorded before support routing still validate.
     assignments: list[ModelAssignment] = []
     efforts: dict[str, str] = {}
     """The selection's reasoning effort by model class (``contracts.model_classes``), covered by the
     digest; empty in contracts captured before efforts (every call asks the provider's default)."""
+
+    @classmethod
+    def from_selection(cls, record: ModelSelectionRecord) -> ModelSnapshot:
+        """The snapshot of a stored selection, before any assignment: its chain, support and
+        advisory models and efforts, with who selected it and when as its ``source``."""
+        chosen = record.selection
+        return cls(
+            primary=chosen.primary,
+            fallbacks=list(chosen.fallbacks),
+            fallback_mode=chosen.fallback_mode,
+            support=chosen.support,
+            advisory=chosen.advisory,
+            efforts={model_class.value: effort.value for model_class, effort in chosen.efforts.items()},
+            source=f"model selection by {record.selected_by} at {record.selected_at.isoformat()}",
+        )
 
     def effort_for(self, model_class: ModelClass) -> ReasoningEffort | None:
         """The effort captured for ``model_class``'s calls, or None."""
@@ -295,19 +314,25 @@ class ModelSnapshot(BaseModel):
         if assignment is None:
             return self
         if not assignment.uses_support_model:
-            return ModelSnapshot(
-                primary=self.primary,
-                fallbacks=list(self.fallbacks),
-                fallback_mode=self.fallback_mode,
-                support=self.support,
-                source=self.source,
-                efforts=dict(self.efforts),
-            )
+            return self._alone(self.primary, list(self.fallbacks), self.fallback_mode)
+        return self._alone(assignment.models[0], [], FallbackMode.PRIMARY_ONLY)
+
+    def for_advisory(self) -> ModelSnapshot:
+        """The snapshot an advisory pass runs with: the advisory model alone, no fallbacks (like the
+        support model, it never falls back onto the primary chain: the contract names exactly it).
+        Raises ``ValueError`` when the snapshot has no advisory model (capture refuses such a run)."""
+        if self.advisory is None:
+            raise ValueError("the contract's model snapshot has no advisory model")
+        return self._alone(self.advisory, [], FallbackMode.PRIMARY_ONLY)
+
+    def _alone(self, primary: str, fallbacks: list[str], mode: FallbackMode) -> ModelSnapshot:
+        """A job's own snapshot: ``primary``, ``fallbacks`` and ``mode`` without the assignments."""
         return ModelSnapshot(
-            primary=assignment.models[0],
-            fallbacks=[],
-            fallback_mode=FallbackMode.PRIMARY_ONLY,
+            primary=primary,
+            fallbacks=fallbacks,
+            fallback_mode=mode,
             support=self.support,
+            advisory=self.advisory,
             source=self.source,
             efforts=dict(self.efforts),
         )

@@ -134,7 +134,14 @@ def orchestration_rows(decision: OrchestrationDecision) -> list[list[str]]:
     counted = ", ".join(domain.value for domain in decision.consequential) or "-"
     rows = [["review", f"{decision.shape.value} (consequential domains: {counted})"]]
     rows.extend(["review reason", reason] for reason in decision.reasons)
-    rows.extend(["review pass", f"{p.profile} on {', '.join(p.axes)}"] for p in decision.roster)
+    rows.extend(
+        [
+            "review pass",
+            f"{p.profile} on {', '.join(p.axes)}"
+            + (f" ({p.model_class.value} model)" if p.model_class is not None else ""),
+        ]
+        for p in decision.roster
+    )
     return rows
 
 
@@ -257,13 +264,23 @@ def render_models(
     console.print(
         table(
             "model selection (newest first)",
-            ["primary", "fallbacks", "fallback mode", "support", "effort", "selected by", "selected at"],
+            [
+                "primary",
+                "fallbacks",
+                "fallback mode",
+                "support",
+                "advisory",
+                "effort",
+                "selected by",
+                "selected at",
+            ],
             [
                 [
                     r.selection.primary,
                     ", ".join(r.selection.fallbacks) or "-",
                     r.selection.fallback_mode.value,
                     r.selection.support or "-",
+                    r.selection.advisory or "-",
                     ", ".join(f"{c.value} {e.value}" for c, e in r.selection.efforts.items()) or "-",
                     r.selected_by,
                     _time(r.selected_at) or "",
@@ -537,7 +554,8 @@ def render_status(console: Console, data: dict[str, Any]) -> None:
         "none selected (use `specialists models select --primary provider:name --actor ID`)"
         if current is None
         else f"{current['primary']} (fallbacks: {', '.join(current['fallbacks']) or 'none'}, "
-        f"mode {current['fallback_mode']}, support: {current['support'] or 'none'})"
+        f"mode {current['fallback_mode']}, support: {current['support'] or 'none'}, "
+        f"advisory: {current.get('advisory') or 'none'})"
     )
     console.print(
         table(

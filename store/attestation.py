@@ -52,7 +52,10 @@ def summary(kind: RecordKind, row: Any) -> str:
         return f"mode {row.mode}, ceiling {row.maximum_automatic_tier}, set by {row.set_by}"
     if kind is RecordKind.MODEL_SELECTION:
         chain = ", ".join([row.primary, *row.fallbacks])
-        return f"{chain} ({row.fallback_mode}), support {row.support or '-'}, by {row.selected_by}"
+        return (
+            f"{chain} ({row.fallback_mode}), support {row.support or '-'}, "
+            f"advisory {row.advisory or '-'}, by {row.selected_by}"
+        )
     if kind is RecordKind.MODEL:
         endpoint = row.base_url or "provider default"
         return f"{endpoint}, key variable {row.api_key_env or '-'}, ceiling {row.ceiling}"

@@ -288,7 +288,9 @@ def require_usable(
 
 def require_selectable(session: Session, trust: Trust, selection: ModelSelection) -> None:
     """:func:`require_usable` for every model of ``selection`` (primary, fallbacks in order, support)."""
-    require_usable(session, trust, [selection.primary, *selection.fallbacks, selection.support])
+    require_usable(
+        session, trust, [selection.primary, *selection.fallbacks, selection.support, selection.advisory]
+    )
 
 
 def _unregistered_hint(model_id: str) -> str:

@@ -49,6 +49,7 @@ def record_selection(
         fallbacks=list(selection.fallbacks),
         fallback_mode=selection.fallback_mode.value,
         support=selection.support,
+        advisory=selection.advisory,
         efforts={str(c): str(e) for c, e in selection.efforts.items()} or None,
         selected_by=signer.actor_id,
         selected_at=at,
@@ -69,6 +70,7 @@ def selection_record(row: ModelSelectionRow | Row[Any]) -> ModelSelectionRecord:
             fallbacks=list(row.fallbacks),
             fallback_mode=FallbackMode(row.fallback_mode),
             support=row.support,
+            advisory=row.advisory,
             efforts=dict(row.efforts or {}),
         )
     except (ValueError, TypeError, ValidationError) as exc:

@@ -28,7 +28,7 @@ from sqlalchemy.engine import Dialect
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
 from sqlalchemy.types import TypeDecorator
 
-SCHEMA_REVISION: Final = "0012"
+SCHEMA_REVISION: Final = "0013"
 """The Alembic head this code expects; a store at another revision is not read without upgrading."""
 
 ACTOR_ID_LENGTH: Final = 64
@@ -175,6 +175,8 @@ class ModelSelectionRow(SignedRecord, Base):
     fallbacks: Mapped[list[str]] = mapped_column(JSON)
     fallback_mode: Mapped[str] = mapped_column(String(ENUM_LENGTH))
     support: Mapped[str | None] = mapped_column(String(MODEL_ID_LENGTH))
+    advisory: Mapped[str | None] = mapped_column(String(MODEL_ID_LENGTH), nullable=True)
+    """The advisory class's model; NULL (every row before 0013) when none was selected."""
     efforts: Mapped[dict[str, str] | None] = mapped_column(JSON, nullable=True)
     """Reasoning effort by model class; NULL (every row before 0012) when none was selected."""
     selected_by: Mapped[str] = mapped_column(String(ACTOR_ID_LENGTH), ForeignKey("actors.id"))

@@ -102,6 +102,8 @@ def selection_content(row: Any) -> dict[str, Any]:
     }
     if row.efforts:  # signed only when set: rows from before efforts keep their signatures
         content["efforts"] = dict(row.efforts)
+    if row.advisory:  # signed only when set, as efforts
+        content["advisory"] = row.advisory
     return content
 
 

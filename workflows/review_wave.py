@@ -25,6 +25,7 @@ with workflow.unsafe.imports_passed_through():
     from contracts.errors import ErrorType
     from contracts.execution import ChangeUnderReview
     from contracts.failures import ModelJobFailureDetail, failure_detail
+    from contracts.model_classes import ModelClass
     from contracts.model_jobs import (
         ContextPackRequest,
         JobContext,
@@ -66,7 +67,7 @@ def wave_job(
     state: RunState, review_pass: ReviewPass, index: int, change: ChangeUnderReview | None
 ) -> ModelJobInput:
     """Pass ``index``'s child input: the run's review job, made by the pass's profile, its task the
-    captured task with the pass's axes and questions."""
+    captured task with the pass's axes and questions; an advisory pass on the advisory model."""
     base = job_input(
         state.contract, state.run_input.work_item.title, JobKind.REVIEW, state.result, change=change
     )
@@ -76,9 +77,19 @@ def wave_job(
     context: JobContext = base.context.model_copy(
         update={"task": f"{base.context.task}\n\nYour review axes in this wave (answer each):\n{axes}"}
     )
-    return base.model_copy(
-        update={"job_id": f"{base.job_id}-{index}", "profile_id": review_pass.profile, "context": context}
-    )
+    update: dict[str, object] = {
+        "job_id": f"{base.job_id}-{index}",
+        "profile_id": review_pass.profile,
+        "context": context,
+    }
+    if review_pass.model_class is ModelClass.ADVISORY:
+        # The advisory pass an operator asked for runs on the captured advisory model alone, in the
+        # advisory class's pool, with the advisory effort (docs/architecture.md "Model selection").
+        assert state.contract.model is not None
+        update["model"] = state.contract.model.for_advisory()
+        update["model_class"] = ModelClass.ADVISORY
+        update["effort"] = state.contract.model.effort_for(ModelClass.ADVISORY)
+    return base.model_copy(update=update)
 
 
 async def _frozen_pack(job: ModelJobInput) -> ContextPackResult:

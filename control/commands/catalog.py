@@ -8,7 +8,15 @@ from typing import TYPE_CHECKING, Annotated, Any
 import typer
 
 from contracts.errors import InvalidInput
-from control.commands.common import JsonFlag, ReviewWaveFlag, open_store, parse_override, parse_tier
+from control.commands.common import (
+    AdvisoryOption,
+    JsonFlag,
+    ReviewWaveFlag,
+    open_store,
+    parse_advisory,
+    parse_override,
+    parse_tier,
+)
 
 if TYPE_CHECKING:
     from contracts.policy import AutomationPolicy
@@ -65,6 +73,7 @@ def route_command(
         str | None, typer.Option("--override-reason", help="Why the override is needed (required).")
     ] = None,
     review_wave: ReviewWaveFlag = False,
+    advisory: AdvisoryOption = None,
     as_json: JsonFlag = False,
 ) -> None:
     """Preview the route (and, with a tier, the effective tier and how the run would be reviewed)
@@ -82,6 +91,7 @@ def route_command(
     item = parse_model(
         WorkItem, read_json_argument(input_json, what="work item"), what="work item", code="invalid_work_item"
     )
+    advisory_topic = parse_advisory(advisory, requested, automatic=automatic)
     if review_wave and requested is None and not automatic:
         raise InvalidInput(
             "tier_required", "--review-wave previews a run's review: give --tier or --automatic"
@@ -108,6 +118,7 @@ def route_command(
                     decision,
                     tier_decision.tier,
                     requested=review_wave,
+                    advisory=advisory_topic,
                     reviewers=catalog_reviewers(catalog),
                 ),
             }

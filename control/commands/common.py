@@ -23,6 +23,7 @@ if TYPE_CHECKING:
     from contracts.config import PolicyRecord
     from contracts.enums import Tier
     from contracts.identity import Signer, TrustAnchor
+    from contracts.orchestration import AdvisoryTopic
     from contracts.routing import RouteOverride
     from contracts.runs import RunView
     from store.store import Store
@@ -38,6 +39,14 @@ ReviewWaveFlag = Annotated[
     bool,
     typer.Option(
         "--review-wave", help="Ask for a review wave: one review pass per axis, not a single reviewer."
+    ),
+]
+AdvisoryOption = Annotated[
+    str | None,
+    typer.Option(
+        "--advisory",
+        metavar="architecture|security",
+        help="Ask for an advisory pass on this topic, on the selection's advisory model (in a review wave).",
     ),
 ]
 
@@ -181,6 +190,34 @@ def parse_tier(value: str | None) -> Tier | None:
     except ValueError:
         allowed = ", ".join(t.value for t in Tier)
         raise InvalidInput("unknown_tier", f"unknown tier {value!r}; use one of: {allowed}") from None
+
+
+def parse_advisory(value: str | None, tier: Tier | None, *, automatic: bool) -> AdvisoryTopic | None:
+    """``--advisory`` as an :class:`AdvisoryTopic` (``None`` when not given). :class:`InvalidInput`
+    ``unknown_advisory_topic`` for another topic, ``advisory_needs_model_passes`` with ``--tier
+    recommend`` (a recommendation makes no pass) and ``tier_required`` with neither a tier nor
+    ``--automatic``."""
+    from contracts.enums import Tier
+    from contracts.orchestration import AdvisoryTopic
+
+    if value is None:
+        return None
+    try:
+        topic = AdvisoryTopic(value)
+    except ValueError:
+        allowed = ", ".join(t.value for t in AdvisoryTopic)
+        raise InvalidInput(
+            "unknown_advisory_topic", f"unknown advisory topic {value!r}; use one of: {allowed}"
+        ) from None
+    if tier is None and not automatic:
+        raise InvalidInput("tier_required", "--advisory asks for a pass of a run: give --tier or --automatic")
+    if tier is Tier.RECOMMEND:
+        raise InvalidInput(
+            "advisory_needs_model_passes",
+            "--advisory needs a tier that makes model passes (read_only, worktree or pr_ready): "
+            "a recommendation makes none",
+        )
+    return topic
 
 
 def parse_override(profile: str | None, reason: str | None) -> RouteOverride | None:

@@ -208,6 +208,12 @@ def models_select_command(
     support: Annotated[
         str | None, typer.Option("--support", help="Model for bounded support profiles.")
     ] = None,
+    advisory: Annotated[
+        str | None,
+        typer.Option(
+            "--advisory", help="Model for the advisory passes an operator asks for (create --advisory)."
+        ),
+    ] = None,
     effort: Annotated[
         list[str] | None,
         typer.Option("--effort", help="CLASS=EFFORT: support|core|advisory = low|medium|high (repeatable)."),
@@ -215,8 +221,8 @@ def models_select_command(
     actor: ActorOption = None,
     as_json: JsonFlag = False,
 ) -> None:
-    """Select the primary model, ordered fallbacks, optional support model (replay:* or registered)
-    and the reasoning effort of each model class."""
+    """Select the primary model, ordered fallbacks, optional support and advisory models (replay:* or
+    registered) and the reasoning effort of each model class."""
     from contracts.models import ModelSelection
     from control import views
     from control.inputs import parse_efforts, parse_model
@@ -224,7 +230,12 @@ def models_select_command(
     from control.output import emit
 
     fallbacks = list(fallback or [])
-    payload: dict[str, Any] = {"primary": primary, "fallbacks": fallbacks, "support": support}
+    payload: dict[str, Any] = {
+        "primary": primary,
+        "fallbacks": fallbacks,
+        "support": support,
+        "advisory": advisory,
+    }
     payload["efforts"] = parse_efforts(effort or [])
     payload["fallback_mode"] = fallback_mode or ("ordered" if fallbacks else "primary_only")
     selection = parse_model(ModelSelection, payload, what="model selection", code="invalid_model_selection")

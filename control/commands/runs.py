@@ -25,6 +25,7 @@ import typer
 from contracts.errors import InvalidInput, NotFound
 from control.commands.common import (
     ActorOption,
+    AdvisoryOption,
     JsonFlag,
     ReviewWaveFlag,
     RunArgument,
@@ -33,6 +34,7 @@ from control.commands.common import (
     actor_signer,
     client,
     emit_run,
+    parse_advisory,
     parse_override,
     parse_tier,
     progress,
@@ -68,6 +70,7 @@ def create_command(
         str | None, typer.Option("--request-id", help="Caller's id: the same id returns the same run.")
     ] = None,
     review_wave: ReviewWaveFlag = False,
+    advisory: AdvisoryOption = None,
     actor: ActorOption = None,
     wait: Annotated[
         bool, typer.Option("--wait", help="Wait until the run needs a person or has finished.")
@@ -91,6 +94,7 @@ def create_command(
         raise InvalidInput(
             "tier_required", "give --tier recommend|read_only|worktree|pr_ready, or --automatic"
         )
+    advisory_topic = parse_advisory(advisory, requested, automatic=automatic)
     protected = enqueue or automatic
     if protected:
         actor = actor_required(actor, "create with --enqueue or --automatic")
@@ -113,6 +117,7 @@ def create_command(
         request_digest="",
         created_by=actor,
         review_wave=review_wave,
+        advisory=advisory_topic,
     )
     run_input = draft.model_copy(update={"request_digest": request_digest(draft)})
     # The one check made here rather than by the run: a creator who is not registered is refused

@@ -307,6 +307,7 @@ def test_the_request_digest_leaves_out_lineage_that_is_not_set_and_covers_it_whe
             "escalation_model",
             "follows",
             "review_wave",
+            "advisory",
         },
     )
     assert run_request_digest(run) == canonical_sha256(old_shape)

@@ -160,6 +160,38 @@ def test_a_selection_keeps_the_reasoning_effort_of_each_class_signed_and_shown(a
     assert "core high, support low" in table.stdout
 
 
+def test_a_selection_keeps_its_advisory_model_signed_and_shown(alice: Cli) -> None:
+    selected = alice.call(
+        "models",
+        "select",
+        "--primary",
+        "replay:demo",
+        "--advisory",
+        "replay:demo",
+        "--actor",
+        "alice",
+        "--json",
+    ).ok()
+    assert selected["current"]["advisory"] == "replay:demo"
+    plain = alice.call("models", "select", "--primary", "replay:demo", "--actor", "alice", "--json").ok()
+    assert plain["current"]["advisory"] is None
+    shown = alice.call("models", "--json").ok()  # every row verified on read, signatures included
+    assert [entry["advisory"] for entry in shown["history"]] == [None, "replay:demo"]
+    unknown = alice.call(
+        "models",
+        "select",
+        "--primary",
+        "replay:demo",
+        "--advisory",
+        "openai:nobody",
+        "--actor",
+        "alice",
+        "--json",
+    )
+    assert "openai:nobody" in unknown.error(3, "unknown_model")
+    assert len(alice.call("models", "--json").ok()["history"]) == 2
+
+
 @pytest.mark.parametrize(
     ("effort", "message"),
     [

@@ -97,6 +97,30 @@ def test_a_review_wave_asked_for_is_previewed_and_needs_a_tier(cli: Cli) -> None
     assert refused.exit_code == 2 and "tier_required" in refused.stdout
 
 
+def test_an_advisory_pass_asked_for_is_previewed_on_the_advisory_model(cli: Cli) -> None:
+    asked = cli.call(
+        "route", "--input-json", SLOW_QUERY_ARG, "--tier", "read_only", "--advisory", "security", "--json"
+    ).ok()
+    orchestration = asked["orchestration"]
+    assert (orchestration["shape"], orchestration["advisory"]) == ("wave", "security")
+    assert orchestration["roster"][-1] == {
+        "profile": "application-security-engineer",
+        "axes": ["advisory-security"],
+        "questions": orchestration["roster"][-1]["questions"],
+        "substitutes": {},
+        "model_class": "advisory",
+    }
+    shown = cli.call("route", "--input-json", SLOW_QUERY_ARG, "--tier", "read_only", "--advisory", "security")
+    assert "application-security-engineer on advisory-security (advisory model)" in shown.stdout
+    for args, code in [
+        (["--tier", "read_only", "--advisory", "opinions"], "unknown_advisory_topic"),
+        (["--tier", "recommend", "--advisory", "security"], "advisory_needs_model_passes"),
+        (["--advisory", "security"], "tier_required"),
+    ]:
+        refused = cli.call("route", "--input-json", SLOW_QUERY_ARG, *args, "--json")
+        assert refused.exit_code == 2 and code in refused.stdout, refused.stdout
+
+
 def test_automatic_preview_uses_the_default_policy_without_a_store(cli: Cli) -> None:
     decision = cli.call("route", "--input-json", SLOW_QUERY_ARG, "--automatic", "--json").ok()
     assert decision["effective_tier"] == "recommend"

@@ -288,6 +288,12 @@ def offline(tmp_path: Path) -> Cli:
         (["--input-json", ITEM, "--tier", "read_only", "--enqueue"], 2, "actor_required"),
         (["--input-json", ITEM, "--automatic"], 2, "actor_required"),
         (["--input-json", ITEM, "--automatic", "--actor", " "], 2, "actor_required"),
+        (["--input-json", ITEM, "--tier", "read_only", "--advisory", "vibes"], 2, "unknown_advisory_topic"),
+        (
+            ["--input-json", ITEM, "--tier", "recommend", "--advisory", "security"],
+            2,
+            "advisory_needs_model_passes",
+        ),
     ],
 )
 def test_create_refusals_that_need_no_server(
@@ -303,6 +309,14 @@ def test_unregistered_creator_is_refused_even_before_anything_is_configured(offl
     )
     assert "mallory" in created.error(3, "unknown_actor")
     assert not offline.state_dir.exists()
+
+
+def test_an_advisory_pass_without_an_advisory_model_is_refused_at_capture_naming_the_fix(cli: Cli) -> None:
+    created = cli.call(
+        "create", "--input-json", ITEM, "--tier", "read_only", "--advisory", "security", "--json"
+    )
+    message = created.error(4, "advisory_model_missing")
+    assert "specialists models select" in message and "--advisory provider:name" in message
 
 
 def test_unregistered_creator_is_refused(cli: Cli) -> None:

@@ -138,6 +138,16 @@ def test_a_forged_model_selection_is_refused_and_no_run_calls_its_model(
     assert _audited(cli, "model_selection", forged)
 
 
+def test_an_advisory_model_written_into_a_signed_selection_is_refused(
+    deployment: Cli, engine: Engine
+) -> None:
+    cli = deployment
+    newest = _latest_id(engine, "model_selections")
+    _execute(engine, "UPDATE model_selections SET advisory = 'openai:attacker' WHERE id = :id", id=newest)
+    _refused(cli.call("models", "--json"), f"model selection {str(newest)!r}")
+    assert _audited(cli, "model_selection", str(newest))
+
+
 def test_an_edited_model_endpoint_is_refused_and_no_run_captures_the_model(
     deployment: Cli, engine: Engine
 ) -> None:

@@ -42,6 +42,7 @@ from contracts.enums import AutomationMode, FallbackMode, Tier
 from contracts.identity import ActorKey, Signer, TrustAnchor, sign_action
 from contracts.ids import new_run_id
 from contracts.models import ModelSelection
+from contracts.orchestration import AdvisoryTopic
 from contracts.policy import AutomationPolicy
 from contracts.proofs import ActionProof
 from contracts.research_coordinator import coordinator_workflow_id
@@ -173,12 +174,13 @@ def run_input(
     run_id: str | None = None,
     signed: bool = True,
     review_wave: bool = False,
+    advisory: AdvisoryTopic | None = None,
 ) -> RunInput:
     """A run input as ``specialists create`` builds it (request digest included).
 
     Creating with ``enqueue`` or ``automatic`` is protected: the input then carries a proof of the
     create action bound to the request digest, unless ``signed`` is false. ``review_wave``: the
-    operator asks for a review wave.
+    operator asks for a review wave; ``advisory``: for an advisory pass on that topic.
     """
     draft = RunInput(
         run_id=run_id or new_run_id(),
@@ -189,6 +191,7 @@ def run_input(
         request_digest="",
         created_by=actor,
         review_wave=review_wave,
+        advisory=advisory,
     )
     inp = draft.model_copy(update={"request_digest": request_digest(draft)})
     if signed and (enqueue or automatic):

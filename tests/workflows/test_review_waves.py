@@ -23,12 +23,23 @@ from activities.providers.base import CompletionRequest, ProviderError
 from contracts.enums import Tier
 from contracts.errors import ErrorType
 from contracts.hashing import canonical_sha256
-from contracts.orchestration import ReviewShape
+from contracts.model_classes import ModelClass, ReasoningEffort
+from contracts.models import ModelSelection
+from contracts.orchestration import AdvisoryTopic, ReviewShape
 from contracts.output import JobKind
 from contracts.review_waves import LEFT_FOR_THE_OPERATOR, MAX_PASSES_IN_FLIGHT, PassOutcome
 from contracts.runs import DecisionOutcome, RunStatus
 from contracts.work_item import WorkItem
-from tests.workflows.harness import SLOW_QUERY, bench, events, example, recorded_response, within
+from tests.workflows.harness import (
+    ACTOR,
+    SLOW_QUERY,
+    bench,
+    events,
+    example,
+    recorded_response,
+    signer,
+    within,
+)
 from worker import WORKFLOWS, sandbox_runner
 from workflows.review_wave import CAPACITY_BACKOFF, PATCH_REVIEW_WAVES
 
@@ -292,3 +303,39 @@ async def test_a_cancel_during_a_wave_dispatches_nothing_more_and_joins_the_pass
     assert all(p.message == "not dispatched: the run was cancelled" for p in undispatched)
     assert len(provider.reviews) == 4
     assert "cancel_requested" in [e.kind for e in final.audit]
+
+
+@within(60)
+async def test_an_advisory_pass_asked_for_runs_on_the_advisory_model_in_its_class_and_is_recorded(
+    temporal_client: Client, task_queue: str, tmp_path: Path
+) -> None:
+    provider = WaveProvider(delay=0.0)
+    item = example(SLOW_QUERY)
+    async with (
+        bench(temporal_client, task_queue, tmp_path, providers={"test": provider}, model=None) as b,
+        b.worker(),
+    ):
+        selection = ModelSelection(
+            primary="test:m", advisory="test:adviser", efforts={ModelClass.ADVISORY: ReasoningEffort.HIGH}
+        )
+        b.store.select_models(selection, signer(ACTOR))
+        view = await b.create(item, tier=Tier.READ_ONLY, enqueue=True, advisory=AdvisoryTopic.SECURITY)
+        view = await b.wait(view.run_id, RunStatus.AWAITING_DECISION, timeout=30)
+    assert view.contract is not None and view.contract.model is not None
+    assert view.contract.model.advisory == "test:adviser"
+    assert view.wave is not None
+    overall, advisory = view.wave.passes
+    assert (overall.profile, overall.model_class, overall.model_id) == (
+        "backend-architect",
+        ModelClass.CORE,
+        "test:m",
+    )
+    assert (advisory.profile, advisory.axes) == ("application-security-engineer", ["advisory-security"])
+    assert (advisory.model_class, advisory.models_requested, advisory.model_id) == (
+        ModelClass.ADVISORY, ["test:adviser"], "test:adviser",
+    )  # fmt: skip
+    assert [a.effort_requested for a in advisory.attempts] == ["high"]
+    assert advisory.outcome is PassOutcome.COMPLETED and advisory.independent
+    calls = {(r.identity.profile_id, r.model_name, r.effort) for r in provider.reviews}
+    assert calls == {("backend-architect", "m", None), ("application-security-engineer", "adviser", "high")}
+    assert PATCH_REVIEW_WAVES in await _replays(temporal_client, view.run_id)
