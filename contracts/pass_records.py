@@ -16,6 +16,40 @@ from contracts.output import JobKind
 PRIMARY_PASS = "the primary's own pass: it makes the findings, it does not review them"
 
 
+class SandboxControl(StrEnum):
+    """What a pass may touch. ``text_only``: a model call over its frozen context pack — the model is
+    offered no tool but the output contract, runs no command, opens no file and reaches no network;
+    whatever it returns (a patch included) is untrusted data the run checks."""
+
+    TEXT_ONLY = "text_only"
+
+
+class ApprovalControl(StrEnum):
+    """What a person must have approved before a pass runs. ``not_required``: a recommend or
+    read_only run's passes change nothing; ``contract_digest``: an edit tier's passes run only after
+    an approval of the exact contract digest (docs/architecture.md "Run lifecycle")."""
+
+    NOT_REQUIRED = "not_required"
+    CONTRACT_DIGEST = "contract_digest"
+
+
+class PassControls(BaseModel):
+    """The sandbox and approval controls of a pass: as the contract asks for them (``requested``) or
+    as the run saw them when the pass was dispatched (``observed``: the approval recorded then, its
+    actor and digest, and whether that digest is the contract's)."""
+
+    model_config = ConfigDict(frozen=True)
+
+    sandbox: SandboxControl = SandboxControl.TEXT_ONLY
+    tools: list[str] = []
+    """Tools the model may call beyond returning its answer: none, ever."""
+    network: bool = False
+    approval: ApprovalControl
+    approved_by: str | None = None
+    approved_digest: str | None = None
+    digest_matches: bool | None = None
+
+
 class PassOutcome(StrEnum):
     """``completed``: the pass's answer came back; ``failed``: it did not (its error says why)."""
 
@@ -64,6 +98,27 @@ class PassRecord(BaseModel):
     output_sha256: str | None = None
     independent: bool = False
     independence: list[str] = []
+    controls_requested: PassControls | None = None
+    controls_observed: PassControls | None = None
+    """The pass's sandbox and approval controls, asked for and seen (None in records made before
+    controls were recorded)."""
+
+
+def pass_controls(
+    *, edit_tier: bool, contract_sha256: str, approved_by: str | None, approved_digest: str | None
+) -> tuple[PassControls, PassControls]:
+    """The controls a pass runs under, requested and observed: text only, no tools, no network; an
+    edit tier's (``edit_tier``) needs an approval of ``contract_sha256``, observed as the approval the
+    run recorded (``approved_by`` and ``approved_digest``, or None when it has none)."""
+    approval = ApprovalControl.CONTRACT_DIGEST if edit_tier else ApprovalControl.NOT_REQUIRED
+    requested = PassControls(approval=approval, approved_digest=contract_sha256 if edit_tier else None)
+    observed = PassControls(
+        approval=approval,
+        approved_by=approved_by,
+        approved_digest=approved_digest,
+        digest_matches=approved_digest == contract_sha256 if approved_digest is not None else None,
+    )
+    return requested, observed
 
 
 def review_independence(

@@ -16,7 +16,7 @@ from pydantic import BaseModel, ConfigDict
 
 from contracts.model_classes import ModelClass
 from contracts.output import ReviewVerdict, SpecialistOutput
-from contracts.pass_records import PassAttempt, PassOutcome
+from contracts.pass_records import PassAttempt, PassControls, PassOutcome
 
 __all__ = [
     "LEFT_FOR_THE_OPERATOR",
@@ -73,6 +73,8 @@ class WavePass(BaseModel):
     output_sha256: str | None = None
     independent: bool = False
     independence: list[str] = []
+    controls_requested: PassControls | None = None
+    controls_observed: PassControls | None = None
 
 
 class WaveConflict(BaseModel):

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from contracts.pass_records import ApprovalControl, PassControls
 from control.output import safe_text, table
 from control.views import orchestration_rows
 
@@ -11,6 +12,7 @@ if TYPE_CHECKING:
     from rich.console import Console
 
     from contracts.errors import OperatorError
+    from contracts.model_classes import ModelClass
     from contracts.runs import AuditEvent, RunSummary, RunView
 
 PROJECTION_SOURCE = "projection"
@@ -29,8 +31,29 @@ def packs_json(view: RunView) -> list[dict[str, Any]]:
     return [record.model_dump(mode="json") for record in view.context_packs]
 
 
+def controls_text(requested: PassControls | None, observed: PassControls | None) -> str:
+    """A pass's controls in words: its sandbox, tools and network, and the approval asked for with
+    the one seen (``-`` for a record made before controls were recorded)."""
+    if requested is None:
+        return "-"
+    tools = ", ".join(requested.tools) or "no tools"
+    text = f"{requested.sandbox.value}, {tools}, {'network' if requested.network else 'no network'}"
+    if requested.approval is ApprovalControl.NOT_REQUIRED:
+        return f"{text}; approval not required"
+    seen = observed.approved_by if observed is not None else None
+    if seen is None or observed is None:
+        return f"{text}; approval of the contract digest: NONE SEEN"
+    matches = "the contract's digest" if observed.digest_matches else "ANOTHER digest"
+    return f"{text}; approved by {seen} ({matches})"
+
+
+def _model(model_class: ModelClass | None, model_id: str | None) -> str:
+    return f"{model_class.value if model_class else '-'} / {model_id or '-'}"
+
+
 def _render_wave(console: Console, view: RunView) -> None:
-    """A review wave: each pass (profile, axes, outcome, verdict) and the consolidation."""
+    """A review wave: each pass (profile, axes, class and model, outcome, verdict, independence and
+    controls) and the consolidation."""
     wave = view.wave
     assert wave is not None
     rows = [
@@ -38,6 +61,7 @@ def _render_wave(console: Console, view: RunView) -> None:
             str(p.index),
             p.profile,
             ", ".join(p.axes),
+            _model(p.model_class, p.model_id),
             p.outcome.value if p.outcome else "running",
             p.output.verdict.value if p.output and p.output.verdict else (p.error_type or "-"),
         ]
@@ -46,10 +70,17 @@ def _render_wave(console: Console, view: RunView) -> None:
     console.print(
         table(
             f"review wave (at most {wave.max_in_flight} in flight)",
-            ["#", "profile", "axes", "outcome", "verdict"],
+            ["#", "profile", "axes", "class / model", "outcome", "verdict"],
             rows,
         )
     )
+    records = []
+    for p in wave.passes:
+        records.append(
+            [str(p.index), "independent", ("yes: " if p.independent else "no: ") + "; ".join(p.independence)]
+        )
+        records.append([str(p.index), "controls", controls_text(p.controls_requested, p.controls_observed)])
+    console.print(table("wave pass records", ["#", "", ""], records))
     if wave.consolidation is not None:
         c = wave.consolidation
         lines = [["agreement", a] for a in c.agreements]
@@ -110,12 +141,18 @@ def render_run(console: Console, view: RunView, extra: dict[str, Any]) -> None:
     if view.passes:
         rows = [
             [
-                p.kind.value, p.profile, p.model_id or "-", p.outcome.value if p.outcome else "running",
-                "yes" if p.independent else "no", "; ".join(p.independence),
+                p.kind.value, p.profile, _model(p.model_class, p.model_id),
+                p.outcome.value if p.outcome else "running", "yes" if p.independent else "no",
+                "; ".join(p.independence),
             ]
             for p in view.passes
         ]  # fmt: skip
-        console.print(table("passes", ["kind", "profile", "model", "outcome", "independent", "why"], rows))
+        headers = ["kind", "profile", "class / model", "outcome", "independent", "why"]
+        console.print(table("passes", headers, rows))
+        controls = [
+            [p.kind.value, controls_text(p.controls_requested, p.controls_observed)] for p in view.passes
+        ]
+        console.print(table("pass controls (sandbox, tools, network; approval)", ["kind", ""], controls))
     if view.wave is not None:
         _render_wave(console, view)
     if view.decision is not None:

@@ -46,7 +46,7 @@ with workflow.unsafe.imports_passed_through():
     from contracts.temporal_names import ActivityName
     from contracts.ui_summaries import model_job_summary
     from workflows.model_job import ModelJobWorkflow
-    from workflows.run_jobs import completed_facts, job_input, pass_attempt, record_attempts
+    from workflows.run_jobs import completed_facts, controls, job_input, pass_attempt, record_attempts
     from workflows.run_state import RunState
 
 PATCH_REVIEW_WAVES = "review-waves"
@@ -128,7 +128,7 @@ async def _run(
         wave_pass = WavePass(
             index=n, profile=review_pass.profile, axes=review_pass.axes, questions=review_pass.questions,
             job_id=job.job_id, substitutes=review_pass.substitutes, models_requested=job.model.chain,
-            model_class=job.model_class,
+            model_class=job.model_class, **controls(state),
         )  # fmt: skip
         if isinstance(pack, ContextPackResult):
             passes[n] = wave_pass.model_copy(

@@ -29,8 +29,10 @@ with workflow.unsafe.imports_passed_through():
         PassAttempt,
         PassOutcome,
         PassRecord,
+        pass_controls,
         review_independence,
     )
+    from contracts.policy import APPROVAL_TIERS
     from contracts.runs import ContextPackRecord, ExecutionContract
     from contracts.ui_summaries import model_job_summary
     from workflows.model_job import ModelJobWorkflow
@@ -68,7 +70,7 @@ async def run_model_job(
     state.audit.record(AuditKind.MODEL_JOB_STARTED, data=started_data(contract, job))
     record = PassRecord(
         job_id=job.job_id, kind=kind, profile=job.profile_id, models_requested=job.model.chain,
-        model_class=job.model_class, started_at=workflow.now(),
+        model_class=job.model_class, started_at=workflow.now(), **controls(state),
     )  # fmt: skip
     state.model_job_running = True
     child = asyncio.ensure_future(
@@ -113,6 +115,20 @@ async def run_model_job(
     state.audit.record(AuditKind.MODEL_JOB_COMPLETED, data=completed_data(kind, result, output))
     state.passes.append(_completed_record(state, record, result, output))
     return result
+
+
+def controls(state: RunState) -> dict[str, Any]:
+    """A pass's ``controls_requested`` and ``controls_observed`` as the run stands at its dispatch:
+    text only, no tools, no network; an edit tier's approval of the contract digest and the approval
+    the run recorded (``contracts.pass_records.pass_controls``)."""
+    approval = state.approval
+    requested, observed = pass_controls(
+        edit_tier=state.contract.tier in APPROVAL_TIERS,
+        contract_sha256=state.contract_sha256,
+        approved_by=approval.actor if approval is not None else None,
+        approved_digest=approval.contract_sha256 if approval is not None else None,
+    )
+    return {"controls_requested": requested, "controls_observed": observed}
 
 
 def pass_attempt(attempt: ModelAttempt) -> PassAttempt:

@@ -381,3 +381,27 @@ def test_mission_controls_run_page_shows_a_wave_escaped_and_made_visible() -> No
     assert "<img src=x" not in html and "&lt;img src=x onerror=alert(1)&gt;" in html
     assert "[link=https://evil.example]click[/link]" in html
     assert "\x1b" not in html and "⟨U+001B⟩]0;pwned" in html
+
+
+def test_show_prints_each_passes_class_model_independence_and_controls() -> None:
+    from contracts.pass_records import pass_controls
+
+    requested, observed = pass_controls(
+        edit_tier=True, contract_sha256="c" * 64, approved_by="alice", approved_digest="c" * 64
+    )
+    view = hostile_wave_view()
+    assert view.wave is not None
+    first = view.wave.passes[0].model_copy(
+        update={
+            "controls_requested": requested, "controls_observed": observed, "independent": True,
+            "independence": ["made by code-reviewer, not the primary"], "model_id": "openai:gpt",
+        }
+    )  # fmt: skip
+    wave = view.wave.model_copy(update={"passes": [first, *view.wave.passes[1:]]})
+    out = render_with(
+        lambda console: run_views.render_run(console, view.model_copy(update={"wave": wave}), {}),
+        terminal=True,
+    )
+    assert "approved by alice (the contract's digest)" in out
+    assert "yes: made by code-reviewer, not the primary" in out
+    assert "openai:gpt" in out

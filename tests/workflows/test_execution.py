@@ -136,6 +136,18 @@ async def test_a_good_patch_runs_to_awaiting_decision_with_gits_evidence_and_is_
         assert started["contract_sha256"] == view.contract_sha256
         (done,) = events(view, "worktree_executed")
         assert (done["files_changed"], done["diff_sha256"]) == (2, evidence.diff_sha256)
+        # The change job and its review ran under the approval of this contract's digest, and say so.
+        assert [record.kind.value for record in view.passes] == ["analysis", "review"]
+        for record in view.passes:
+            requested, observed = record.controls_requested, record.controls_observed
+            assert requested is not None and observed is not None
+            assert (requested.approval.value, requested.approved_digest) == (
+                "contract_digest", view.contract_sha256,
+            )  # fmt: skip
+            assert (observed.approved_by, observed.approved_digest, observed.digest_matches) == (
+                "alice", view.contract_sha256, True,
+            )  # fmt: skip
+            assert (observed.sandbox.value, observed.tools, observed.network) == ("text_only", [], False)
 
         # The worktree is a detached checkout of the base commit, outside the source repository;
         # the source repository is untouched.

@@ -1073,4 +1073,9 @@ async def test_every_pass_is_recorded_and_independence_is_claimed_only_where_the
         pack = next(p.pack for p in view.context_packs if p.sha256 == record.pack_sha256)
         assert record.guidance_sha256 == pack.profile_guidance_sha256
         assert record.models_requested == [REPLAY_MODEL] and [a.outcome for a in record.attempts] == ["ok"]
+        # A read_only run's passes change nothing: no approval is asked for, none is seen.
+        assert record.controls_requested == record.controls_observed
+        assert record.controls_observed is not None
+        assert record.controls_observed.approval.value == "not_required"
+        assert record.controls_observed.approved_by is None
         assert record.started_at <= (record.finished_at or record.started_at)
