@@ -98,9 +98,12 @@ class SpecialistOutput(BaseModel):
     """A worktree run's change job only: the change as one unified diff in git's format
     (``diff --git a/PATH b/PATH``) against the base commit. Untrusted: it is checked and applied by
     git in an isolated worktree, and what git then reports — never this text — is the evidence."""
-    probe_requests: Annotated[list[ProbeRequest], Field(max_length=MAX_PROBES)] = []
+    probe_requests: Annotated[
+        list[ProbeRequest], Field(max_length=MAX_PROBES, exclude_if=lambda v: not v)
+    ] = []
     """A read_only run's analysis only: commands it asks an operator to run (never run by the pass;
-    docs/architecture.md "Probe requests"). Any other job returning one breaks the contract."""
+    docs/architecture.md "Probe requests"). Any other job returning one breaks the contract. Left out
+    of a dump when empty, so a result without probes serialises (and hashes) as it did before."""
 
     @model_validator(mode="after")
     def _band_matches_confidence(self) -> SpecialistOutput:
