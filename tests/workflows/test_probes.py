@@ -177,7 +177,7 @@ async def test_a_wrong_digest_an_unknown_actor_an_unknown_probe_and_a_second_app
         with pytest.raises(OperatorError) as unknown_actor:
             await approve(b, run_id, 1, probe.sha256, actor="mallory")
         assert isinstance(unknown_actor.value, NotFound) and unknown_actor.value.code == "unknown_actor"
-        with pytest.raises(Refused) as unknown_probe:
+        with pytest.raises(NotFound) as unknown_probe:  # a referenced id that does not exist: exit 3
             await approve(b, run_id, 2, probe.sha256)
         assert unknown_probe.value.code == "unknown_probe"
         # A proof bound to another digest than the one the request names proves nothing.
