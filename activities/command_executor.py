@@ -350,16 +350,18 @@ def _run_command(
     stdin: IO[bytes] | int,
     budget: float,
     heartbeat: Callable[[], None] | None,
+    cwd: Path | None = None,
 ) -> _Ran:
-    """Run ``command`` in ``attempt``'s worktree: confined when the worker can, else (the
-    configuration allowing it — :meth:`Sandbox.require` was called) as before confinement existed.
+    """Run ``command`` in ``attempt``'s worktree (or ``cwd``, a directory inside it the caller
+    checked): confined when the worker can, else (the configuration allowing it —
+    :meth:`Sandbox.require` was called) as before confinement existed.
     Raises ``_SetupFailed``, ``_NotStarted`` or ``OSError`` (an unconfined program that cannot start)."""
     confined, description, isolated = _how(sandbox, network=network)
     if not confined:
         argv = _in_network_namespace(command) if isolated else command
         outcome = _run_bounded(
             argv,
-            cwd=attempt.worktree,
+            cwd=cwd or attempt.worktree,
             stdin=stdin,
             environment=environment,
             budget=budget,
@@ -369,7 +371,7 @@ def _run_command(
     program = sandbox.confinement.program
     assert program is not None
     layout = sandbox_layout(attempt, Path(environment["HOME"]), Path(environment["TMPDIR"]), sandbox.hidden)
-    options = sandbox_arguments(layout, environment, network=network)
+    options = sandbox_arguments(layout, environment, network=network, chdir=cwd)
     arguments = os.memfd_create("bwrap-args", os.MFD_CLOEXEC)
     status_read, status_write = os.pipe()
     try:
@@ -378,7 +380,7 @@ def _run_command(
         argv = [program, "--args", str(arguments), "--json-status-fd", str(status_write), "--", *command]
         outcome = _run_bounded(
             argv,
-            cwd=attempt.worktree,
+            cwd=cwd or attempt.worktree,
             stdin=stdin,
             environment=launcher_environment(),
             budget=budget,
@@ -593,3 +595,74 @@ def _as_report(result: VerificationResult) -> CommandReport:
         stderr_bytes=result.stderr_bytes,
         output_too_large=result.output_too_large,
     )
+
+
+PROBE_HOME_DIR: Final = "probe-home"
+PROBE_TMP_DIR: Final = "probe-tmp"
+PROBE_STDIN_FILE: Final = "probe-stdin.txt"
+
+
+def run_probe_command(
+    attempt: WorktreeAttempt,
+    argv: list[str],
+    *,
+    cwd: Path,
+    stdin_text: str,
+    sandbox: Sandbox,
+    timeout_seconds: float,
+    heartbeat: Callable[[], None] | None = None,
+) -> VerificationResult:
+    """Run an approved probe's argument vector in ``cwd`` (a directory inside ``attempt.worktree``
+    the caller resolved and checked), confined as a verify command is: no shell, own process group,
+    the reduced environment with no configured variable, never network, ``timeout_seconds`` of wall
+    clock, output bounded; ``stdin_text`` on stdin (docs/architecture.md "Probe requests").
+
+    A non-zero exit is returned (evidence). Raises :class:`CommandFailed` (``command_timeout``,
+    ``command_output_too_large``, ``command_failed`` when it cannot be started,
+    ``confinement_unavailable``) with what it did as the report."""
+    home, tmpdir = _private_directories(attempt.evidence_dir, PROBE_HOME_DIR, PROBE_TMP_DIR)
+    environment = agent_environment((), home, tmpdir, {})
+    budget = float(timeout_seconds)
+    confined, description, isolated = _how(sandbox, network=False)
+    base = VerificationResult(
+        argv=list(argv),
+        confined=confined,
+        confinement=description,
+        network_isolated=isolated,
+        timeout_seconds=budget,
+    )
+    _require(sandbox, _as_report(base))
+    stdin_path = attempt.evidence_dir / PROBE_STDIN_FILE
+    stdin_path.write_text(stdin_text, encoding="utf-8")
+    started = time.monotonic()
+    try:
+        with stdin_path.open("rb") as stdin:
+            ran = _run_command(
+                list(argv),
+                attempt=attempt,
+                sandbox=sandbox,
+                environment=environment,
+                network=False,
+                stdin=stdin,
+                budget=budget,
+                heartbeat=heartbeat,
+                cwd=cwd,
+            )
+    except (OSError, _NotStarted, _SetupFailed) as error:
+        result = base.model_copy(update={"duration_seconds": round(time.monotonic() - started, 3)})
+        raise _not_run(error, "the probe", _as_report(result)) from None
+    result = base.model_copy(update=ran.fields())
+    if ran.outcome.timed_out:
+        raise CommandFailed(
+            ExecutionFailure.COMMAND_TIMEOUT,
+            f"the probe did not exit within {budget:g} s; its process group was killed",
+            _as_report(result),
+        )
+    if result.output_too_large:
+        raise CommandFailed(
+            ExecutionFailure.COMMAND_OUTPUT_TOO_LARGE,
+            f"the probe wrote more than {MAX_COMMAND_OUTPUT_BYTES} bytes to stdout or stderr; its "
+            "process group was killed (output is never cut silently)",
+            _as_report(result),
+        )
+    return result

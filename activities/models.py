@@ -149,10 +149,19 @@ def parse_output(raw: str, request: ModelCallRequest) -> SpecialistOutput:
             profile_id=request.profile_id,
             evidence_ids=request.context.evidence_refs,
             expects_patch=request.context.expects_patch and request.kind is JobKind.ANALYSIS,
+            allows_probes=allows_probes(request),
         )
     except OutputContractViolation as error:
         raise _fail(ErrorType.MODEL_OUTPUT_INVALID, str(error)) from None
     return output
+
+
+def allows_probes(request: ModelCallRequest) -> bool:
+    """Whether the job may return probe requests: a run's analysis that is not a worktree run's change
+    job nor a research team's job — that is, a read_only run's analysis (a recommend run has no model
+    job; docs/architecture.md "Probe requests")."""
+    context = request.context
+    return request.kind is JobKind.ANALYSIS and not context.expects_patch and context.research is None
 
 
 class ModelActivities:

@@ -286,10 +286,13 @@ def _write_sanitised_config(source: Path, target: Path) -> None:
         git.ok("config", "--file", str(target), "--add", key, value or "true")
 
 
-def sandbox_arguments(layout: SandboxLayout, environment: Mapping[str, str], *, network: bool) -> list[str]:
+def sandbox_arguments(
+    layout: SandboxLayout, environment: Mapping[str, str], *, network: bool, chdir: Path | None = None
+) -> list[str]:
     """bubblewrap's options (before ``--``) for one command in ``layout``: the system part, the
     source repository's git data, the writable attempt paths, its ``environment`` exactly, cwd the
-    worktree, and ``network`` or not. Pass them through ``--args`` (they hold the environment)."""
+    worktree (or ``chdir``, a directory the caller checked lies inside it), and ``network`` or not.
+    Pass them through ``--args`` (they hold the environment)."""
     options = [*_namespace_options(network=network), *system_options()]
     roots = _system_roots()
     for path in layout.hidden:
@@ -307,7 +310,7 @@ def sandbox_arguments(layout: SandboxLayout, environment: Mapping[str, str], *, 
             options += ["--ro-bind", str(own / name), str(own / name)]
     for path in (layout.worktree, layout.home, layout.tmpdir):
         options += ["--bind", str(path), str(path)]
-    options += ["--remount-ro", "/", "--chdir", str(layout.worktree), "--clearenv"]
+    options += ["--remount-ro", "/", "--chdir", str(chdir or layout.worktree), "--clearenv"]
     for name, value in environment.items():
         options += ["--setenv", name, value]
     return options

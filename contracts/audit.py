@@ -33,6 +33,12 @@ class AuditKind(StrEnum):
     DECIDED = "decided"
     MODEL_ATTEMPT = "model_attempt"
     BUDGET_EXHAUSTED = "budget_exhausted"
+    # SpecialistRun probe requests (docs/architecture.md "Probe requests").
+    PROBES_REQUESTED = "probes_requested"
+    PROBE_APPROVED = "probe_approved"
+    PROBE_STARTED = "probe_started"
+    PROBE_COMPLETED = "probe_completed"
+    PROBE_FAILED = "probe_failed"
     # ResearchTeam.
     TEAM_STARTED = "team_started"
     ADMITTED = "admitted"

@@ -119,6 +119,13 @@ class ErrorType:
     RESEARCH_INPUT_CHANGED = "research_input_changed"
     JOB_BUDGET_EXHAUSTED = "job_budget_exhausted"
     JOB_OUTPUT_NOT_STORED = "job_output_not_stored"
+    # An approved probe (docs/architecture.md "Probe requests") that could not run to an exit fails
+    # with one of the command failures above (command_timeout, command_output_too_large,
+    # command_failed, confinement_unavailable, base_commit_unavailable) or one of these.
+    PROBE_CWD_OUTSIDE_WORKTREE = "probe_cwd_outside_worktree"
+    PROBE_CWD_MISSING = "probe_cwd_missing"
+    PROBE_TOO_MANY_CHANGES = "probe_too_many_changes"
+    PROBE_CANCELLED = "probe_cancelled"
 
 
 FALLBACK_ERROR_TYPES = frozenset(

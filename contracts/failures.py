@@ -20,6 +20,7 @@ from pydantic import BaseModel, ConfigDict, ValidationError
 
 from contracts.execution import CommandReport, WorktreeLocation
 from contracts.model_jobs import CallUsage, ModelAttempt
+from contracts.probes import ProbeEvidence
 
 
 class FailureDetail(BaseModel):
@@ -79,6 +80,13 @@ class ModelJobFailureDetail(FailureDetail):
         """The attempts as JSON, with the fields they travelled with (an attempt recorded before a
         field existed stays without it)."""
         return [attempt.model_dump(mode="json", exclude_unset=True) for attempt in self.attempts]
+
+
+class ProbeFailureDetail(FailureDetail):
+    """An approved probe that could not run to an exit (``run_probe``): what is known of it — the
+    commit, where its worktree is kept and, once the command ran, its report."""
+
+    evidence: ProbeEvidence
 
 
 class _Failure(Protocol):

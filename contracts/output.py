@@ -14,6 +14,7 @@ from typing import Annotated, Any, Final
 from pydantic import BaseModel, ConfigDict, Field, StringConstraints, model_validator
 
 from contracts.enums import RiskLevel
+from contracts.probes import MAX_PROBES, ProbeRequest
 
 MAX_RESULT_BYTES: Final = 48 * 1024
 MAX_REQUEST_BYTES: Final = 60 * 1024
@@ -97,6 +98,12 @@ class SpecialistOutput(BaseModel):
     """A worktree run's change job only: the change as one unified diff in git's format
     (``diff --git a/PATH b/PATH``) against the base commit. Untrusted: it is checked and applied by
     git in an isolated worktree, and what git then reports — never this text — is the evidence."""
+    probe_requests: Annotated[
+        list[ProbeRequest], Field(max_length=MAX_PROBES, exclude_if=lambda v: not v)
+    ] = []
+    """A read_only run's analysis only: commands it asks an operator to run (never run by the pass;
+    docs/architecture.md "Probe requests"). Any other job returning one breaks the contract. Left out
+    of a dump when empty, so a result without probes serialises (and hashes) as it did before."""
 
     @model_validator(mode="after")
     def _band_matches_confidence(self) -> SpecialistOutput:
@@ -133,9 +140,11 @@ def check_output_for_job(
     profile_id: str,
     evidence_ids: list[str],
     expects_patch: bool = False,
+    allows_probes: bool = False,
 ) -> None:
     """Check the rules that depend on the job: role, verdict presence, patch presence (``expects_patch``:
-    the job is a worktree run's change job), cited evidence ids.
+    the job is a worktree run's change job), probe requests (``allows_probes``: the job is a
+    read_only run's analysis, the only one that may ask for probes), cited evidence ids.
 
     Raises :class:`OutputContractViolation` naming the first broken rule.
     """
@@ -149,6 +158,8 @@ def check_output_for_job(
         raise OutputContractViolation("a worktree change result must carry its change in 'patch'")
     if not expects_patch and output.patch is not None:
         raise OutputContractViolation("only a worktree run's change job may return a patch")
+    if output.probe_requests and not allows_probes:
+        raise OutputContractViolation("only a read_only run's analysis may return probe requests")
     known = set(evidence_ids)
     cited = set(output.inspected_evidence)
     for finding in output.findings:

@@ -114,6 +114,8 @@ class Recording(BaseModel):
             profile_id=self.profile,
             evidence_ids=sorted(cited),
             expects_patch=self.kind is RecordingKind.CHANGE,
+            # An analysis recording may answer a read_only run, whose analysis may ask for probes.
+            allows_probes=self.kind is RecordingKind.ANALYSIS,
         )
 
 

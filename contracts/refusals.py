@@ -50,6 +50,12 @@ class RefusalCode(StrEnum):
     NOT_APPROVED = "not_approved"
     ALREADY_EXECUTING = "already_executing"
     ALREADY_FINISHED = "already_finished"
+    # A probe approval (docs/architecture.md "Probe requests"); a decide while a probe runs.
+    UNKNOWN_PROBE = "unknown_probe"
+    STALE_PROBE_DIGEST = "stale_probe_digest"
+    PROBE_ALREADY_APPROVED = "probe_already_approved"
+    PROBE_NO_REPOSITORY = "probe_no_repository"
+    PROBE_RUNNING = "probe_running"
     # A team's state does not allow the action.
     CANCELLING = "cancelling"
     ALREADY_CANCELLING = "already_cancelling"

@@ -23,6 +23,7 @@ from contracts.models import ModelId, ModelSelectionRecord
 from contracts.orchestration import AdvisoryTopic, OrchestrationDecision
 from contracts.output import JobKind, SpecialistOutput
 from contracts.pass_records import PassRecord
+from contracts.probes import ProbeRecord
 from contracts.proofs import ActionProof
 from contracts.queue_items import QueueStatus
 from contracts.review_waves import WaveRecord
@@ -554,6 +555,9 @@ class RunView(BaseModel):
     wave: WaveRecord | None = None
     passes: list[PassRecord] = []
     """The goal queue's previous run of the same item, which this run re-dispatches or recovers."""
+    probes: list[ProbeRecord] = []
+    """The analysis's probe requests and what became of each (operator-run evidence, kept apart from
+    ``result`` and ``review``: docs/architecture.md "Probe requests")."""
 
 
 class RunProgress(BaseModel):

@@ -47,6 +47,7 @@ class ActivityName(StrEnum):
     FIND_CLOSED_TEAMS = "find_closed_teams"
     READ_RUN_PROGRESS = "read_run_progress"
     CHECK_QUEUE_VERDICT = "check_queue_verdict"
+    RUN_PROBE = "run_probe"
 
 
 # The signals, updates and queries each workflow handles, one enum per workflow: the handler's
@@ -67,6 +68,7 @@ class RunMessage(StrEnum):
     CANCEL = "cancel"
     QUEUE_VERDICT = "queue_verdict"
     QUEUE_ITEM_STATUS = "queue_item_status"
+    APPROVE_PROBE = "approve_probe"
 
 
 class TeamMessage(StrEnum):

@@ -39,6 +39,7 @@ GROUPS: Final = (
     ("configuration", "app", None, ("policy", "status")),
     ("runs", "app", None, ("create", "enqueue", "decide", "cancel", "approve", "execute")),
     ("inspect", "app", None, ("show", "list")),
+    ("probes", "app", None, ("probes", "approve-probe")),
     ("dev", "app", None, ("worker", "dev", "setup")),
     ("models", "app", "models", ("models",)),
     ("repositories", "app", "repos", ("repos",)),

@@ -72,7 +72,7 @@ UNANSWERED_CODES = frozenset({"no_worker", "temporal_unreachable", "temporal_err
 """What a patient wait (``--wait``) outlasts: nobody answered, which a restarted worker or server
 ends."""
 _STATUS_KEY = SearchAttributeKey.for_keyword(SearchAttribute.SPECIALIST_STATUS)
-_NOT_FOUND_CODES = frozenset({RefusalCode.UNKNOWN_ACTOR})
+_NOT_FOUND_CODES = frozenset({RefusalCode.UNKNOWN_ACTOR, RefusalCode.UNKNOWN_PROBE})
 Answer = TypeVar("Answer")
 
 
@@ -428,6 +428,29 @@ async def approve_run(
     request = ApproveRequest(actor=actor, contract_sha256=contract_sha256, proof=proof)
     await _update(client, run_id, RunMessage.APPROVE, request, answer_within=answer_within)
     return await wait_for_view(client, run_id, lambda v: v.status is not RunStatus.AWAITING_APPROVAL)
+
+
+async def approve_probe_run(
+    client: Client,
+    run_id: str,
+    actor: str,
+    index: int,
+    probe_sha256: str,
+    proof: ActionProof | None = None,
+    *,
+    answer_within: float | None = None,
+) -> RunView:
+    """Update ``approve_probe``: approve probe ``index`` whose digest is ``probe_sha256``; returns the
+    view once the run has taken the probe up (running or finished). Raises the refusal
+    (``unknown_probe`` exit 3; ``stale_probe_digest``, ``probe_already_approved``,
+    ``probe_no_repository``, ``not_awaiting_decision``, an authorisation code) as an operator error."""
+    from contracts.probes import ApproveProbeRequest
+
+    request = ApproveProbeRequest(actor=actor, index=index, probe_sha256=probe_sha256, proof=proof)
+    await _update(client, run_id, RunMessage.APPROVE_PROBE, request, answer_within=answer_within)
+    return await wait_for_view(
+        client, run_id, lambda v: len(v.probes) >= index and v.probes[index - 1].status.value != "approved"
+    )
 
 
 async def execute_run(

@@ -30,6 +30,7 @@ from typing import TYPE_CHECKING, Any
 
 from control import run_views
 from control.output import safe_text, table
+from control.probe_views import render_probes
 from control.repository_views import render_contract_repository_config
 
 if TYPE_CHECKING:
@@ -107,6 +108,7 @@ def render_run(
         )
     render_contract_repository_config(console, view)
     render_execution(console, view, diff=diff, recovery=recovery)
+    render_probes(console, view)
 
 
 def render_execution(console: Console, view: RunView, *, diff: bool = False, recovery: bool = False) -> None:

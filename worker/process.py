@@ -140,6 +140,7 @@ PROTECTED_COMMANDS: Final = (
     "enqueue",
     "approve",
     "execute",
+    "approve-probe",
     "decide",
     "cancel",
     "models test",

@@ -29,6 +29,7 @@ from activities.config import ActivityConfig
 from activities.context_packs import ContextPackActivities
 from activities.execution import ExecutionActivities
 from activities.models import ModelActivities
+from activities.probes import ProbeActivities
 from activities.projection import ProjectionActivities
 from activities.providers.base import ModelProvider
 from activities.queue_runs import QueueRunActivities
@@ -120,6 +121,7 @@ def activities_for(
         ceilings.request_model_lease,
         packs.build_context_pack,
         execution.execute_worktree_attempt,
+        ProbeActivities(config, store).run_probe,
         prune.check_prune_target,
         research.capture_team,
         research.check_team_inputs,

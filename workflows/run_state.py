@@ -18,6 +18,7 @@ from contracts.execution import ExecutionRecord
 from contracts.metric_names import RUN_STATUS_CHANGES
 from contracts.output import SpecialistOutput
 from contracts.pass_records import PassRecord
+from contracts.probes import ProbeRecord
 from contracts.review_waves import WaveRecord
 from contracts.runs import (
     Approval,
@@ -72,6 +73,10 @@ class RunState:
     """A review wave's passes as they go (``workflows/review_wave.py``)."""
     passes: list[PassRecord] = field(default_factory=list)
     """The record of every other model job (analysis, change, single review)."""
+    probes: list[ProbeRecord] = field(default_factory=list)
+    """The analysis's probe requests and what became of each (``workflows/probes.py``)."""
+    probe_running: bool = False
+    """A probe's activity is running: a cancel waits for it to stop (``cancel_requested``)."""
     model_job_running: bool = False
     executing: bool = False
     """From the worktree attempt's start a cancel waits for it (``cancel_requested``)."""
@@ -169,6 +174,7 @@ class RunState:
             follows=self.run_input.follows,
             wave=self.wave,
             passes=list(self.passes),
+            probes=list(self.probes),
         )
 
     def summary(self, now: dt.datetime) -> RunSummary:

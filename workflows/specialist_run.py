@@ -38,6 +38,7 @@ with workflow.unsafe.imports_passed_through():
     from contracts.orchestration import ReviewShape
     from contracts.output import JobKind
     from contracts.policy import APPROVAL_TIERS
+    from contracts.probes import ApproveProbeRequest
     from contracts.queue_messages import QUEUE_ID_PREFIX, RunProgressed
     from contracts.refusals import RefusalCode
     from contracts.runs import (
@@ -65,6 +66,13 @@ with workflow.unsafe.imports_passed_through():
     from workflows.audit import activity_failure
     from workflows.authorization import ProtectedActions
     from workflows.patches import Behaviours
+    from workflows.probes import (
+        handle_probe_approval,
+        probes_pending,
+        record_probes,
+        validate_probe_approval,
+        wait_for_decision,
+    )
     from workflows.queue_verdict import apply_queue_verdict
     from workflows.review_wave import PATCH_REVIEW_WAVES, run_wave
     from workflows.run_jobs import run_model_job
@@ -270,6 +278,7 @@ class SpecialistRunWorkflow:
         if analysis is None:
             return self._state.status
         self._state.result = analysis.require_output()
+        record_probes(self._state)  # docs/architecture.md "Probe requests"
         return RunStatus.CANCELLED if self._state.cancel is not None else None
 
     async def _review_and_decide(
@@ -299,7 +308,8 @@ class SpecialistRunWorkflow:
         self._state.set_status(RunStatus.AWAITING_DECISION)
         self._state.publish_attributes()
         await asyncio.gather(self._tell_queue(), self._project())
-        await workflow.wait_condition(lambda: state.decision is not None or state.cancel is not None)
+        # Approved probes run here, one at a time (none in histories recorded before probes).
+        await wait_for_decision(state)
         await self._actions.settled()
         if state.decision is None:
             return RunStatus.CANCELLED
@@ -440,6 +450,10 @@ class SpecialistRunWorkflow:
             return self._actions.refuse(
                 "decide", request.actor, RefusalCode.NOT_AWAITING_DECISION, self._status_text()
             )
+        if probes_pending(state):  # approved while this decide was being authorised
+            return self._actions.refuse(
+                "decide", request.actor, RefusalCode.PROBE_RUNNING, "an approved probe has not finished"
+            )
         state.decision = Decision(
             actor=request.actor, outcome=request.outcome, note=request.note, at=workflow.now()
         )
@@ -459,6 +473,22 @@ class SpecialistRunWorkflow:
                 f"run {self._run_id} is {state.status.value}; only a run awaiting a decision can be decided",
                 type=RefusalCode.NOT_AWAITING_DECISION,
             )
+        if probes_pending(state):
+            raise ApplicationError(
+                f"run {self._run_id} has an approved probe that has not finished: decide once it has "
+                f"(`specialists probes {self._run_id}`), or cancel the run",
+                type=RefusalCode.PROBE_RUNNING,
+            )
+
+    @workflow.update(name=RunMessage.APPROVE_PROBE)
+    async def approve_probe(self, request: ApproveProbeRequest) -> ActionResult:
+        """Approve one of the analysis's probe requests, exactly the one whose digest is named
+        (protected; docs/architecture.md "Probe requests"); the run then runs it confined."""
+        return await handle_probe_approval(self._state, self._actions, request)
+
+    @approve_probe.validator
+    def _validate_approve_probe(self, request: ApproveProbeRequest) -> None:
+        validate_probe_approval(self._state, request)
 
     @workflow.update(name=RunMessage.APPROVE)
     async def approve(self, request: ApproveRequest) -> ActionResult:
@@ -551,7 +581,7 @@ class SpecialistRunWorkflow:
             return
         state.cancel = request
         state.audit.record(AuditKind.CANCEL_REQUESTED, actor=request.actor, data={"reason": request.reason})
-        if state.model_job_running or state.executing:
+        if state.model_job_running or state.executing or state.probe_running:
             state.set_status(RunStatus.CANCEL_REQUESTED)
             state.publish_attributes()
 

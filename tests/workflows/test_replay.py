@@ -23,6 +23,9 @@ own ``workflow-ids.json``), one whose autopilot fills its slot by itself and one
 re-dispatches after each FAIL; ``queue/v1/`` the first two
 as recorded before the queue dispatched runs, ``queue/v2/`` the first three before the autopilot did.
 
+``probes/`` holds a read_only run whose analysis asked for a probe that an operator approved (after a
+refused approval naming another digest) and the run ran (``python -m tests.histories.record_probes``),
+with its two ``ModelJob`` histories (its own ``workflow-ids.json``).
 ``teams/`` holds ``ResearchTeam`` histories (``python -m tests.histories.record_teams``), one per team
 path, the first stage's two ``ModelJob`` histories of the completed team and the
 ``ResearchCoordinator`` history of the recording (its own ``workflow-ids.json``); ``teams/v1/`` the
@@ -46,6 +49,7 @@ from tests.workflows.research_harness import payload_text
 from worker import WORKFLOWS, sandbox_runner
 from workflows.model_ceiling import PATCH_LEASE_RECORDS
 from workflows.model_job import PATCH_ATTEMPTS_IN_WORKFLOW, PATCH_JOB_V5, PATCH_LOCAL_PREPARE
+from workflows.probes import PATCH_PROBE_REQUESTS
 from workflows.research_team import PATCH_COORDINATED
 from workflows.run_jobs import PATCH_AUDIT_MODEL_ATTEMPTS
 from workflows.specialist_run import PATCH_AUTHORIZE_CREATE, PATCH_ONE_UPSERT_PER_TASK, PATCH_RUN_V5
@@ -65,7 +69,22 @@ QUEUE = sorted(path for path in (HISTORIES / "queue").glob("*.json") if path.nam
 QUEUE_V1 = sorted(path for path in (HISTORIES / "queue" / "v1").glob("*.json") if path.name != WORKFLOW_IDS)
 QUEUE_V2 = sorted(path for path in (HISTORIES / "queue" / "v2").glob("*.json") if path.name != WORKFLOW_IDS)
 QUEUE_V3 = sorted(path for path in (HISTORIES / "queue" / "v3").glob("*.json") if path.name != WORKFLOW_IDS)
-ALL = [*CURRENT, *V1, *V2, *V3, *V4, *V5, *TEAMS, *TEAMS_V1, *QUEUE, *QUEUE_V1, *QUEUE_V2, *QUEUE_V3]
+PROBES = sorted(path for path in (HISTORIES / "probes").glob("*.json") if path.name != WORKFLOW_IDS)
+ALL = [
+    *CURRENT,
+    *V1,
+    *V2,
+    *V3,
+    *V4,
+    *V5,
+    *TEAMS,
+    *TEAMS_V1,
+    *QUEUE,
+    *QUEUE_V1,
+    *QUEUE_V2,
+    *QUEUE_V3,
+    *PROBES,
+]
 TEAM_PATHS = {"completed", "adjudicated", "blocked_retried_stopped", "cancelled", "invalidated"}
 
 V1_PATHS = {
@@ -550,3 +569,27 @@ def test_the_queue_histories_hold_only_accepted_moves_and_continue_as_new_with_e
         _payload(continued[0]["workflowExecutionStartedEventAttributes"]["input"]["payloads"][0]) == carried
     )  # type: ignore[index]
     assert _accepted_updates("queue/continued.json") == ["add", "approve", "park", "release", "reopen"]
+
+
+def test_the_probe_history_records_its_patch_a_refused_and_an_accepted_approval_and_the_probe_activity() -> (
+    None
+):
+    run = HISTORIES / "probes" / "probe_approved_and_run.json"
+    assert _names(PROBES) == {"probe_approved_and_run"}
+    assert _patches(run) == [PATCH_RUN_V5, PATCH_PROBE_REQUESTS]
+    assert not {PATCH_PROBE_REQUESTS} & {
+        patch for path in ALL if path not in PROBES for patch in _patches(path)
+    }
+    events = json.loads(run.read_text(encoding="utf-8"))["events"]
+    updates = [
+        e["workflowExecutionUpdateAcceptedEventAttributes"]["acceptedRequest"]["input"]["name"]
+        for e in events
+        if e["eventType"] == "EVENT_TYPE_WORKFLOW_EXECUTION_UPDATE_ACCEPTED"
+    ]
+    assert updates == ["approve_probe", "approve_probe", "decide"]  # a stale digest, then the probe's
+    scheduled = [
+        e["activityTaskScheduledEventAttributes"]["activityType"]["name"]
+        for e in events
+        if e["eventType"] == "EVENT_TYPE_ACTIVITY_TASK_SCHEDULED"
+    ]
+    assert scheduled.count("run_probe") == 1

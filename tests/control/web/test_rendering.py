@@ -31,3 +31,39 @@ def test_the_route_next_notice_shows_only_an_item_key_and_a_tier_route_next_yiel
     assert routed_notice("ORD-3", "read_only") == "route-next: ORD-3 dispatched as an automatic read_only run"
     for key, tier in (("<script>", "recommend"), ("ORD-3", "worktree"), (None, "read_only"), ("ORD-3", None)):
         assert routed_notice(key, tier) is None
+
+
+def test_a_runs_probe_requests_are_listed_escaped_with_their_evidence() -> None:
+    from contracts.probes import ProbeEvidence, ProbeRecord, ProbeRequest
+
+    request = ProbeRequest(
+        hypothesis="<script>alert(1)</script>\u202e",
+        argv=["grep", "<b>x</b>"],
+        cwd="docs",
+        expected_confirming="found",
+        expected_falsifying="not found",
+        anticipated_effects="none",
+    )
+    record = ProbeRecord(
+        index=1,
+        sha256="a" * 64,
+        request=request,
+        status="completed",
+        approved_by="alice",
+        evidence=ProbeEvidence(
+            commit="c" * 40,
+            commit_source="base_commit",
+            argv=request.argv,
+            cwd="docs",
+            exit_status=0,
+            stdout="<img src=x onerror=alert(1)>",
+        ),
+    )
+    run = {"run_id": "SOR-0123456789ABCDEF", "probes": [record.model_dump(mode="json")]}
+    html = environment().get_template("_probes.html").render(run=run)
+    assert "&lt;script&gt;alert(1)&lt;/script&gt;⟨U+202E⟩" in html and "<script>" not in html
+    assert "&lt;img src=x onerror=alert(1)&gt;" in html and "<img" not in html
+    assert "probe 1: completed" in html and "a" * 64 in html and "approved by" in html
+    assert (
+        environment().get_template("_probes.html").render(run={"run_id": "SOR-X", "probes": []}).strip() == ""
+    )
