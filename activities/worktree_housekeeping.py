@@ -32,7 +32,8 @@ def prune_run(
     hand this drops git's bookkeeping, and should git keep listing it ``git worktree prune`` (it is
     unlocked now) does. A worktree directory no repository lists is deleted as a plain directory,
     and so is the evidence directory; a symlink in their place is removed, never followed. The
-    run's directory goes when empty. Idempotent: a second call finds nothing and returns ``[]``.
+    run's directory goes when empty, and so does each of its probes' (``<run>-probe-<k>``).
+    Idempotent: a second call finds nothing and returns ``[]``.
 
     Raises :class:`InvalidInput` ``invalid_run_id`` for anything but a run id (``SOR-`` + 16), and
     :class:`ServiceUnavailable` ``git_failed`` when git refuses a step (the attempt is then kept as
@@ -69,6 +70,7 @@ def prune_run(
         pruned.append(
             PrunedAttempt(
                 run_id=run_id,
+                probe=attempt.probe,
                 attempt=attempt.attempt,
                 worktree=attempt.worktree,
                 host=host,
@@ -81,9 +83,10 @@ def prune_run(
                 removed_evidence=removed_evidence,
             )
         )
-    with contextlib.suppress(OSError):
-        if run_dir.is_dir() and not run_dir.is_symlink():
-            run_dir.rmdir()  # only when empty
+    for directory in [run_dir, *sorted({Path(attempt.worktree).parent for attempt in pruned} - {run_dir})]:
+        with contextlib.suppress(OSError):
+            if directory.is_dir() and not directory.is_symlink():
+                directory.rmdir()  # only when empty
     return pruned
 
 

@@ -93,6 +93,9 @@ class AttemptState(BaseModel):
     attempt: int = Field(ge=1)
     worktree: str
     exists: bool
+    probe: int | None = None
+    """The probe (its index in the run) this attempt ran, under ``<run_id>-probe-<n>/``; None for
+    the run's own execution attempts (docs/architecture.md "Probe requests")."""
     evidence_dir: str
     evidence_exists: bool
     repository: str | None = None
@@ -165,6 +168,7 @@ class PrunedAttempt(BaseModel):
     attempt: int = Field(ge=1)
     worktree: str
     host: str
+    probe: int | None = None
     repository: str | None = None
     existed: bool
     was_known_to_git: bool = False

@@ -87,6 +87,7 @@ async def list_worktrees(
 def _row(attempt: AttemptState, status: str, source: str) -> dict[str, Any]:
     return {
         "run_id": attempt.run_id,
+        "probe": attempt.probe,
         "attempt": attempt.attempt,
         "path": attempt.worktree,
         "exists": attempt.exists,
@@ -156,7 +157,9 @@ def render_list(console: Console, rows: list[dict[str, Any]]) -> None:
             [
                 [
                     row["run_id"],
-                    str(row["attempt"]),
+                    str(row["attempt"])
+                    if row["probe"] is None
+                    else f"probe {row['probe']}, {row['attempt']}",
                     row["run_status"],
                     flag(row["exists"]),
                     flag(row["git_known"]),
@@ -261,7 +264,9 @@ def _render_pruned(console: Console, result: PruneResult) -> None:
             ["attempt", "host", "worktree removed", "git entry removed", "was locked", "evidence removed"],
             [
                 [
-                    str(attempt.attempt),
+                    str(attempt.attempt)
+                    if attempt.probe is None
+                    else f"probe {attempt.probe}, {attempt.attempt}",
                     attempt.host,
                     "yes" if attempt.removed_worktree else ("already gone" if not attempt.existed else "no"),
                     "yes" if attempt.removed_from_git else "-",

@@ -4,7 +4,8 @@ Read-only, and shared by the operator surface (``specialists worktrees``) and th
 ``prune_worktrees`` activity, whose removing part is :mod:`activities.worktree_housekeeping`); git
 only through :mod:`runtime.git` (docs/architecture.md "Layers", "Worktree execution"). Attempts live
 where :func:`activities.worktree_lifecycle.create_attempt_worktree` makes them —
-``<state>/worktrees/<run>/attempt-<n>`` with a sibling ``attempt-<n>.evidence`` — and are *locked* git
+``<state>/worktrees/<run>/attempt-<n>`` with a sibling ``attempt-<n>.evidence``, and a probe's under
+``<state>/worktrees/<run>-probe-<k>/`` (listed and pruned with its run) — and are *locked* git
 worktrees of the source repository.
 
 **What an attempt can look like after a crash or a hand clean-up**, and how each is found:
@@ -45,6 +46,7 @@ __all__ = [
     "git_worktrees",
     "list_attempts",
     "repository_of",
+    "run_of",
     "worktrees_root",
 ]
 
@@ -52,6 +54,7 @@ WORKTREES_DIR: Final = "worktrees"
 _RUN_DIR: Final = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_-]{0,63}$")
 _ATTEMPT: Final = re.compile(r"^attempt-([1-9][0-9]{0,8})$")
 _ENTRY: Final = re.compile(r"^attempt-([1-9][0-9]{0,8})(\.evidence)?$")
+_PROBE_DIR: Final = re.compile(r"^(?P<run>.+)-probe-(?P<probe>[1-9][0-9]{0,2})$")
 _MAX_GIT_FILE_BYTES: Final = 4096
 
 
@@ -62,6 +65,15 @@ class GitWorktree:
     path: Path
     locked: bool
     lock_reason: str | None
+
+
+def run_of(directory: str) -> tuple[str, int | None]:
+    """The run a directory under ``worktrees/`` belongs to, and the probe whose attempts it holds
+    (``SOR-…-probe-2`` → ``("SOR-…", 2)``; a run's own directory → ``(name, None)``)."""
+    match = _PROBE_DIR.fullmatch(directory)
+    if match is None:
+        return directory, None
+    return match.group("run"), int(match.group("probe"))
 
 
 def worktrees_root(state_dir: Path) -> Path:
@@ -128,12 +140,15 @@ def list_attempts(
 ) -> list[AttemptState]:
     """Every attempt under ``<state_dir>/worktrees`` (only ``run_id``'s when given), sorted by run and
     attempt: those with a worktree or evidence directory there, and those a source repository still
-    lists there. ``repositories`` are asked besides the ones the worktrees' ``.git`` files name."""
+    lists there — a run's probes' attempts with it (``probe`` set), after its own. ``repositories``
+    are asked besides the ones the worktrees' ``.git`` files name."""
     root = worktrees_root(state_dir)
     found: set[tuple[str, int]] = set()
     if root.is_dir():
         for run_dir in sorted(root.iterdir()):
-            if not _RUN_DIR.fullmatch(run_dir.name) or (run_id is not None and run_dir.name != run_id):
+            if not _RUN_DIR.fullmatch(run_dir.name) or (
+                run_id is not None and run_of(run_dir.name)[0] != run_id
+            ):
                 continue
             if run_dir.is_symlink() or not run_dir.is_dir():
                 continue
@@ -159,17 +174,17 @@ def list_attempts(
     for repository, listing in listings.items():
         for listed in listing:
             key = _attempt_key(root, listed.path)
-            if key is not None and (run_id is None or key[0] == run_id):
+            if key is not None and (run_id is None or run_of(key[0])[0] == run_id):
                 known.setdefault(key, (repository, listed))
                 found.add(key)
 
     attempts: list[AttemptState] = []
-    for run, number in sorted(found):
-        worktree = root / run / f"attempt-{number}"
-        evidence = root / run / f"attempt-{number}.evidence"
+    for directory, number in sorted(found):
+        worktree = root / directory / f"attempt-{number}"
+        evidence = root / directory / f"attempt-{number}.evidence"
         named = repository_of(worktree)
-        if (run, number) in known:
-            repository, listed = known[(run, number)]
+        if (directory, number) in known:
+            repository, listed = known[(directory, number)]
             git_known: bool | None = True
             locked: bool | None = listed.locked
             reason = listed.lock_reason
@@ -177,9 +192,11 @@ def list_attempts(
             repository = named.resolve() if named is not None else None
             git_known = False if listings else None
             locked, reason = (False, None) if listings else (None, None)
+        run, probe = run_of(directory)
         attempts.append(
             AttemptState(
                 run_id=run,
+                probe=probe,
                 attempt=number,
                 worktree=str(worktree),
                 exists=worktree.is_dir() and not worktree.is_symlink(),
@@ -195,7 +212,8 @@ def list_attempts(
 
 
 def _attempt_key(root: Path, path: Path) -> tuple[str, int] | None:
-    """``(run, n)`` when ``path`` is ``<root>/<run>/attempt-<n>``."""
+    """``(directory, n)`` when ``path`` is ``<root>/<directory>/attempt-<n>`` (the directory of a run
+    or of one of its probes)."""
     resolved = Path(os.path.abspath(path))
     if resolved.parent.parent != root:
         return None

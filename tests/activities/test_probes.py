@@ -20,7 +20,7 @@ from tests.activities.confined import SYSTEM_PYTHON, requires_bubblewrap
 from tests.identity import STORE_ANCHOR, bootstrap
 from tests.store.git_repository import git, make_working_tree, register_repository
 
-RUN_ID = "SOR-PROBETEST000001"
+RUN_ID = "SOR-PROBETEST0000001"
 ALIAS = "orders-service"
 
 PROBE_SCRIPT = (
@@ -137,3 +137,23 @@ def test_a_worker_that_cannot_confine_refuses_the_probe_before_any_worktree_is_m
         run(activities, probe(["/bin/true"]), base)
     assert refused.value.type == "confinement_unavailable"
     assert not (tmp_path / "state" / "worktrees").exists()
+
+
+@requires_bubblewrap
+def test_a_probes_worktree_is_listed_with_its_run_and_pruned_with_it(
+    setup: tuple[ProbeActivities, str, Path], tmp_path: Path
+) -> None:
+    from activities.worktree_housekeeping import prune_run
+    from runtime.worktree_attempts import list_attempts
+
+    activities, base, tree = setup
+    evidence = run(activities, probe([SYSTEM_PYTHON, "-c", "print(1)"]), base)
+    state = tmp_path / "state"
+    (listed,) = list_attempts(state, [tree], run_id=RUN_ID)
+    assert (listed.run_id, listed.probe, listed.attempt, listed.worktree) == (RUN_ID, 1, 1, evidence.worktree)
+    assert listed.exists and listed.git_known and listed.locked
+    assert [a.probe for a in list_attempts(state, [tree])] == [1]
+    (pruned,) = prune_run(state, RUN_ID, [tree], host="here")
+    assert (pruned.probe, pruned.removed_worktree, pruned.removed_from_git) == (1, True, True)
+    assert list_attempts(state, [tree]) == []
+    assert not (state / "worktrees" / f"{RUN_ID}-probe-1").exists()

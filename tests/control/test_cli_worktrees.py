@@ -35,6 +35,7 @@ README = "# orders-service\n\nReport queries live in reports.sql.\n"
 REPORTS_SQL = "SELECT * FROM orders WHERE customer_id = $1 AND created_at >= $2 ORDER BY created_at;\n"
 ROW_KEYS = {
     "run_id",
+    "probe",
     "attempt",
     "path",
     "exists",
@@ -84,7 +85,7 @@ class Deployment:
 
     def listed(self, run_id: str) -> list[dict[str, Any]]:
         rows = self.cli.call("worktrees", "--json").ok()["worktrees"]
-        assert all(set(row) == ROW_KEYS for row in rows)
+        assert all(set(row) == ROW_KEYS and row["probe"] is None for row in rows)
         return [row for row in rows if row["run_id"] == run_id]
 
     def git_lists(self) -> list[str]:
@@ -140,6 +141,7 @@ def test_an_executed_run_is_listed_with_its_state_and_pruned_only_once_decided(
     worktree = cli.state_dir.resolve() / "worktrees" / run_id / "attempt-1"
     assert row == {
         "run_id": run_id,
+        "probe": None,
         "attempt": 1,
         "path": str(worktree),
         "exists": True,
