@@ -201,8 +201,10 @@ def excluded_context(
     return left_out
 
 
-def output_contract(kind: JobKind, expects_patch: bool = False) -> str:
-    """The output contract in one line (the full JSON Schema is in the instructions)."""
+def output_contract(kind: JobKind, expects_patch: bool = False, *, probes: bool = False) -> str:
+    """The output contract in one line (the full JSON Schema is in the instructions): a read_only
+    analysis with a repository to run them in (``probes``) is told it may ask for probes
+    (docs/architecture.md "Probe requests"); any other job that returns one breaks the contract."""
     fields = (
         "role, axis, inspected_evidence, findings (severity, title, evidence_refs, detail), confidence "
         "0..1 with its band, gaps, closure, recommended_next_action"
@@ -211,6 +213,14 @@ def output_contract(kind: JobKind, expects_patch: bool = False) -> str:
         fields += ", verdict (agree | disagree | insufficient_evidence)"
     if expects_patch:
         fields += ", patch (the change: one unified diff in git's format against the base commit)"
+    elif kind is JobKind.ANALYSIS and probes:
+        fields += (
+            "; optionally probe_requests (at most 5): commands you would like an operator to run to test "
+            "a hypothesis — hypothesis, argv (the exact argument vector, no shell), cwd (relative to the "
+            "repository), inputs (stdin lines), expected_confirming, expected_falsifying, "
+            "anticipated_effects. You never run them; an operator may approve one, and it then runs "
+            "confined, without network, in a fresh worktree"
+        )
     return f"One JSON object matching the SpecialistOutput JSON Schema: {fields}; at most 48 KiB."
 
 
@@ -246,7 +256,7 @@ def build_pack(
         findings_under_review=list(context.findings_under_review) if kind is JobKind.REVIEW else [],
         change=change,
         excluded=excluded_context(kind, repository, unread_files, change is not None),
-        output_contract=output_contract(kind, expects_patch),
+        output_contract=output_contract(kind, expects_patch, probes=repository is not None),
         output_schema_sha256=output_schema_sha256(),
         stop_rule=STOP_RULE,
     )

@@ -120,6 +120,10 @@ def test_a_pack_states_its_objective_questions_contract_stop_rule_and_guidance_d
     assert pack.stop_rule == STOP_RULE and "Stop rather than widen scope" in pack.stop_rule
     assert pack.profile_guidance_sha256 == sha256_text(profile.guidance)
     assert "SpecialistOutput" in pack.output_contract
+    # An analysis with a repository to run them in is told it may ask for probes, never run them.
+    assert (
+        "probe_requests (at most 5)" in pack.output_contract and "You never run them" in pack.output_contract
+    )
     text = render_pack(pack)
     for heading in ("## Objective", "## Questions", "## Evidence", "## Not given to you", "## Stop rule"):
         assert heading in text
@@ -152,6 +156,15 @@ def test_evidence_that_cannot_be_read_is_listed_with_the_reason(
 ) -> None:
     (entry,) = _build(activities, _request([ref], base=repository[1])).pack.evidence
     assert entry.content is None and note in (entry.note or "")
+
+
+def test_no_review_change_or_repository_less_job_is_offered_probes() -> None:
+    from activities.context import output_contract
+    from contracts.output import JobKind
+
+    assert "probe_requests" not in output_contract(JobKind.REVIEW, probes=True)
+    assert "probe_requests" not in output_contract(JobKind.ANALYSIS, True, probes=True)
+    assert "probe_requests" not in output_contract(JobKind.ANALYSIS, probes=False)
 
 
 def test_without_an_allow_listed_repository_files_are_not_read_and_the_pack_says_so(
