@@ -46,7 +46,14 @@ with workflow.unsafe.imports_passed_through():
     from contracts.temporal_names import ActivityName
     from contracts.ui_summaries import model_job_summary
     from workflows.model_job import ModelJobWorkflow
-    from workflows.run_jobs import completed_facts, controls, job_input, pass_attempt, record_attempts
+    from workflows.run_jobs import (
+        audited_controls,
+        completed_facts,
+        controls,
+        job_input,
+        pass_attempt,
+        record_attempts,
+    )
     from workflows.run_state import RunState
 
 PATCH_REVIEW_WAVES = "review-waves"
@@ -226,6 +233,7 @@ def _dispatch(state: RunState, wave_pass: WavePass, job: ModelJobInput) -> async
             "profile": job.profile_id,
             "models": job.model.chain,
             "pass": wave_pass.index,
+            **audited_controls(state, job),
         },
     )
     return asyncio.ensure_future(

@@ -67,7 +67,9 @@ async def run_model_job(
         expects_patch=expects_patch,
         change=change,
     )
-    state.audit.record(AuditKind.MODEL_JOB_STARTED, data=started_data(contract, job))
+    state.audit.record(
+        AuditKind.MODEL_JOB_STARTED, data={**started_data(contract, job), **audited_controls(state, job)}
+    )
     record = PassRecord(
         job_id=job.job_id, kind=kind, profile=job.profile_id, models_requested=job.model.chain,
         model_class=job.model_class, started_at=workflow.now(), **controls(state),
@@ -129,6 +131,17 @@ def controls(state: RunState) -> dict[str, Any]:
         approved_digest=approval.contract_sha256 if approval is not None else None,
     )
     return {"controls_requested": requested, "controls_observed": observed}
+
+
+def audited_controls(state: RunState, job: ModelJobInput) -> dict[str, Any]:
+    """What ``model_job_started`` audits of a pass's class, effort and controls (requested and
+    observed), beside its profile and models: the audit trail tells the same story as the record."""
+    facts = controls(state)
+    return {
+        "model_class": job.model_class.value if job.model_class is not None else None,
+        "effort": job.effort.value if job.effort is not None else None,
+        **{name: value.model_dump(mode="json") for name, value in facts.items()},
+    }
 
 
 def pass_attempt(attempt: ModelAttempt) -> PassAttempt:

@@ -148,6 +148,11 @@ async def test_a_good_patch_runs_to_awaiting_decision_with_gits_evidence_and_is_
                 "alice", view.contract_sha256, True,
             )  # fmt: skip
             assert (observed.sandbox.value, observed.tools, observed.network) == ("text_only", [], False)
+        # The audit trail says the same of each pass as its record.
+        for started, record in zip(events(view, "model_job_started"), view.passes, strict=True):
+            assert started["model_class"] == "core" and started["effort"] is None
+            assert record.controls_observed is not None
+            assert started["controls_observed"] == record.controls_observed.model_dump(mode="json")
 
         # The worktree is a detached checkout of the base commit, outside the source repository;
         # the source repository is untouched.

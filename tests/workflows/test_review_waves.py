@@ -338,4 +338,11 @@ async def test_an_advisory_pass_asked_for_runs_on_the_advisory_model_in_its_clas
     assert advisory.outcome is PassOutcome.COMPLETED and advisory.independent
     calls = {(r.identity.profile_id, r.model_name, r.effort) for r in provider.reviews}
     assert calls == {("backend-architect", "m", None), ("application-security-engineer", "adviser", "high")}
+    started = {
+        e.data["pass"]: e.data for e in view.audit if e.kind == "model_job_started" and "pass" in e.data
+    }
+    assert (started[2]["model_class"], started[2]["effort"], started[2]["models"]) == (
+        "advisory", "high", ["test:adviser"],
+    )  # fmt: skip
+    assert started[2]["controls_requested"]["approval"] == "not_required"
     assert PATCH_REVIEW_WAVES in await _replays(temporal_client, view.run_id)
