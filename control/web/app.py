@@ -38,7 +38,7 @@ from control.web.sessions import SESSION_LENGTH, Session, Sessions
 STATIC: Final = Path(__file__).resolve().parent / "static"
 MAX_FORM_FIELD: Final = 8192
 PRESESSION_SECONDS: Final = 600
-ACTIONS: Final = ("approve", "execute", "decide", "cancel")
+ACTIONS: Final = ("approve", "execute", "decide", "cancel", "approve-probe")
 
 
 @dataclass
@@ -258,6 +258,9 @@ def create_app(deployment: Deployment, settings: WebSettings | None = None) -> F
             elif action == "decide":
                 outcome, note = _last(form, "outcome"), _last(form, "note")
                 await console.decide(deployment, session, run_id, outcome, note)
+            elif action == "approve-probe":
+                index, digest = _last(form, "index"), _last(form, "probe_sha256")
+                await console.approve_probe(deployment, session, run_id, index, digest)
             else:
                 await console.cancel(deployment, session, run_id, _last(form, "reason"))
         except OperatorError as error:

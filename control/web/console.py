@@ -170,6 +170,25 @@ async def execute(deployment: Deployment, session: Session, run_id: str, digest:
     )
 
 
+async def approve_probe(
+    deployment: Deployment, session: Session, run_id: str, index: str, digest: str
+) -> None:
+    """Approve exactly the probe whose number and digest the page showed (docs/architecture.md
+    "Probe requests"); the run then runs it confined."""
+    from control.runs import UPDATE_ANSWER_SECONDS, approve_probe_run, check_run_id
+
+    check_run_id(run_id)
+    if not index.isascii() or not index.isdigit() or not 1 <= int(index) <= 5:
+        raise InvalidInput("invalid_probe_index", "the approval names no probe number from 1 to 5")
+    if not DIGEST_PATTERN.fullmatch(digest):
+        raise InvalidInput("probe_digest_required", "the approval names no probe digest")
+    proof = session.proof(action="approve_probe", target=run_id, digest=digest)
+    await approve_probe_run(
+        await deployment.client(), run_id, session.actor, int(index), digest, proof,
+        answer_within=UPDATE_ANSWER_SECONDS,
+    )  # fmt: skip
+
+
 async def decide(deployment: Deployment, session: Session, run_id: str, outcome: str, note: str) -> None:
     """Accept or reject a run awaiting its decision."""
     from control.runs import UPDATE_ANSWER_SECONDS, check_run_id, decide_run

@@ -19,6 +19,7 @@ import pytest
 from activities.config import DEFAULT_RECORDINGS_DIR
 from contracts.identity import ActorKey, Signer, sign_delegation
 from infra.devserver import DevServer
+from tests.activities.confined import requires_bubblewrap
 from tests.control.cli_harness import SLOW_QUERY, Cli, running_worker
 from tests.control.test_cli_execute import ALIAS, make_orders_repository
 from tests.control.web.browser import api, browser, require_chromium, running_console, screenshot, sign_in
@@ -128,6 +129,40 @@ def test_sign_in_approve_the_shown_digest_run_in_worktree_see_the_diff_and_accep
     assert approved and approved[0]["actor"] == "alice"
     assert approved[0]["data"]["contract_sha256"] == digest
     assert shown["decision"]["actor"] == "alice"
+
+
+@requires_bubblewrap
+def test_a_probe_is_approved_from_the_run_page_runs_confined_and_its_evidence_is_shown(
+    deployment: Any,
+) -> None:
+    from tests.control.test_cli_probes import WORK_ITEM
+
+    cli, base, chromium, _root = deployment
+    item = {**WORK_ITEM, "repo_alias": ALIAS}
+    run = cli.run(
+        "create", "--input-json", json.dumps(item), "--tier", "read_only", "--enqueue", "--actor", "alice",
+        "--wait", "--json",
+    ).ok()  # fmt: skip
+    assert run["status"] == "awaiting_decision", run
+    (probe,) = run["probes"]
+    page = chromium.new_page()
+    sign_in(page, base, cli, "alice")
+    page.goto(f"{base}/runs/{run['run_id']}")
+    page.get_by_test_id("approve-probe-1").click()
+    page.wait_for_url(f"{base}/runs/{run['run_id']}?done=approve-probe")
+    deadline = dt.datetime.now(dt.UTC) + dt.timedelta(seconds=60)
+    while api(page, base, f"/api/runs/{run['run_id']}")["probes"][0]["status"] not in ("completed", "failed"):
+        assert dt.datetime.now(dt.UTC) < deadline, "the probe did not finish"
+        page.wait_for_timeout(300)
+    page.goto(f"{base}/runs/{run['run_id']}")
+    assert "created_at" in page.get_by_test_id("probe-1-stdout").inner_text()
+    assert page.get_by_test_id("approve-probe-1-form").count() == 0, (
+        "an approved probe offers no second approval"
+    )
+    shown = cli.run("show", run["run_id"], "--json").ok()
+    (approved,) = [e for e in shown["audit"] if e["kind"] == "probe_approved"]
+    assert (approved["actor"], approved["data"]["sha256"]) == ("alice", probe["sha256"])
+    assert shown["probes"][0]["evidence"]["confined"] is True
 
 
 def test_a_stale_digest_is_refused_and_the_run_stays_awaiting_approval(deployment: Any) -> None:
