@@ -179,6 +179,7 @@ class ShipOutcome(BaseModel):
     base_before: str | None = None
     base_after: str | None = None
     guarded_branch: str | None = None
+    guarded_before: str | None = None
     guarded_head: str | None = None
 
     def data(self) -> dict[str, Any]:
