@@ -193,8 +193,8 @@ class ShipRecord(BaseModel):
 
     model_config = ConfigDict(frozen=True)
 
-    at: dt.datetime
-    by: str
+    shipped_at: dt.datetime
+    shipped_by: str
     run_id: str
     patch_sha256: str
     flow: ShippingFlow

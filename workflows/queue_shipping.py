@@ -81,7 +81,7 @@ def ship_problem(queue: ShippingQueue, request: ShipRequest) -> tuple[str, str] 
     if item.shipped is not None:
         shipped = item.shipped
         return ShipCode.ALREADY_SHIPPED, (
-            f"{item.key} was shipped at {shipped.at.isoformat()} by {shipped.by} (branch {shipped.branch}, "
+            f"{item.key} was shipped at {shipped.shipped_at.isoformat()} by {shipped.shipped_by} (branch {shipped.branch}, "
             f"commit {shipped.commit}): an item is shipped once"
         )
     if request.key in queue._shipping:
@@ -156,8 +156,8 @@ async def ship(queue: ShippingQueue, request: ShipRequest) -> ItemAnswer:
         )
     assert outcome.flow is not None and outcome.branch is not None and outcome.commit is not None
     record = ShipRecord(
-        at=now,
-        by=request.actor,
+        shipped_at=now,
+        shipped_by=request.actor,
         run_id=request.run_id,
         patch_sha256=request.patch_sha256,
         flow=outcome.flow,
