@@ -7,6 +7,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from contracts.execution import ExecutionRecord
+from contracts.queue_items import QueueItem
 
 
 @dataclass(frozen=True)
@@ -31,3 +32,11 @@ def reviewed_patch(execution: ExecutionRecord | None) -> ReviewedPatch | None:
         return None
     path = None if evidence.diff_path is None else str(evidence.diff_path)
     return ReviewedPatch(evidence.diff_sha256, evidence.base_commit, evidence.diff, path)
+
+
+def accepted_run(item: QueueItem) -> str | None:
+    """The run a done item was accepted with: its last review round's, else its last run's."""
+    rounds = item.cycle_rounds()
+    if rounds:
+        return rounds[-1].run_id
+    return item.runs[-1].run_id if item.runs else None

@@ -16,7 +16,7 @@ from contracts.proofs import ActionProof
 from contracts.queue_items import QueueItem, QueueStatus
 from contracts.queue_messages import ItemAnswer, QueueAction
 from contracts.shipping import ShipCode, ShipRequest, policy_question
-from contracts.shipping_patch import reviewed_patch
+from contracts.shipping_patch import accepted_run, reviewed_patch
 from contracts.temporal_names import QueueMessage
 
 
@@ -29,8 +29,6 @@ def require_policy(record: RepositoryRecord) -> None:
 
 def check_shippable(item: QueueItem) -> str:
     """The run ``item`` was accepted with; refused when it is not done or already shipped."""
-    from control.queue import judged_run
-
     if item.shipped is not None:
         raise Refused(
             ShipCode.ALREADY_SHIPPED,
@@ -41,7 +39,7 @@ def check_shippable(item: QueueItem) -> str:
         raise Refused(
             ShipCode.NOT_SHIPPABLE, f"{item.key} is {item.status.value}: only a done item is shipped"
         )
-    run_id = judged_run(item)
+    run_id = accepted_run(item)
     if run_id is None:
         raise Refused(ShipCode.NOTHING_TO_SHIP, f"{item.key} has no accepted run")
     return run_id

@@ -36,6 +36,7 @@ with workflow.unsafe.imports_passed_through():
         ShipRequest,
         ShipWork,
     )
+    from contracts.shipping_patch import accepted_run
     from contracts.temporal_names import ActivityName
 
 PATCH_MAIN_WRITE_GUARD = "queue-main-write-guard"
@@ -67,12 +68,6 @@ class ShippingQueue(Protocol):
     def _accepted(self, item: QueueItem, previous_key: str | None = None) -> ItemAnswer: ...
 
 
-def accepted_run(item: QueueItem) -> str | None:
-    """The run a done item was accepted with (its last review round's)."""
-    rounds = item.cycle_rounds()
-    return rounds[-1].run_id if rounds else None
-
-
 def ship_problem(queue: ShippingQueue, request: ShipRequest) -> tuple[str, str] | None:
     """Why ``request`` cannot be shipped now (code, message), or ``None``."""
     item = queue._items.get(request.key)
@@ -81,8 +76,8 @@ def ship_problem(queue: ShippingQueue, request: ShipRequest) -> tuple[str, str] 
     if item.shipped is not None:
         shipped = item.shipped
         return ShipCode.ALREADY_SHIPPED, (
-            f"{item.key} was shipped at {shipped.shipped_at.isoformat()} by {shipped.shipped_by} (branch {shipped.branch}, "
-            f"commit {shipped.commit}): an item is shipped once"
+            f"{item.key} was shipped at {shipped.shipped_at.isoformat()} by {shipped.shipped_by} "
+            f"(branch {shipped.branch}, commit {shipped.commit}): an item is shipped once"
         )
     if request.key in queue._shipping:
         return ShipCode.SHIP_IN_PROGRESS, f"{item.key} is being shipped"
