@@ -361,7 +361,12 @@ def capture(
         ),
         stop_conditions=_STOP_CONDITIONS,
         base_commit=base_commit,
-        repository_config=repository_config if tier in APPROVAL_TIERS else None,
+        # The shipping policy is not what a run executes: never frozen into its contract.
+        repository_config=(
+            repository_config.model_copy(update={"shipping": None})
+            if repository_config is not None and tier in APPROVAL_TIERS
+            else None
+        ),
         orchestration=orchestration,
     )
     digest = canonical_sha256(contract.model_dump(mode="json"))

@@ -14,15 +14,18 @@ from pydantic import (
     BaseModel,
     ConfigDict,
     Field,
+    SerializerFunctionWrapHandler,
     StringConstraints,
     ValidationError,
     ValidationInfo,
     field_validator,
+    model_serializer,
 )
 from pydantic_core import PydanticCustomError
 
 from contracts.errors import InvalidInput
 from contracts.policy import AutomationPolicy
+from contracts.shipping import ShippingPolicy
 
 ActorId = Annotated[str, StringConstraints(pattern=r"^[a-z0-9][a-z0-9._@-]{0,63}$")]
 """A registered human's id: lower-case letters, digits, ``. _ @ -``; 1..64 characters."""
@@ -61,6 +64,7 @@ REPOSITORY_CONFIG_KEYS: Final = (
     "network",
     "allow_unconfined",
     "command_timeout_seconds",
+    "shipping",
 )
 """Every key a repository configuration may set, in the order they are documented."""
 
@@ -170,6 +174,18 @@ class RepositoryConfig(BaseModel):
     network: bool = Field(default=False, validate_default=True)
     allow_unconfined: bool = Field(default=False, validate_default=True)
     command_timeout_seconds: int = DEFAULT_COMMAND_TIMEOUT_SECONDS
+    shipping: ShippingPolicy | None = None
+    """How a done goal-queue item of the repository is shipped (``contracts.shipping``); ``None``:
+    not declared, so ``queue ship`` is refused with the question. Never frozen into a run's contract,
+    and left out of the stored and captured JSON when ``None``, so a configuration without one reads,
+    signs and digests as it did before it existed."""
+
+    @model_serializer(mode="wrap")
+    def _without_an_undeclared_policy(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
+        data: dict[str, Any] = handler(self)
+        if self.shipping is None:
+            data.pop("shipping", None)
+        return data
 
     @field_validator("command", mode="before")
     @classmethod

@@ -35,6 +35,7 @@ from contracts.errors import Refused
 from contracts.ids import RUN_ID_PATTERN
 from contracts.models import ModelId
 from contracts.output import ReviewVerdict
+from contracts.shipping import ShipRecord
 from contracts.text_rules import check_multiline, check_one_line
 from contracts.work_item import EvidenceRef, RepoAlias
 
@@ -288,6 +289,8 @@ class QueueEventKind(StrEnum):
     REVIEWED = "reviewed"
     ESCALATED = "escalated"
     ROUTED = "routed"
+    SHIPPED = "shipped"
+    SHIP_FAILED = "ship_failed"
 
 
 class QueueEvent(BaseModel):
@@ -491,6 +494,8 @@ class QueueItem(ItemContent):
     events: list[QueueEvent] = []
     created_at: dt.datetime
     updated_at: dt.datetime
+    shipped: ShipRecord | None = None
+    """The item's ship (``queue ship``): set once; a second ship is refused ``already_shipped``."""
 
     @model_validator(mode="after")
     def _consistent(self) -> QueueItem:

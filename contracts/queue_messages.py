@@ -33,6 +33,7 @@ from contracts.queue_items import (
 )
 from contracts.queue_keys import KeyAllocator
 from contracts.runs import RunInput, RunStatus
+from contracts.shipping import DEFAULT_MAIN_WRITE_CHECK_SECONDS, BaseHead, MainWrite
 
 CONTINUE_AS_NEW_AFTER_EVENTS: Final = 1_500
 """The queue continues as new once its history holds this many events (or the server suggests it), so a
@@ -87,6 +88,7 @@ class QueueAction(StrEnum):
     PARK = "queue_park"
     RELEASE = "queue_release"
     REOPEN = "queue_reopen"
+    SHIP = "queue_ship"
 
 
 Reason = Annotated[str, StringConstraints(max_length=MAX_EVENT_REASON_CHARS)]
@@ -153,6 +155,11 @@ class QueueState(BaseModel):
     """Who turned autopilot on, and when: what authorises the runs the queue starts by itself."""
     told_status: dict[str, QueueStatus] = {}
     """The item status each item's latest run was last told (its ``QueueItemStatus`` attribute)."""
+    base_heads: dict[str, BaseHead] = {}
+    """The main-write guard: the base-branch head of each repository an open item references."""
+    main_writes: list[MainWrite] = []
+    """The latest ``main_write`` events (at most ``contracts.shipping.MAIN_WRITES_KEPT``)."""
+    main_write_check_seconds: float = Field(default=DEFAULT_MAIN_WRITE_CHECK_SECONDS, gt=0, le=3600)
 
 
 def _digest(data: Any) -> str:
@@ -440,6 +447,10 @@ class QueueView(BaseModel):
     """When the key asked for is not held but an item was renamed from it at approval: its key now."""
     autopilot_grant: AutopilotGrant | None = None
     """The standing grant of the runs the queue starts by itself (``None`` with autopilot off)."""
+    main_writes: list[MainWrite] = []
+    """The latest ``main_write`` events, oldest first."""
+    base_heads: dict[str, BaseHead] = {}
+    """The base-branch heads the main-write guard holds, by repository alias."""
 
 
 class RefusalDetail(BaseModel):

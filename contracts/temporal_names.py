@@ -48,6 +48,8 @@ class ActivityName(StrEnum):
     READ_RUN_PROGRESS = "read_run_progress"
     CHECK_QUEUE_VERDICT = "check_queue_verdict"
     RUN_PROBE = "run_probe"
+    SHIP_ITEM = "ship_item"
+    READ_BASE_HEADS = "read_base_heads"
 
 
 # The signals, updates and queries each workflow handles, one enum per workflow: the handler's
@@ -111,6 +113,7 @@ class QueueMessage(StrEnum):
     ROUTE_NEXT = "route_next"
     RUN_PROGRESSED = "run_progressed"
     VIEW = "view"
+    SHIP = "ship"
 
 
 class CeilingMessage(StrEnum):

@@ -129,6 +129,7 @@ def listing_json(
         "autopilot": view.settings.autopilot,
         "grant": None if view.autopilot_grant is None else grant_json(view.autopilot_grant),
         "settings": view.settings.model_dump(mode="json"),
+        "main_writes": [write.model_dump(mode="json") for write in view.main_writes],
     }
 
 
@@ -328,6 +329,13 @@ def render_listing(console: Console, data: dict[str, Any]) -> None:
         )
     )
     console.print(safe_text(f"ready to dispatch: {', '.join(data['ready']) or '-'}"))
+    for write in data.get("main_writes", []):
+        console.print(
+            safe_text(
+                f"main_write {write['at']}: {write['repo_alias']} {write['branch']} moved "
+                f"{write['before']} -> {write['after']} while open: {', '.join(write['items']) or '-'}"
+            )
+        )
 
 
 def render_settings(console: Console, data: dict[str, Any]) -> None:

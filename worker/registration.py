@@ -36,6 +36,7 @@ from activities.queue_runs import QueueRunActivities
 from activities.research import ResearchActivities
 from activities.research_coordination import CoordinationActivities
 from activities.routing import RoutingActivities
+from activities.shipping import ShippingActivities
 from activities.store_access import SharedStore
 from activities.worktree_prune import WorktreePruneActivities, worker_host
 from contracts.worktree_prune import host_task_queue
@@ -131,6 +132,8 @@ def activities_for(
         coordination.find_closed_teams,
         QueueRunActivities().read_run_progress,
         QueueRunActivities().check_queue_verdict,
+        ShippingActivities(store).ship_item,
+        ShippingActivities(store).read_base_heads,
     ]
 
 

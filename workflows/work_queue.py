@@ -114,9 +114,17 @@ with workflow.unsafe.imports_passed_through():
         RunStatus,
     )
     from contracts.search_attributes import SearchAttribute
+    from contracts.shipping import ShipRequest
     from contracts.temporal_names import ActivityName, QueueMessage, RunMessage, WorkflowType
     from contracts.ui_summaries import queue_details, run_summary
     from workflows.authorization import check_action
+    from workflows.queue_shipping import (
+        PATCH_MAIN_WRITE_GUARD,
+        check_base_heads,
+        guarded_aliases,
+        ship,
+        validate_ship,
+    )
     from workflows.versioning import auto_upgrade
 
 T = TypeVar("T")
@@ -211,12 +219,17 @@ class WorkQueueWorkflow:
         self._told: dict[str, QueueStatus] = dict(state.told_status)
         self._progressed = False  # a tracked run said it progressed: read the runs now
         self._reads_locally: bool | None = None  # asked at the first read of this execution
+        self._shipping: set[str] = set()  # items being shipped (workflows/queue_shipping.py)
+        self._base_heads = dict(state.base_heads)  # the main-write guard's heads
+        self._main_writes = list(state.main_writes)
+        self._guard = False  # set by run(): whether this execution guards the base branches
 
     @workflow.run
     async def run(self, state: QueueState) -> None:
         tracks = workflow.patched(PATCH_TRACK_RUNS)
         self._autopilot = workflow.patched(PATCH_AUTOPILOT)
         self._item_status = workflow.patched(PATCH_ITEM_STATUS)
+        self._guard = workflow.patched(PATCH_MAIN_WRITE_GUARD)
         while True:
             self._show_details()
             try:  # cut short at the next recovery due, when one waits for its delay
@@ -228,9 +241,11 @@ class WorkQueueWorkflow:
                         or self._rearm
                         or bool(self._items_to_tell())
                     ),
-                    timeout=self._until_next_recovery(),
+                    timeout=self._next_wake(),
                 )
             except TimeoutError:
+                if self._guard:
+                    await check_base_heads(self)
                 continue
             if self._rearm:
                 self._rearm = False
@@ -260,6 +275,8 @@ class WorkQueueWorkflow:
                     await self._read_progress()
             except TimeoutError:
                 await self._read_progress()
+                if self._guard:
+                    await check_base_heads(self)
         await workflow.wait_condition(workflow.all_handlers_finished)
         workflow.continue_as_new(self._carried())
 
@@ -280,6 +297,15 @@ class WorkQueueWorkflow:
         )
         picks = [*redo, *recover]
         return [*(item.key for item in picks), *autopilot_picks(pool, self._settings)][:free]
+
+    def _next_wake(self) -> timedelta | None:
+        """When the idle wait ends by itself: the next recovery due, and, in an execution that guards
+        the base branches while an open item references a repository, the next check of their heads."""
+        recovery = self._until_next_recovery()
+        if not self._guard or not guarded_aliases(self._items):
+            return recovery
+        check = timedelta(seconds=self._state.main_write_check_seconds)
+        return check if recovery is None else min(recovery, check)
 
     def _until_next_recovery(self) -> timedelta | None:
         """How long until the earliest recovery waiting for its delay is due (``None`` when none
@@ -458,6 +484,8 @@ class WorkQueueWorkflow:
                 "run_status": self._live_run_status(),
                 "autopilot_grant": self._grant,
                 "told_status": self._latest_told(),
+                "base_heads": dict(self._base_heads),
+                "main_writes": list(self._main_writes),
             }
         )
 
@@ -828,6 +856,16 @@ class WorkQueueWorkflow:
         self._require_actor(request.actor, QueueAction.DONE)
         self._check(lambda: self._plan_done(request))
 
+    @workflow.update(name=QueueMessage.SHIP)
+    async def ship(self, request: ShipRequest) -> ItemAnswer:
+        """A person ships a done item once (:mod:`workflows.queue_shipping`)."""
+        return await ship(self, request)
+
+    @ship.validator
+    def _validate_ship(self, request: ShipRequest) -> None:
+        self._require_actor(request.actor, QueueAction.SHIP)
+        validate_ship(self, request)
+
     @workflow.update(name=QueueMessage.PARK)
     async def park(self, request: MoveRequest) -> ItemAnswer:
         """Park a failed item: it is blocked (``parked``) and nothing retries it."""
@@ -998,4 +1036,6 @@ class WorkQueueWorkflow:
             run_status=self._live_run_status(),
             renamed_to=renamed,
             autopilot_grant=self._grant,
+            main_writes=list(self._main_writes),
+            base_heads=dict(self._base_heads),
         )

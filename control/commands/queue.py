@@ -31,6 +31,7 @@ from control.commands.queue_args import InputJson, KeyArgument, check_key
 from control.commands.queue_messaging import queue_id, queue_state, send_item, worker_client
 from control.commands.queue_reading import reading
 from control.commands.queue_settings import settings
+from control.commands.queue_shipping import shipping
 
 if TYPE_CHECKING:
     from contracts.queue_messages import ItemAnswer
@@ -358,3 +359,4 @@ def reopen_command(
 # they belong to this group.
 app.registered_commands.extend(settings.registered_commands)
 app.registered_commands.extend(reading.registered_commands)
+app.registered_commands.extend(shipping.registered_commands)

@@ -191,3 +191,27 @@ def test_migration_0007_gives_existing_repositories_the_default_configuration(
     with open_store(database_url, anchor=STORE_ANCHOR) as upgraded_again:
         attest_legacy(upgraded_again)
         assert upgraded_again.get_repository("service").config == RepositoryConfig()
+
+
+def test_a_shipping_policy_is_signed_with_the_record_and_a_tampered_one_is_refused(
+    store: Store, signer: Signer, git_repository: Path
+) -> None:
+    from contracts.shipping import ShippingFlow, ShippingPolicy
+
+    merge = RepositoryConfig(shipping=ShippingPolicy(flow=ShippingFlow.MERGE, base_branch="main"))
+    register_repository(store, "service", git_repository, None, signer, merge)
+    assert store.get_repository("service").config.shipping == merge.shipping
+    tampered = {**merge.model_dump(mode="json"), "shipping": {"flow": "merge", "base_branch": "release"}}
+    with writing(store.engine).begin() as connection:
+        connection.execute(update(RepositoryRow).values(config=tampered))
+    with pytest.raises(OperatorError) as edited:
+        store.get_repository("service")
+    assert edited.value.code == "configuration_unverified"
+
+
+def test_a_configuration_without_a_policy_stores_no_shipping_key(
+    store: Store, signer: Signer, git_repository: Path
+) -> None:
+    register_repository(store, "service", git_repository, None, signer)
+    assert store.get_repository("service").config.shipping is None
+    assert "shipping" not in RepositoryConfig().model_dump(mode="json")
