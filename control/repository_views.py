@@ -126,8 +126,19 @@ def repository_config_rows(config: RepositoryConfig) -> list[list[str]]:
             else "required: fails closed when the worker cannot confine",
         ],
         ["command timeout", f"{config.command_timeout_seconds} s"],
+        ["shipping", _shipping(config)],
     ]
     return rows
+
+
+def _shipping(config: RepositoryConfig) -> str:
+    """The shipping policy in words, or the question an operator must answer before `queue ship`."""
+    policy = config.shipping
+    if policy is None:
+        return "none declared: `queue ship` is refused until the configuration says branch or merge"
+    if policy.flow.value == "merge":
+        return f"merge: a new local branch, merged into {policy.base_branch} (fast-forward or clean merge)"
+    return "branch: a new local branch only"
 
 
 def render_repository_config(console: Console, config: RepositoryConfig, title: str) -> None:

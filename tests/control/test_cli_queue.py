@@ -25,6 +25,7 @@ from tests.workflows.queue_harness import SLOW_QUERY_ITEM
 
 ITEM_KEYS = {
     "key",
+    "shipped",
     "status",
     "blocker",
     "failure",
@@ -176,7 +177,17 @@ def test_list_shows_counts_the_fleet_line_and_the_keys_ready_to_dispatch(cli: Cl
     for key in (low, high):
         cli.call("queue", "approve", key, "--actor", "alice", "--json").ok()
     listing = cli.call("queue", "list", "--json").ok()
-    assert set(listing) == {"items", "counts", "fleet", "ready", "autopilot", "grant", "settings"}
+    assert set(listing) == {
+        "items",
+        "counts",
+        "fleet",
+        "ready",
+        "autopilot",
+        "grant",
+        "settings",
+        "main_writes",
+    }
+    assert listing["main_writes"] == []
     assert listing["grant"] is None  # autopilot off: no standing grant
     assert set(listing["counts"]) == {status.value for status in QueueStatus}
     assert listing["counts"]["approved"] == len(listing["ready"])

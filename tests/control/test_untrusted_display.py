@@ -405,3 +405,38 @@ def test_show_prints_each_passes_class_model_independence_and_controls() -> None
     assert "approved by alice (the contract's digest)" in out
     assert "yes: made by code-reviewer, not the primary" in out
     assert "openai:gpt" in out
+
+
+def test_queue_list_and_the_board_show_a_main_write_with_its_commits_and_open_items() -> None:
+    import datetime as dt
+
+    from contracts.queue_keys import KeyAllocator
+    from contracts.queue_messages import QueueSettings, QueueView
+    from contracts.shipping import MainWrite
+    from control.queue_views import listing_json, render_listing
+    from control.web.rendering import environment
+
+    write = MainWrite(
+        at=dt.datetime(2026, 12, 4, 9, 0, tzinfo=dt.UTC), repo_alias="orders", branch="main",
+        before="a" * 40, after="b" * 40, items=["ORD-3"],
+    )  # fmt: skip
+    view = QueueView(
+        workflow_id="queue", items=[], settings=QueueSettings(), allocator=KeyAllocator(),
+        settings_changes=[], refusals=[], runs=0, history_events=1, main_writes=[write],
+    )  # fmt: skip
+    data = listing_json(view)
+    assert data["main_writes"][0]["after"] == "b" * 40
+    out = render_with(lambda console: render_listing(console, data))
+    assert (
+        f"main_write 2026-12-04T09:00:00Z: orders main moved {'a' * 40} -> {'b' * 40} while open: ORD-3"
+        in out
+    )
+    from types import SimpleNamespace
+
+    session = SimpleNamespace(actor="alice", csrf="t")
+    html = (
+        environment()
+        .get_template("queue.html")
+        .render(data={**data, "columns": {}}, session=session, csrf="t", notice=None)
+    )
+    assert 'data-testid="main-write"' in html and "ORD-3" in html

@@ -114,7 +114,7 @@ async def test_ship_by_merge_once_with_a_main_write_for_others_and_none_for_its_
         ),
     ):
         policy = ShippingPolicy(flow=ShippingFlow.MERGE, base_branch="main")
-        tree, sha256, done, _ = await _start(q, tmp_path, policy, run_tq)
+        tree, sha256, done, made = await _start(q, tmp_path, policy, run_tq)
         remote = tmp_path / "remote.git"
         git(tmp_path, "init", "--quiet", "--bare", str(remote))
         git(tree, "remote", "add", "origin", str(remote))
@@ -139,7 +139,7 @@ async def test_ship_by_merge_once_with_a_main_write_for_others_and_none_for_its_
         assert await until(main_written, timeout=15)
         write = (await q.view()).main_writes[0]
         assert (write.repo_alias, write.branch, write.after) == ("orders", "main", written)
-        assert write.items == [k for k in write.items]  # the open items named
+        assert write.items == [made[QueueStatus.APPROVED].key]  # the open item named, not the done one
         answer, shipped_sha = await ship(q.client, task_queue, done, ACTOR, _sign)
         assert shipped_sha == sha256
         item = answer.item
