@@ -33,6 +33,7 @@ from contracts.constants import MAX_EVIDENCE_REFS, MAX_TITLE_CHARS
 from contracts.enums import RiskLevel, Tier
 from contracts.errors import Refused
 from contracts.ids import RUN_ID_PATTERN
+from contracts.intake_source import IntakeSource
 from contracts.models import ModelId
 from contracts.output import ReviewVerdict
 from contracts.text_rules import check_multiline, check_one_line
@@ -288,6 +289,10 @@ class QueueEventKind(StrEnum):
     REVIEWED = "reviewed"
     ESCALATED = "escalated"
     ROUTED = "routed"
+    INTAKE_UPDATED = "intake_updated"
+    """An intake scan found the source of a proposal changed and updated the proposal."""
+    INTAKE_CHANGED = "intake_changed"
+    """An intake scan found the source of an item past proposal changed (its contract is untouched)."""
 
 
 class QueueEvent(BaseModel):
@@ -491,6 +496,8 @@ class QueueItem(ItemContent):
     events: list[QueueEvent] = []
     created_at: dt.datetime
     updated_at: dt.datetime
+    intake: IntakeSource | None = None
+    """The intake finding the item was proposed from (``None`` for an operator's proposal)."""
 
     @model_validator(mode="after")
     def _consistent(self) -> QueueItem:

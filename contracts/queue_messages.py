@@ -87,6 +87,7 @@ class QueueAction(StrEnum):
     PARK = "queue_park"
     RELEASE = "queue_release"
     REOPEN = "queue_reopen"
+    INTAKE = "queue_intake"
 
 
 Reason = Annotated[str, StringConstraints(max_length=MAX_EVENT_REASON_CHARS)]

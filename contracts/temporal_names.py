@@ -48,6 +48,7 @@ class ActivityName(StrEnum):
     READ_RUN_PROGRESS = "read_run_progress"
     CHECK_QUEUE_VERDICT = "check_queue_verdict"
     RUN_PROBE = "run_probe"
+    SCAN_REPOSITORY = "scan_repository"
 
 
 # The signals, updates and queries each workflow handles, one enum per workflow: the handler's
@@ -109,6 +110,7 @@ class QueueMessage(StrEnum):
     RECOVERY_DELAY = "recovery_delay"
     ESCALATION_MODEL = "escalation_model"
     ROUTE_NEXT = "route_next"
+    INTAKE = "intake"
     RUN_PROGRESSED = "run_progressed"
     VIEW = "view"
 

@@ -28,6 +28,7 @@ from activities.ceilings import CeilingActivities, LeaseReleaser
 from activities.config import ActivityConfig
 from activities.context_packs import ContextPackActivities
 from activities.execution import ExecutionActivities
+from activities.intake_scan import IntakeActivities
 from activities.models import ModelActivities
 from activities.probes import ProbeActivities
 from activities.projection import ProjectionActivities
@@ -131,6 +132,7 @@ def activities_for(
         coordination.find_closed_teams,
         QueueRunActivities().read_run_progress,
         QueueRunActivities().check_queue_verdict,
+        IntakeActivities(store).scan_repository,
     ]
 
 
