@@ -70,9 +70,15 @@ class _Collector:
         if len(self.skipped) < MAX_SKIPS_LISTED:
             self.skipped.append(IntakeSkip(path=path, reason=reason, detail=detail))
 
-    def add(self, sub_kind: IntakeSubKind, path: str, line: int | None, text: str, refs: list[str | None]) -> None:
+    def add(
+        self, sub_kind: IntakeSubKind, path: str, line: int | None, text: str, refs: list[str | None]
+    ) -> None:
         if any(ref is None for ref in refs):
-            self.skip(path, SkipReason.EVIDENCE_TOO_LONG, f"{sub_kind.value} at line {line}: an evidence ref is over 200 characters")
+            self.skip(
+                path,
+                SkipReason.EVIDENCE_TOO_LONG,
+                f"{sub_kind.value} at line {line}: an evidence ref is over 200 characters",
+            )
             return
         evidence = [ref for ref in refs if ref is not None]
         print_ = fingerprint(self.alias, sub_kind, path, text)
@@ -105,9 +111,12 @@ def _decode(raw: bytes) -> str:
     return raw.decode("utf-8", "backslashreplace")
 
 
-def scan_repository_at(path: Path, alias: str, base_branch: str, bounds: IntakeBounds = IntakeBounds()) -> ScanResult:
+def scan_repository_at(
+    path: Path, alias: str, base_branch: str, bounds: IntakeBounds | None = None
+) -> ScanResult:
     """Scan the git working tree ``path`` (registered as ``alias``) at its ``HEAD``; see the module
     docstring. Raises ``ServiceUnavailable`` (``git_failed``/``git_unavailable``) when git fails."""
+    bounds = bounds or IntakeBounds()
     git = Git(path)
     commit = git.text("rev-parse", "--verify", "HEAD^{commit}")
     found = _Collector(alias, commit, bounds)
@@ -138,29 +147,55 @@ def _git_state(git: Git, found: _Collector, base: str) -> None:
         refs = [ref for entry in listed[:10] if (ref := evidence_ref("file", entry[3:])) is not None]
         found.add(IntakeSubKind.UNCOMMITTED, ".", None, text, refs or ["file:."])
     if git.run("rev-parse", "--verify", "--quiet", f"refs/heads/{base}^{{commit}}").returncode != 0:
-        found.skip(base, SkipReason.NO_BASE_BRANCH, "the base branch does not resolve: unmerged branches not measured")
+        found.skip(
+            base,
+            SkipReason.NO_BASE_BRANCH,
+            "the base branch does not resolve: unmerged branches not measured",
+        )
         unmerged: list[tuple[str, str, str]] = []
     else:
         unmerged = _branches(git, "--no-merged", f"refs/heads/{base}")
     for name, sha, subject in unmerged[:MAX_BRANCHES]:
         count = git.text("rev-list", "--count", f"refs/heads/{base}..refs/heads/{name}")
         text = f"branch {name} has {count} commits not merged into {base} (tip {sha} {subject})"
-        found.add(IntakeSubKind.UNMERGED_BRANCH, name, None, text, [evidence_ref("branch", name), evidence_ref("commit", sha)])
+        found.add(
+            IntakeSubKind.UNMERGED_BRANCH,
+            name,
+            None,
+            text,
+            [evidence_ref("branch", name), evidence_ref("commit", sha)],
+        )
     if len(unmerged) > MAX_BRANCHES:
-        found.skip("refs/heads", SkipReason.OVER_MAX_BRANCHES, f"{len(unmerged) - MAX_BRANCHES} unmerged branches not read")
+        found.skip(
+            "refs/heads",
+            SkipReason.OVER_MAX_BRANCHES,
+            f"{len(unmerged) - MAX_BRANCHES} unmerged branches not read",
+        )
     if not git.text("remote"):
-        found.skip("refs/remotes", SkipReason.NO_REMOTE, "the repository has no remote: unpushed commits not measured")
+        found.skip(
+            "refs/remotes",
+            SkipReason.NO_REMOTE,
+            "the repository has no remote: unpushed commits not measured",
+        )
     else:
         for name, sha, subject in _branches(git)[:MAX_BRANCHES]:
             count = git.text("rev-list", "--count", f"refs/heads/{name}", "--not", "--remotes")
             if count != "0":
                 text = f"branch {name} has {count} commits on no remote-tracking branch (tip {sha} {subject})"
-                found.add(IntakeSubKind.UNPUSHED_COMMITS, name, None, text, [evidence_ref("branch", name), evidence_ref("commit", sha)])
+                found.add(
+                    IntakeSubKind.UNPUSHED_COMMITS,
+                    name,
+                    None,
+                    text,
+                    [evidence_ref("branch", name), evidence_ref("commit", sha)],
+                )
     _stale_worktrees(git, found)
 
 
 def _branches(git: Git, *filters: str) -> list[tuple[str, str, str]]:
-    output = git.ok("for-each-ref", "--format=%(refname:lstrip=2)%00%(objectname)%00%(subject)%00", *filters, "refs/heads")
+    output = git.ok(
+        "for-each-ref", "--format=%(refname:lstrip=2)%00%(objectname)%00%(subject)%00", *filters, "refs/heads"
+    )
     fields = [_decode(field) for field in output.split(b"\0")]
     rows = []
     for index in range(0, len(fields) - 2, 3):
@@ -181,8 +216,11 @@ def _stale_worktrees(git: Git, found: _Collector) -> None:
         if "prunable" in record and "worktree" in record:
             place = record["worktree"]
             branch = record.get("branch", "(detached)").removeprefix("refs/heads/")
-            text = f"worktree {place} (branch {branch}, HEAD {record.get('HEAD', '?')}) is prunable: {record['prunable']}"
-            refs = [evidence_ref("worktree", place)] + ([evidence_ref("commit", record["HEAD"])] if "HEAD" in record else [])
+            head = record.get("HEAD", "?")
+            text = f"worktree {place} (branch {branch}, HEAD {head}) is prunable: {record['prunable']}"
+            refs = [evidence_ref("worktree", place)] + (
+                [evidence_ref("commit", record["HEAD"])] if "HEAD" in record else []
+            )
             found.add(IntakeSubKind.STALE_WORKTREE, place, None, text, refs)
         record = {}
 

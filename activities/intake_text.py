@@ -84,7 +84,11 @@ def plan_hits(text: str) -> list[Hit]:
             continue
         if UNCHECKED.match(line):
             hits.append(Hit(IntakeSubKind.UNCHECKED_TASK, number, line.strip()))
-        elif section_level is not None and LIST_ITEM.match(line) and not re.match(r"^\s*[-*+]\s+\[[xX]\]", line):
+        elif (
+            section_level is not None
+            and LIST_ITEM.match(line)
+            and not re.match(r"^\s*[-*+]\s+\[[xX]\]", line)
+        ):
             hits.append(Hit(IntakeSubKind.PLAN_SECTION, number, line.strip()))
     return hits
 
@@ -125,9 +129,9 @@ def _empty_tests(text: str) -> list[int]:
         return []
     lines = []
     for node in ast.walk(tree):
-        if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef) and node.name.startswith("test"):
-            if all(_does_nothing(statement) for statement in node.body):
-                lines.append(node.lineno)
+        is_test = isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef) and node.name.startswith("test")
+        if is_test and all(_does_nothing(statement) for statement in node.body):
+            lines.append(node.lineno)
     return lines
 
 
@@ -144,7 +148,10 @@ def _commented_blocks(lines: list[str]) -> list[tuple[int, list[str]]]:
     run: list[tuple[int, str, str]] = []
 
     def close() -> None:
-        if len(run) >= MIN_COMMENTED_LINES and sum(bool(CODE_LIKE.search(body.strip())) for _, _, body in run) >= 2:
+        if (
+            len(run) >= MIN_COMMENTED_LINES
+            and sum(bool(CODE_LIKE.search(body.strip())) for _, _, body in run) >= 2
+        ):
             blocks.append((run[0][0], [line for _, line, _ in run]))
         run.clear()
 

@@ -124,7 +124,9 @@ class IntakeRequest(BaseModel):
 
     def digest(self) -> str:
         """What the proof is bound to: the sha256 of the alias and the bounds."""
-        return canonical_sha256({"repo_alias": self.repo_alias, "bounds": self.bounds.model_dump(mode="json")})
+        return canonical_sha256(
+            {"repo_alias": self.repo_alias, "bounds": self.bounds.model_dump(mode="json")}
+        )
 
 
 class IntakeOutcome(BaseModel):
@@ -208,7 +210,7 @@ def evidence_ref(kind: str, value: str) -> str | None:
 
 
 def _percent(value: str) -> str:
-    out = []
+    out: list[str] = []
     for ch in value:
         if ch == "%" or ch.isspace() or unicodedata.category(ch) in REFUSED_CATEGORIES:
             out.extend(f"%{byte:02X}" for byte in ch.encode("utf-8", "surrogatepass"))
@@ -278,7 +280,9 @@ def proposal_problem(alias: str, finding: IntakeSource) -> str | None:
     return None
 
 
-def outcome(finding: IntakeSource, reason: str, key: str | None = None, status: QueueStatus | None = None) -> IntakeOutcome:
+def outcome(
+    finding: IntakeSource, reason: str, key: str | None = None, status: QueueStatus | None = None
+) -> IntakeOutcome:
     """The :class:`IntakeOutcome` of ``finding``."""
     return IntakeOutcome(
         fingerprint=finding.fingerprint,
@@ -290,4 +294,3 @@ def outcome(finding: IntakeSource, reason: str, key: str | None = None, status: 
         status=status,
         reason=reason,
     )
-

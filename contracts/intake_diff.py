@@ -78,7 +78,8 @@ def apply_intake(
     found = {finding.fingerprint for finding in result.findings}
     changed: dict[str, QueueItem] = {}
     lists: dict[str, list[IntakeOutcome]] = {
-        name: [] for name in ("proposed", "updated", "recorded", "already_queued", "not_reproposed", "refused")
+        name: []
+        for name in ("proposed", "updated", "recorded", "already_queued", "not_reproposed", "refused")
     }
     claimed: set[str] = set()
     seen: set[str] = set()
@@ -88,7 +89,11 @@ def apply_intake(
         seen.add(finding.fingerprint)
         current = [changed.get(item.key, item) for item in held.values()]
         with_source = [item for item in current if item.intake is not None]
-        same = [item for item in with_source if item.intake is not None and item.intake.fingerprint == finding.fingerprint]
+        same = [
+            item
+            for item in with_source
+            if item.intake is not None and item.intake.fingerprint == finding.fingerprint
+        ]
         open_same = [item for item in same if item.status not in TERMINAL]
         if open_same:
             item = open_same[0]
@@ -96,7 +101,9 @@ def apply_intake(
                 outcome(finding, f"already queued as {item.key} ({item.status.value})", item.key, item.status)
             )
             continue
-        noted = [item for item in current if item.status not in TERMINAL and finding.fingerprint in _recorded(item)]
+        noted = [
+            item for item in current if item.status not in TERMINAL and finding.fingerprint in _recorded(item)
+        ]
         if noted:
             item = noted[0]
             lists["already_queued"].append(
@@ -106,7 +113,12 @@ def apply_intake(
         if same:
             item = same[0]
             lists["not_reproposed"].append(
-                outcome(finding, f"{item.key} holds it and is {item.status.value}: not proposed again", item.key, item.status)
+                outcome(
+                    finding,
+                    f"{item.key} holds it and is {item.status.value}: not proposed again",
+                    item.key,
+                    item.status,
+                )
             )
             continue
         anchored = [
@@ -127,13 +139,18 @@ def apply_intake(
                 continue
             if item.status is QueueStatus.PROPOSAL:
                 changed[item.key] = _updated(item, alias, finding, at=at, actor=actor)
-                lists["updated"].append(outcome(finding, f"its source changed: {item.key} updated", item.key, item.status))
+                lists["updated"].append(
+                    outcome(finding, f"its source changed: {item.key} updated", item.key, item.status)
+                )
             else:
-                changed[item.key] = item.with_event(QueueEventKind.INTAKE_CHANGED, at, actor, _change_data(item, finding))
+                changed[item.key] = item.with_event(
+                    QueueEventKind.INTAKE_CHANGED, at, actor, _change_data(item, finding)
+                )
                 lists["recorded"].append(
                     outcome(
                         finding,
-                        f"its source changed; {item.key} is {item.status.value}, so the change is recorded as an event",
+                        f"its source changed; {item.key} is {item.status.value}: "
+                        "the change is recorded as an event",
                         item.key,
                         item.status,
                     )
@@ -165,7 +182,9 @@ def apply_intake(
     return IntakeApplied(items=list(changed.values()), allocator=allocator, answer=answer)
 
 
-def _new_item(alias: str, finding: IntakeFinding, *, key: str, at: dt.datetime, actor: str | None) -> QueueItem:
+def _new_item(
+    alias: str, finding: IntakeFinding, *, key: str, at: dt.datetime, actor: str | None
+) -> QueueItem:
     proposal = finding_proposal(alias, finding)
     data = {"key": key, "intake": finding.fingerprint, "commit": finding.commit}
     event = QueueEvent(seq=1, at=at, kind=QueueEventKind.ADDED, actor=actor, data=data)
@@ -193,7 +212,9 @@ def _change_data(item: QueueItem, finding: IntakeFinding) -> dict[str, Any]:
     }
 
 
-def _updated(item: QueueItem, alias: str, finding: IntakeFinding, *, at: dt.datetime, actor: str | None) -> QueueItem:
+def _updated(
+    item: QueueItem, alias: str, finding: IntakeFinding, *, at: dt.datetime, actor: str | None
+) -> QueueItem:
     """The proposal ``item`` with its changed source: what it took from the old source is replaced,
     what the operator wrote is kept."""
     old = item.intake
@@ -213,4 +234,6 @@ def _updated(item: QueueItem, alias: str, finding: IntakeFinding, *, at: dt.date
         return item.with_event(QueueEventKind.INTAKE_UPDATED, at, actor, data, **changes)
     except ValidationError:  # the operator's sections and the new quote no longer fit together
         changes["scope"] = {**scope, **{name: getattr(item.scope, name) for name in ("problem", "evidence")}}
-        return item.with_event(QueueEventKind.INTAKE_UPDATED, at, actor, {**data, "scope_kept": True}, **changes)
+        return item.with_event(
+            QueueEventKind.INTAKE_UPDATED, at, actor, {**data, "scope_kept": True}, **changes
+        )

@@ -776,7 +776,9 @@ class WorkQueueWorkflow:
             return IntakeAnswer(accepted=False, code=refusal[0], message=refusal[1])
         scanned = await scan_repository(request)
         if isinstance(scanned, IntakeAnswer):
-            self._refused(QueueAction.INTAKE, request.actor, target, scanned.code or "", scanned.message or "")
+            self._refused(
+                QueueAction.INTAKE, request.actor, target, scanned.code or "", scanned.message or ""
+            )
             return scanned
         applied = apply_intake(
             scanned, list(self._items.values()), self._allocator, at=workflow.now(), actor=request.actor
