@@ -49,7 +49,7 @@ def test_a_scan_finds_every_kind_of_evidence_with_exact_quotes_and_places(tmp_pa
     assert all(
         f"commit:{commit}" in f.evidence for f in result.findings if f.kind is not IntakeKind.GIT_STATE
     )
-    assert f"file:src/app.py:5" in next(f for f in found[IntakeSubKind.MARKER] if f.line == 5).evidence
+    assert "file:src/app.py:5" in next(f for f in found[IntakeSubKind.MARKER] if f.line == 5).evidence
     assert IntakeSubKind.PLAN_SECTION not in {
         f.sub_kind for f in result.findings if f.path == "README.md" and f.line == 12
     }

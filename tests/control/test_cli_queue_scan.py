@@ -59,7 +59,7 @@ def test_scan_proposes_each_finding_once_and_a_changed_source_updates_it(scanned
     marker = next(row for row in first["proposed"] if row["path"] == "src/app.py" and row["line"] == 5)
     shown = cli.call("queue", "show", marker["key"], "--json").ok()["item"]
     assert shown["intake"]["quote"] == "# TODO: handle the empty order list"
-    assert f"file:src/app.py:5" in shown["evidence"] and shown["status"] == "proposal"
+    assert "file:src/app.py:5" in shown["evidence"] and shown["status"] == "proposal"
 
     second = cli.call("queue", "scan", "demo", "--actor", "alice", "--json").ok()
     assert second["proposed"] == [] and second["counts"]["already_queued"] == len(first["proposed"])
