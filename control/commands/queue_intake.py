@@ -68,7 +68,7 @@ def scan_command(
     alias: Annotated[str, typer.Argument(metavar="ALIAS", help="An allow-listed repository's alias.")],
     actor: ActorOption = None,
     max_findings: Annotated[
-        int | None, typer.Option("--max-findings", help="At most this many findings (default 100, ≤ 500).")
+        int | None, typer.Option("--max-findings", help="At most this many findings (default 100, ≤ 200).")
     ] = None,
     as_json: JsonFlag = False,
 ) -> None:
