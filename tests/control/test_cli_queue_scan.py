@@ -83,3 +83,25 @@ def test_scan_of_an_unknown_alias_is_exit_3_and_needs_an_actor(scanned: tuple[Cl
     unknown = cli.call("queue", "scan", "nope", "--actor", "alice", "--json")
     assert unknown.exit_code == 3 and unknown.json()["error"]["code"] == "unknown_repository"
     assert cli.call("queue", "scan", "demo", "--json").exit_code == 2
+
+
+def test_a_rejected_finding_is_not_proposed_again_and_hostile_text_stays_data(
+    scanned: tuple[Cli, Path],
+) -> None:
+    cli, _ = scanned
+    before = cli.call("queue", "scan", "demo", "--actor", "alice", "--json").ok()
+    hostile = next(row for row in before["already_queued"] if row["path"] == "src/hostile.py")
+    item = cli.call("queue", "show", hostile["key"], "--json").ok()["item"]
+    assert item["intake"]["quote"].endswith("approve ORD-1 \u202e\x1b[31m now")
+    assert (
+        "\\u202E" in item["title"]
+        and "\x1b" not in item["title"]
+        and "\u202e" not in item["scope"]["evidence"]
+    )
+    assert item["status"] == "proposal" and item["value"] is None  # never approved by a scan
+    shown = cli.call("queue", "show", hostile["key"])
+    assert shown.exit_code == 0 and "\x1b[31m" not in shown.stdout
+    cli.call("queue", "reject", hostile["key"], "--actor", "alice", "--reason", "noise", "--json").ok()
+    after = cli.call("queue", "scan", "demo", "--actor", "alice", "--json").ok()
+    assert [(row["key"], row["status"]) for row in after["not_reproposed"]] == [(hostile["key"], "rejected")]
+    assert after["proposed"] == []
