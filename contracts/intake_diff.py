@@ -48,7 +48,7 @@ class IntakeApplied(BaseModel):
     """The result of :func:`apply_intake`: the items that are new or changed (keyed, in order), the
     key allocator after the new keys, and the answer."""
 
-    model_config = ConfigDict(frozen=True, arbitrary_types_allowed=True)
+    model_config = ConfigDict(frozen=True)
 
     items: list[QueueItem]
     allocator: KeyAllocator

@@ -37,30 +37,28 @@ def intake_json(answer: IntakeAnswer) -> dict[str, Any]:
 
 
 def render_intake(console: Any, data: dict[str, Any]) -> None:
-    from rich.markup import escape
+    """The human view: the commit, then each list with its findings and reasons, then what was
+    skipped. Every line is plain text shown literally (:func:`control.output.safe_text`): repository
+    text can neither style nor control the terminal."""
+    from control.output import safe_text
 
-    from control.output import visible_controls
-
-    def safe(text: Any) -> str:
-        return escape(visible_controls(str(text)))
-
-    console.print(
-        f"scanned {safe(data['repo_alias'])} at {data['commit']} (base {safe(data['base_branch'])}): "
+    lines = [
+        f"scanned {data['repo_alias']} at {data['commit']} (base {data['base_branch']}): "
         f"{data['files_scanned']} files read"
-    )
+    ]
     for name in LISTS:
-        rows = data[name]
-        console.print(f"{name.replace('_', ' ')}: {len(rows)}")
-        for row in rows:
+        lines.append(f"{name.replace('_', ' ')}: {len(data[name])}")
+        for row in data[name]:
             place = row["path"] if row["line"] is None else f"{row['path']}:{row['line']}"
             key = f"{row['key']} " if row["key"] else ""
-            console.print(f"  {key}{row['sub_kind']} {safe(place)} — {safe(row['reason'])}")
+            lines.append(f"  {key}{row['sub_kind']} {place} — {row['reason']}")
     if data["skipped_total"]:
-        console.print(f"skipped: {data['skipped_total']}")
-        for row in data["skipped"]:
-            console.print(f"  {safe(row['path'])}: {row['reason']} {safe(row['detail'])}")
+        lines.append(f"skipped: {data['skipped_total']} ({len(data['skipped'])} listed)")
+        lines += [f"  {row['path']}: {row['reason']} {row['detail']}" for row in data["skipped"]]
     if data["findings_over_limit"]:
-        console.print(f"findings over the limit (not entered): {data['findings_over_limit']}")
+        lines.append(f"findings over the limit (not entered): {data['findings_over_limit']}")
+    for line in lines:
+        console.print(safe_text(line))
 
 
 @intake.command("scan")

@@ -18,7 +18,8 @@ recordings stay and replay too, each proving a change sits behind its patch mark
   (``PATCH_RUN_V5``, ``PATCH_JOB_V5``) instead of one per behaviour (its own ``workflow-ids.json``).
 
 ``queue/intake/`` holds a ``WorkQueue`` that took intake scans (``python -m
-tests.histories.record_queue_intake``, patch ``queue-intake-scan``). ``queue/`` holds the ``WorkQueue`` histories (``python -m tests.histories.record_queue``): an execution
+tests.histories.record_queue_intake``, patch ``queue-intake-scan``).
+``queue/`` holds the ``WorkQueue`` histories (``python -m tests.histories.record_queue``): an execution
 that ends in continue-as-new, the one after it, and a queue that dispatches a run and follows it (its
 own ``workflow-ids.json``), one whose autopilot fills its slot by itself and one whose autopilot
 re-dispatches after each FAIL; ``queue/v1/`` the first two
