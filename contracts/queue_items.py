@@ -33,6 +33,7 @@ from contracts.constants import MAX_EVIDENCE_REFS, MAX_TITLE_CHARS
 from contracts.enums import RiskLevel, Tier
 from contracts.errors import Refused
 from contracts.ids import RUN_ID_PATTERN
+from contracts.intake_source import IntakeSource
 from contracts.models import ModelId
 from contracts.output import ReviewVerdict
 from contracts.shipping import ShipRecord
@@ -291,6 +292,10 @@ class QueueEventKind(StrEnum):
     ROUTED = "routed"
     SHIPPED = "shipped"
     SHIP_FAILED = "ship_failed"
+    INTAKE_UPDATED = "intake_updated"
+    """An intake scan found the source of a proposal changed and updated the proposal."""
+    INTAKE_CHANGED = "intake_changed"
+    """An intake scan found the source of an item past proposal changed (its contract is untouched)."""
 
 
 class QueueEvent(BaseModel):
@@ -496,6 +501,8 @@ class QueueItem(ItemContent):
     updated_at: dt.datetime
     shipped: ShipRecord | None = None
     """The item's ship (``queue ship``): set once; a second ship is refused ``already_shipped``."""
+    intake: IntakeSource | None = None
+    """The intake finding the item was proposed from (``None`` for an operator's proposal)."""
 
     @model_validator(mode="after")
     def _consistent(self) -> QueueItem:

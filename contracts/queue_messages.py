@@ -89,6 +89,7 @@ class QueueAction(StrEnum):
     RELEASE = "queue_release"
     REOPEN = "queue_reopen"
     SHIP = "queue_ship"
+    INTAKE = "queue_intake"
 
 
 Reason = Annotated[str, StringConstraints(max_length=MAX_EVENT_REASON_CHARS)]

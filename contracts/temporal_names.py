@@ -50,6 +50,7 @@ class ActivityName(StrEnum):
     RUN_PROBE = "run_probe"
     SHIP_ITEM = "ship_item"
     READ_BASE_HEADS = "read_base_heads"
+    SCAN_REPOSITORY = "scan_repository"
 
 
 # The signals, updates and queries each workflow handles, one enum per workflow: the handler's
@@ -111,6 +112,7 @@ class QueueMessage(StrEnum):
     RECOVERY_DELAY = "recovery_delay"
     ESCALATION_MODEL = "escalation_model"
     ROUTE_NEXT = "route_next"
+    INTAKE = "intake"
     RUN_PROGRESSED = "run_progressed"
     VIEW = "view"
     SHIP = "ship"

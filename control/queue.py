@@ -19,6 +19,7 @@ from temporalio.exceptions import ApplicationError
 from temporalio.service import RPCError, RPCStatusCode
 
 from contracts.errors import InvalidInput, NotFound, OperatorError, Refused, ServiceUnavailable
+from contracts.intake import IntakeAnswer
 from contracts.policy import AutomationPolicy
 from contracts.proofs import ActionProof
 from contracts.queue_dispatch import dispatch_run_input
@@ -44,9 +45,9 @@ from contracts.temporal_names import QueueMessage, WorkflowType
 from contracts.ui_summaries import queue_summary
 
 QUERY_TIMEOUT = dt.timedelta(seconds=10)
-Answer = TypeVar("Answer", ItemAnswer, SettingsAnswer)
+Answer = TypeVar("Answer", ItemAnswer, SettingsAnswer, IntakeAnswer)
 _QUEUE_CODES = frozenset(code.value for code in QueueRefusalCode)
-_NOT_FOUND = frozenset({UNKNOWN_ITEM, RefusalCode.UNKNOWN_ACTOR})
+_NOT_FOUND = frozenset({UNKNOWN_ITEM, RefusalCode.UNKNOWN_ACTOR, "unknown_repository"})
 _INVALID = frozenset({INVALID_ITEM_UPDATE, RefusalCode.ACTOR_REQUIRED})
 # ``dispatch_mismatch`` (the run is not the one the item asks for) is a refusal: exit 4.
 

@@ -28,6 +28,7 @@ from activities.ceilings import CeilingActivities, LeaseReleaser
 from activities.config import ActivityConfig
 from activities.context_packs import ContextPackActivities
 from activities.execution import ExecutionActivities
+from activities.intake_scan import IntakeActivities
 from activities.models import ModelActivities
 from activities.probes import ProbeActivities
 from activities.projection import ProjectionActivities
@@ -134,6 +135,7 @@ def activities_for(
         QueueRunActivities().check_queue_verdict,
         ShippingActivities(store).ship_item,
         ShippingActivities(store).read_base_heads,
+        IntakeActivities(store).scan_repository,
     ]
 
 

@@ -39,6 +39,8 @@ from temporalio.exceptions import ActivityError, ApplicationError
 from temporalio.workflow import ParentClosePolicy
 
 with workflow.unsafe.imports_passed_through():
+    from contracts.intake import IntakeAnswer, IntakeRequest
+    from contracts.intake_diff import apply_intake
     from contracts.metric_names import QUEUE_SLOTS_OCCUPIED
     from contracts.proofs import ActionProof
     from contracts.queue_approval import approve, spec_completeness
@@ -118,6 +120,7 @@ with workflow.unsafe.imports_passed_through():
     from contracts.temporal_names import ActivityName, QueueMessage, RunMessage, WorkflowType
     from contracts.ui_summaries import queue_details, run_summary
     from workflows.authorization import check_action
+    from workflows.queue_intake import PATCH_INTAKE, scan_repository
     from workflows.queue_shipping import (
         PATCH_MAIN_WRITE_GUARD,
         check_base_heads,
@@ -787,6 +790,36 @@ class WorkQueueWorkflow:
     def _validate_add(self, request: AddRequest) -> None:
         self._require_actor(request.actor, QueueAction.ADD)
         self._check(lambda: self._plan_add(request))
+
+    @workflow.update(name=QueueMessage.INTAKE)
+    async def intake(self, request: IntakeRequest) -> IntakeAnswer:
+        """Scan a repository and enter its findings as proposals (``workflows.queue_intake``); never
+        approves anything."""
+        workflow.patched(PATCH_INTAKE)
+        target = workflow.info().workflow_id
+        refusal = await self._authorize(
+            QueueAction.INTAKE, target, request.actor, request.proof, request.digest()
+        )
+        if refusal is not None:
+            return IntakeAnswer(accepted=False, code=refusal[0], message=refusal[1])
+        scanned = await scan_repository(request)
+        if isinstance(scanned, IntakeAnswer):
+            self._refused(
+                QueueAction.INTAKE, request.actor, target, scanned.code or "", scanned.message or ""
+            )
+            return scanned
+        applied = apply_intake(
+            scanned, list(self._items.values()), self._allocator, at=workflow.now(), actor=request.actor
+        )
+        self._allocator = applied.allocator
+        for item in applied.items:
+            self._items[item.key] = item
+        self._show_details()
+        return applied.answer
+
+    @intake.validator
+    def _validate_intake(self, request: IntakeRequest) -> None:
+        self._require_actor(request.actor, QueueAction.INTAKE)
 
     @workflow.update(name=QueueMessage.UPDATE)
     async def update(self, request: UpdateItemRequest) -> ItemAnswer:

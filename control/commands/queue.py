@@ -1,6 +1,6 @@
 """The goal queue: ``specialists queue add | list | show | update | approve | reject | dispatch |
 done | park | release | reopen | route-next | capacity | autopilot | recovery-delay | escalation-model |
-events``
+events | scan``
 (docs/architecture.md "Goal queue"; JSON shapes in :mod:`control.queue_views`).
 
 Every command that changes the queue is protected: it names ``--actor``, is refused before anything
@@ -28,6 +28,7 @@ from control.commands.common import (
     task_queue,
 )
 from control.commands.queue_args import InputJson, KeyArgument, check_key
+from control.commands.queue_intake import intake
 from control.commands.queue_messaging import queue_id, queue_state, send_item, worker_client
 from control.commands.queue_reading import reading
 from control.commands.queue_settings import settings
@@ -360,3 +361,4 @@ def reopen_command(
 app.registered_commands.extend(settings.registered_commands)
 app.registered_commands.extend(reading.registered_commands)
 app.registered_commands.extend(shipping.registered_commands)
+app.registered_commands.extend(intake.registered_commands)

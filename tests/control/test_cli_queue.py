@@ -45,6 +45,7 @@ ITEM_KEYS = {
     "events",
     "created_at",
     "updated_at",
+    "intake",
 }
 SCOPE = {
     "problem": "p95 latency of GET /orders exceeds 2 s at 200 rps",

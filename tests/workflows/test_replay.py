@@ -17,6 +17,8 @@ recordings stay and replay too, each proving a change sits behind its patch mark
 - ``v5/``: before a run and a ``ModelJob`` each recorded one consolidated patch marker
   (``PATCH_RUN_V5``, ``PATCH_JOB_V5``) instead of one per behaviour (its own ``workflow-ids.json``).
 
+``queue/intake/`` holds a ``WorkQueue`` that took intake scans (``python -m
+tests.histories.record_queue_intake``, patch ``queue-intake-scan``).
 ``queue/`` holds the ``WorkQueue`` histories (``python -m tests.histories.record_queue``): an execution
 that ends in continue-as-new, the one after it, and a queue that dispatches a run and follows it (its
 own ``workflow-ids.json``), one whose autopilot fills its slot by itself and one whose autopilot
@@ -50,6 +52,7 @@ from worker import WORKFLOWS, sandbox_runner
 from workflows.model_ceiling import PATCH_LEASE_RECORDS
 from workflows.model_job import PATCH_ATTEMPTS_IN_WORKFLOW, PATCH_JOB_V5, PATCH_LOCAL_PREPARE
 from workflows.probes import PATCH_PROBE_REQUESTS
+from workflows.queue_intake import PATCH_INTAKE
 from workflows.research_team import PATCH_COORDINATED
 from workflows.run_jobs import PATCH_AUDIT_MODEL_ATTEMPTS
 from workflows.specialist_run import PATCH_AUTHORIZE_CREATE, PATCH_ONE_UPSERT_PER_TASK, PATCH_RUN_V5
@@ -67,6 +70,9 @@ TEAMS = sorted(path for path in (HISTORIES / "teams").glob("*.json") if path.nam
 TEAMS_V1 = sorted(path for path in (HISTORIES / "teams" / "v1").glob("*.json") if path.name != WORKFLOW_IDS)
 QUEUE = sorted(path for path in (HISTORIES / "queue").glob("*.json") if path.name != WORKFLOW_IDS)
 QUEUE_V1 = sorted(path for path in (HISTORIES / "queue" / "v1").glob("*.json") if path.name != WORKFLOW_IDS)
+QUEUE_INTAKE = sorted(
+    path for path in (HISTORIES / "queue" / "intake").glob("*.json") if path.name != WORKFLOW_IDS
+)
 QUEUE_V2 = sorted(path for path in (HISTORIES / "queue" / "v2").glob("*.json") if path.name != WORKFLOW_IDS)
 QUEUE_V3 = sorted(path for path in (HISTORIES / "queue" / "v3").glob("*.json") if path.name != WORKFLOW_IDS)
 PROBES = sorted(path for path in (HISTORIES / "probes").glob("*.json") if path.name != WORKFLOW_IDS)
@@ -83,6 +89,7 @@ ALL = [
     *QUEUE_V1,
     *QUEUE_V2,
     *QUEUE_V3,
+    *QUEUE_INTAKE,
     *PROBES,
 ]
 TEAM_PATHS = {"completed", "adjudicated", "blocked_retried_stopped", "cancelled", "invalidated"}
@@ -371,6 +378,14 @@ async def test_recorded_history_replays_without_nondeterminism(path: Path) -> No
     )
     result = await replayer.replay_workflow(history, raise_on_replay_failure=False)
     assert result.replay_failure is None, f"{path.name}: {result.replay_failure}"
+
+
+def test_the_intake_history_scans_twice_and_records_the_intake_patch() -> None:
+    # python -m tests.histories.record_queue_intake: a scan, a rejection, a second scan, a refused one.
+    assert [path.name for path in QUEUE_INTAKE] == ["intake.json"]
+    # The first scan's handler ran in the first workflow task, before run() asked its patches.
+    assert _patches(QUEUE_INTAKE[0]) == [PATCH_INTAKE, PATCH_TRACK_RUNS, PATCH_AUTOPILOT, PATCH_ITEM_STATUS]
+    assert _accepted_updates("queue/intake/intake.json") == ["intake", "reject", "intake", "intake"]
 
 
 def _events(name: str) -> list[dict[str, object]]:
