@@ -23,6 +23,7 @@ class WorkflowType(StrEnum):
     RESEARCH_TEAM = "ResearchTeam"
     RESEARCH_COORDINATOR = "ResearchCoordinator"
     WORK_QUEUE = "WorkQueue"
+    CASE_SWEEP = "CaseSweep"
 
 
 class ActivityName(StrEnum):
@@ -48,6 +49,8 @@ class ActivityName(StrEnum):
     READ_RUN_PROGRESS = "read_run_progress"
     CHECK_QUEUE_VERDICT = "check_queue_verdict"
     RUN_PROBE = "run_probe"
+    LIST_SWEEP_CASES = "list_sweep_cases"
+    ATTACH_CASE_NOTES = "attach_case_notes"
 
 
 # The signals, updates and queries each workflow handles, one enum per workflow: the handler's

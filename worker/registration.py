@@ -24,6 +24,7 @@ from temporalio.worker import Worker, WorkerDeploymentConfig
 from temporalio.worker.workflow_sandbox import SandboxedWorkflowRunner, SandboxRestrictions
 
 from activities.authorization import AuthorizationActivities
+from activities.case_sweep import CaseSweepActivities
 from activities.ceilings import CeilingActivities, LeaseReleaser
 from activities.config import ActivityConfig
 from activities.context_packs import ContextPackActivities
@@ -39,6 +40,7 @@ from activities.routing import RoutingActivities
 from activities.store_access import SharedStore
 from activities.worktree_prune import WorktreePruneActivities, worker_host
 from contracts.worktree_prune import host_task_queue
+from workflows.case_sweep import CaseSweepWorkflow
 from workflows.model_ceiling import ModelCeilingWorkflow
 from workflows.model_check import ModelCheckWorkflow
 from workflows.model_job import ModelJobWorkflow
@@ -58,6 +60,7 @@ WORKFLOWS: Sequence[type] = (
     ResearchTeamWorkflow,
     ResearchCoordinatorWorkflow,
     WorkQueueWorkflow,
+    CaseSweepWorkflow,
 )
 
 # A worker killed without a graceful stop strands its sticky queue; the server waits this long before
@@ -131,6 +134,8 @@ def activities_for(
         coordination.find_closed_teams,
         QueueRunActivities().read_run_progress,
         QueueRunActivities().check_queue_verdict,
+        CaseSweepActivities(store).list_sweep_cases,
+        CaseSweepActivities(store).attach_case_notes,
     ]
 
 

@@ -1,0 +1,35 @@
+"""Research case status (docs/architecture.md "Research team", "Schedules"): ``research_cases.status``
+(``open`` for every existing case), with who last moved it and when (NULL until a person does).
+
+Numbered 0016: 0014 and 0015 are being added on other branches; the chain is joined when they merge.
+
+Revision ID: 0016
+Revises: 0013
+Create Date: 2027-03-10
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import sqlalchemy as sa
+from alembic import op
+
+revision: str = "0016"
+down_revision: str | None = "0013"
+branch_labels: str | Sequence[str] | None = None
+depends_on: str | Sequence[str] | None = None
+
+
+def upgrade() -> None:
+    with op.batch_alter_table("research_cases") as batch:
+        batch.add_column(sa.Column("status", sa.String(32), nullable=False, server_default="open"))
+        batch.add_column(sa.Column("status_changed_by", sa.String(64), nullable=True))
+        batch.add_column(sa.Column("status_changed_at", sa.DateTime(timezone=True), nullable=True))
+
+
+def downgrade() -> None:
+    with op.batch_alter_table("research_cases") as batch:
+        batch.drop_column("status_changed_at")
+        batch.drop_column("status_changed_by")
+        batch.drop_column("status")
