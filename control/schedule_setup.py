@@ -17,13 +17,13 @@ from temporalio.client import (
     ScheduleActionStartWorkflow,
     ScheduleAlreadyRunningError,
     ScheduleIntervalSpec,
+    ScheduleOverlapPolicy,
     SchedulePolicy,
     ScheduleSpec,
     ScheduleState,
     ScheduleUpdate,
     ScheduleUpdateInput,
 )
-from temporalio.common import ScheduleOverlapPolicy
 
 from contracts.identity import Signer, sign_action
 from contracts.schedules import (
