@@ -81,7 +81,7 @@ FACTUAL_KINDS: Final = frozenset(
 
 
 class CaseStatus(StrEnum):
-    """Where a case stands (docs/architecture.md "Research team", "Case status"). Only a person moves
+    """Where a case stands (docs/architecture.md "Research team", "Schedules"). Only a person moves
     a case (:func:`check_case_transition`); the daily analysis reads the status and never changes it."""
 
     OPEN = "open"
