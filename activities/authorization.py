@@ -35,7 +35,7 @@ from contracts.identity import (
     fingerprint_of,
     proof_is_fresh,
 )
-from contracts.proofs import SessionDelegation
+from contracts.proofs import ActionProof, SessionDelegation
 from contracts.refusals import RefusalCode
 from contracts.runs import AuthorizeRequest, AuthorizeResult
 from contracts.temporal_names import ActivityName
@@ -79,6 +79,8 @@ class AuthorizationActivities:
         proof = request.proof
         store = self._store.get()
         if request.standing_grant:
+            if proof is not None and request.grant_target is not None:
+                return self._signed_grant_holds(request, proof)
             return self._grant_holds(request.actor)
         delegation = proof.delegation if proof is not None else None
         try:
@@ -137,6 +139,37 @@ class AuthorizationActivities:
         )
         if not spent:
             return _refused(RefusalCode.PROOF_REPLAYED, "this proof was already used")
+        return AuthorizeResult(allowed=True)
+
+    def _signed_grant_holds(self, request: AuthorizeRequest, proof: ActionProof) -> AuthorizeResult:
+        """A signed standing grant (a schedule's, docs/architecture.md "Schedules") holds while its
+        signature of ``request.action`` on ``request.grant_target`` (bound to ``request.digest``)
+        verifies with the actor's key in force and the actor is active. It is a standing signature:
+        no freshness limit, no nonce spent; rotating the key or deactivating the actor ends it."""
+        assert request.actor is not None and request.grant_target is not None
+        if proof.key is None or proof.delegation is not None:
+            return _refused(
+                RefusalCode.PROOF_INVALID, "a schedule's grant is signed with the actor's own key"
+            )
+        try:
+            public_key = self._store.get().action_key(request.actor, proof.key)
+        except ServiceUnavailable:
+            raise
+        except OperatorError as error:
+            return _refused(error.code, error.message)
+        if not action_signature_valid(
+            public_key,
+            proof,
+            action=request.action,
+            target=request.grant_target,
+            actor=request.actor,
+            digest=request.digest,
+        ):
+            return _refused(
+                RefusalCode.PROOF_INVALID,
+                f"the grant's signature does not match {request.action} on {request.grant_target} "
+                f"by {request.actor}",
+            )
         return AuthorizeResult(allowed=True)
 
     def _grant_holds(self, actor: str) -> AuthorizeResult:

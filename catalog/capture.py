@@ -275,7 +275,7 @@ def capture(
         requested=run_input.requested_tier,
         automatic=run_input.automatic,
         risk=decision.risk,
-        analysis_only=False,
+        analysis_only=run_input.analysis_only,
         policy=policy.policy,
     )
     tier = tier_decision.tier

@@ -28,6 +28,7 @@ from typing import Annotated, Final
 
 from pydantic import BaseModel, ConfigDict, Field, StringConstraints, model_validator
 
+from contracts.errors import Refused
 from contracts.text_rules import check_one_line
 
 CASE_ID_PATTERN: Final = re.compile(r"^RSC-[0-9A-Z]{12}$")
@@ -78,6 +79,58 @@ FACTUAL_KINDS: Final = frozenset(
     }
 )
 
+
+class CaseStatus(StrEnum):
+    """Where a case stands (docs/architecture.md "Research team", "Schedules"). Only a person moves
+    a case (:func:`check_case_transition`); the daily analysis reads the status and never changes it."""
+
+    OPEN = "open"
+    VALIDATION = "validation"
+    READY_TO_PUBLISH = "ready_to_publish"
+    CLOSED = "closed"
+
+
+class CaseMover(StrEnum):
+    """Who asks to move a case: a person (``research case-status --actor``) or the system."""
+
+    HUMAN = "human"
+    SYSTEM = "system"
+
+
+CASE_TRANSITIONS: Final[dict[CaseStatus, frozenset[CaseStatus]]] = {
+    CaseStatus.OPEN: frozenset({CaseStatus.VALIDATION, CaseStatus.CLOSED}),
+    CaseStatus.VALIDATION: frozenset({CaseStatus.OPEN, CaseStatus.READY_TO_PUBLISH, CaseStatus.CLOSED}),
+    CaseStatus.READY_TO_PUBLISH: frozenset({CaseStatus.VALIDATION, CaseStatus.CLOSED}),
+    CaseStatus.CLOSED: frozenset({CaseStatus.OPEN}),
+}
+"""The moves a person may make: ``open ─► validation ─► ready_to_publish``, back one step, any
+status but ``closed`` ─► ``closed``, and ``closed ─► open`` (re-open). The system may make none."""
+
+SWEPT_STATUSES: Final = frozenset({CaseStatus.VALIDATION, CaseStatus.READY_TO_PUBLISH})
+"""The statuses the daily case analysis routes (docs/architecture.md "Schedules")."""
+
+
+def check_case_transition(current: CaseStatus, target: CaseStatus, mover: CaseMover) -> None:
+    """Raise :class:`CaseTransitionRefused` unless ``mover`` may move a case from ``current`` to
+    ``target``: ``case_status_system_refused`` (the system never moves a case), ``case_status_unchanged``
+    (already there) or ``case_transition_refused`` (not in :data:`CASE_TRANSITIONS`)."""
+    if mover is not CaseMover.HUMAN:
+        raise Refused(
+            "case_status_system_refused",
+            f"only a person moves a research case; the system may not move it to {target.value!r}",
+        )
+    if current is target:
+        raise Refused("case_status_unchanged", f"the case is {current.value!r} already")
+    allowed = CASE_TRANSITIONS[current]
+    if target not in allowed:
+        names = ", ".join(sorted(status.value for status in allowed))
+        raise Refused(
+            "case_transition_refused",
+            f"a case cannot move from {current.value!r} to {target.value!r}; from {current.value!r} "
+            f"it may move to: {names}",
+        )
+
+
 SubjectKind = Annotated[str, StringConstraints(pattern=r"^[a-z][a-z0-9_]{0,39}$")]
 SubjectText = Annotated[str, StringConstraints(min_length=1, max_length=200, strip_whitespace=False)]
 SourceRef = Annotated[str, StringConstraints(min_length=1, max_length=500)]
@@ -105,6 +158,12 @@ class CaseSubject(BaseModel):
         _printable(self.identifier, "subject.identifier")
         _printable(self.title, "subject.title")
         return self
+
+    @property
+    def complete(self) -> bool:
+        """True when every part of the subject says something (kind, identifier and title are all
+        non-blank): a case "with a structured subject" (docs/architecture.md "Schedules")."""
+        return all(part.strip() for part in (self.kind, self.identifier, self.title))
 
 
 class EvidenceInput(BaseModel):
@@ -178,7 +237,9 @@ class EvidenceRecord(BaseModel):
 
 
 class ResearchCase(BaseModel):
-    """A stored case with all its evidence records (active and not), in the order they were added."""
+    """A stored case with all its evidence records (active and not), in the order they were added,
+    and its status (:class:`CaseStatus`; who last moved it and when, ``None`` while it is ``open``
+    as created)."""
 
     model_config = ConfigDict(frozen=True)
 
@@ -187,6 +248,18 @@ class ResearchCase(BaseModel):
     created_by: str
     created_at: dt.datetime
     evidence: list[EvidenceRecord]
+    status: CaseStatus = CaseStatus.OPEN
+    status_changed_by: str | None = None
+    status_changed_at: dt.datetime | None = None
+
+    @property
+    def factual_evidence_digest(self) -> str:
+        """The evidence digest of the active *factual* records only: what a daily analysis is keyed
+        on, so the analyst notes it attaches do not make the case look new (docs/architecture.md
+        "Schedules")."""
+        return evidence_digest(
+            [(record.evidence_id, record.sha256) for record in self.active_evidence if record.kind.factual]
+        )
 
     @property
     def active_evidence(self) -> list[EvidenceRecord]:

@@ -28,6 +28,7 @@ from contracts.proofs import ActionProof
 from contracts.queue_items import QueueStatus
 from contracts.review_waves import WaveRecord
 from contracts.routing import RouteDecision, RouteOverride
+from contracts.schedules import CaseGrant
 from contracts.work_item import WorkItem
 
 Note = Annotated[str, StringConstraints(max_length=2_000)]
@@ -178,9 +179,15 @@ class RunInput(BaseModel):
     follows: Annotated[str, StringConstraints(pattern=RUN_ID_PATTERN.pattern)] | None = None
     review_wave: bool = False
     advisory: AdvisoryTopic | None = None
+    analysis_only: bool = False
+    """A research-case task marked analysis-only (``contracts.policy.effective_tier``): read_only
+    analysis and review at most, kept at read_only even at high risk. Set by the daily case analysis."""
+    case_grant: CaseGrant | None = None
+    """Stands in for ``proof`` on a run the daily case analysis started (docs/architecture.md
+    "Schedules"): the schedule's standing grant; ``None`` otherwise."""
 
 
-OPTIONAL_REQUEST_FIELDS = ("escalation_model", "follows", "review_wave", "advisory")
+OPTIONAL_REQUEST_FIELDS = ("escalation_model", "follows", "review_wave", "advisory", "analysis_only")
 """Request fields added after runs were first recorded: digested only when set (not ``None`` or
 ``False``)."""
 
@@ -189,7 +196,7 @@ def run_request_digest(run_input: RunInput) -> str:
     """sha256 of the canonical create request (what the operator asked for, not ids, digests or what
     authorises it)."""
     payload = run_input.model_dump(
-        mode="json", exclude={"run_id", "request_digest", "created_by", "proof", "queue_grant"}
+        mode="json", exclude={"run_id", "request_digest", "created_by", "proof", "queue_grant", "case_grant"}
     )
     for name in OPTIONAL_REQUEST_FIELDS:
         if payload[name] is None or payload[name] is False:
@@ -587,6 +594,11 @@ class AuthorizeRequest(BaseModel):
     """``True`` when no per-action proof is asked: a workflow has checked a standing grant (the goal
     queue's autopilot, docs/architecture.md "Goal queue") and only the granting ``actor`` being still
     registered and active is checked."""
+    grant_target: str | None = None
+    """With ``standing_grant`` and a ``proof``: the proof is the standing grant's signature of
+    ``action`` on ``grant_target`` (a schedule id), bound to ``digest``; it is checked against the
+    actor's key in force, with no freshness limit and no nonce spent (docs/architecture.md
+    "Schedules")."""
 
 
 class AuthorizeResult(BaseModel):

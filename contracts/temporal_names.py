@@ -23,6 +23,7 @@ class WorkflowType(StrEnum):
     RESEARCH_TEAM = "ResearchTeam"
     RESEARCH_COORDINATOR = "ResearchCoordinator"
     WORK_QUEUE = "WorkQueue"
+    CASE_SWEEP = "CaseSweep"
 
 
 class ActivityName(StrEnum):
@@ -51,6 +52,8 @@ class ActivityName(StrEnum):
     SHIP_ITEM = "ship_item"
     READ_BASE_HEADS = "read_base_heads"
     SCAN_REPOSITORY = "scan_repository"
+    LIST_SWEEP_CASES = "list_sweep_cases"
+    ATTACH_CASE_NOTES = "attach_case_notes"
 
 
 # The signals, updates and queries each workflow handles, one enum per workflow: the handler's

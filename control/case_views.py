@@ -2,11 +2,12 @@
 
 JSON shapes (``--json``): a case is ``{"case_id", "subject", "created_by", "created_at", "evidence":
 [{"evidence_id", "kind", "factual", "source_ref", "sha256", "active", "size_bytes", "added_by",
-"added_at", "deactivated_by", "deactivated_at"}], "evidence_digest"}`` (``evidence_digest`` over the
-active records; ``case-show --content`` adds each record's ``"content"``); ``cases`` prints
-``{"cases": [{"case_id", "kind", "identifier", "title", "evidence_active", "evidence_total",
-"created_at"}]}``. Evidence content is shown only with ``--content``. Everything shown but the labels
-is untrusted text: the human view prints it only as :func:`control.output.table` cells or through
+"added_at", "deactivated_by", "deactivated_at"}], "evidence_digest", "status", "status_changed_by",
+"status_changed_at"}`` (``evidence_digest`` over the active records; ``case-show --content`` adds
+each record's ``"content"``); ``cases`` prints ``{"cases": [{"case_id", "kind", "identifier",
+"title", "evidence_active", "evidence_total", "created_at", "status"}]}``. Evidence content is shown
+only with ``--content``. Everything shown but the labels is untrusted text: the human view prints it
+only as :func:`control.output.table` cells or through
 :func:`control.output.safe_text`.
 """
 
@@ -54,6 +55,9 @@ def case_json(case: ResearchCase, *, content: bool = False) -> dict[str, Any]:
         "created_at": _time(case.created_at),
         "evidence": evidence,
         "evidence_digest": case.evidence_digest,
+        "status": case.status.value,
+        "status_changed_by": case.status_changed_by,
+        "status_changed_at": _time(case.status_changed_at) if case.status_changed_at else None,
     }
 
 
@@ -69,6 +73,7 @@ def cases_json(cases: list[ResearchCase]) -> dict[str, Any]:
                 "evidence_active": len(case.active_evidence),
                 "evidence_total": len(case.evidence),
                 "created_at": _time(case.created_at),
+                "status": case.status.value,
             }
             for case in cases
         ]
@@ -91,6 +96,7 @@ def render_case(console: Console, data: dict[str, Any]) -> None:
                 ["title", subject["title"]],
                 ["created by", data["created_by"]],
                 ["created at", data["created_at"]],
+                ["status", data["status"]],
                 ["evidence digest", data["evidence_digest"]],
             ],
         )
@@ -135,10 +141,11 @@ def render_cases(console: Console, cases: list[ResearchCase]) -> None:
     console.print(
         table(
             "research cases",
-            ["case", "kind", "identifier", "title", "evidence (active/total)", "created at"],
+            ["case", "status", "kind", "identifier", "title", "evidence (active/total)", "created at"],
             [
                 [
                     row["case_id"],
+                    row["status"],
                     row["kind"],
                     row["identifier"],
                     row["title"],

@@ -48,6 +48,7 @@ GROUPS: Final = (
     ("research", "app", "research", ("research",)),
     ("worktrees", "app", "worktrees", ("worktrees",)),
     ("queue", "app", "queue", ("queue",)),
+    ("schedules", "app", "schedules", ("schedules",)),
     ("web", "app", "web", ("web",)),
     ("versions", "app", "versions", ("versions",)),
     ("codec", "app", None, ("codec-server",)),

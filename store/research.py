@@ -34,12 +34,15 @@ from contracts.research import (
     EVIDENCE_ID_PATTERN,
     MAX_EVIDENCE_PER_INPUT,
     CaseInput,
+    CaseMover,
+    CaseStatus,
     CaseSubject,
     EvidenceInput,
     EvidenceKind,
     EvidenceRecord,
     JobOutputRecord,
     ResearchCase,
+    check_case_transition,
     check_evidence_content,
     content_sha256,
 )
@@ -238,6 +241,88 @@ def deactivate_evidence(
     return evidence_record(row)
 
 
+def set_case_status(
+    session: Session, case_id: str, status: CaseStatus, actor: str, at: dt.datetime
+) -> ResearchCase:
+    """Move the case ``case_id`` to ``status`` as the person ``actor`` at ``at`` (the transition table
+    :data:`contracts.research.CASE_TRANSITIONS` decides); returns the case as it now is.
+
+    Raises ``invalid_case_id`` (invalid input), ``unknown_actor``/``unknown_case`` (not found), or
+    ``case_status_unchanged``/``case_transition_refused`` (refused)."""
+    check_case_id(case_id)
+    require_actor(session, actor)
+    row = _case_row(session, case_id)
+    check_case_transition(CaseStatus(row.status), status, CaseMover.HUMAN)
+    row.status = status.value
+    row.status_changed_by = actor
+    row.status_changed_at = at
+    session.flush()
+    return get_case(session, case_id)
+
+
+def attach_note(
+    session: Session,
+    case_id: str,
+    evidence_id: str,
+    content: str,
+    source_ref: str,
+    actor: str,
+    at: dt.datetime,
+) -> tuple[EvidenceRecord, bool]:
+    """Attach ``content`` as an ``analyst_note`` under the caller's deterministic ``evidence_id``
+    unless that record exists; returns the record and whether it was added now.
+
+    The insert runs in a savepoint and the primary key decides, so of two writers racing for one id
+    exactly one inserts and the other gets the stored record (docs/architecture.md "Schedules").
+    Raises ``invalid_evidence`` (invalid input), ``unknown_actor``/``unknown_case`` (not found), or
+    ``note_conflict`` (refused: the id holds a record of another case)."""
+    check_case_id(case_id)
+    check_evidence_id(evidence_id)
+    check_resolved_evidence(
+        [EvidenceInput(kind=EvidenceKind.ANALYST_NOTE, content=content, source_ref=source_ref)]
+    )
+    stored = session.get(ResearchEvidenceRow, evidence_id)
+    if stored is not None:
+        return _existing_note(stored, case_id), False
+    require_actor(session, actor)
+    _case_row(session, case_id)
+    last = session.scalar(
+        select(func.max(ResearchEvidenceRow.seq)).where(ResearchEvidenceRow.case_id == case_id)
+    )
+    row = ResearchEvidenceRow(
+        evidence_id=evidence_id,
+        case_id=case_id,
+        seq=(last or 0) + 1,
+        kind=EvidenceKind.ANALYST_NOTE.value,
+        content=content,
+        source_ref=source_ref,
+        sha256=content_sha256(content),
+        active=True,
+        added_by=actor,
+        added_at=at,
+        deactivated_by=None,
+        deactivated_at=None,
+    )
+    try:
+        with session.begin_nested():
+            session.add(row)
+    except IntegrityError:
+        stored = session.get(ResearchEvidenceRow, evidence_id)
+        if stored is None:
+            raise
+        return _existing_note(stored, case_id), False
+    return evidence_record(row), True
+
+
+def _existing_note(stored: ResearchEvidenceRow, case_id: str) -> EvidenceRecord:
+    if stored.case_id != case_id:
+        raise Refused(
+            "note_conflict",
+            f"evidence id {stored.evidence_id} belongs to case {stored.case_id}, not {case_id}",
+        )
+    return evidence_record(stored)
+
+
 def evidence_record(row: ResearchEvidenceRow) -> EvidenceRecord:
     """The contract record of a stored evidence record."""
     return EvidenceRecord(
@@ -393,6 +478,9 @@ def _case(row: ResearchCaseRow, evidence: list[EvidenceRecord]) -> ResearchCase:
         created_by=row.created_by,
         created_at=row.created_at,
         evidence=evidence,
+        status=CaseStatus(row.status or CaseStatus.OPEN.value),
+        status_changed_by=row.status_changed_by,
+        status_changed_at=row.status_changed_at,
     )
 
 

@@ -28,7 +28,7 @@ from sqlalchemy.engine import Dialect
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
 from sqlalchemy.types import TypeDecorator
 
-SCHEMA_REVISION: Final = "0013"
+SCHEMA_REVISION: Final = "0014"
 """The Alembic head this code expects; a store at another revision is not read without upgrading."""
 
 ACTOR_ID_LENGTH: Final = 64
@@ -340,7 +340,8 @@ SOURCE_REF_LENGTH: Final = 500
 
 
 class ResearchCaseRow(Base):
-    """A research case (``RSC-`` + 12): its subject, who created it and when. Never edited."""
+    """A research case (``RSC-`` + 12): its subject, who created it and when, and its status (the
+    only thing that changes, by a person)."""
 
     __tablename__ = "research_cases"
 
@@ -350,6 +351,10 @@ class ResearchCaseRow(Base):
     subject_title: Mapped[str] = mapped_column(String(SUBJECT_TEXT_LENGTH))
     created_by: Mapped[str] = mapped_column(String(ACTOR_ID_LENGTH), ForeignKey("actors.id"))
     created_at: Mapped[dt.datetime] = mapped_column(UtcDateTime())
+    # Migration 0014: where the case stands (contracts.research.CaseStatus); only a person moves it.
+    status: Mapped[str] = mapped_column(String(ENUM_LENGTH), default="open", server_default="open")
+    status_changed_by: Mapped[str | None] = mapped_column(String(ACTOR_ID_LENGTH))
+    status_changed_at: Mapped[dt.datetime | None] = mapped_column(UtcDateTime())
 
 
 class ResearchEvidenceRow(Base):

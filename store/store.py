@@ -36,7 +36,14 @@ from contracts.policy import AutomationPolicy
 from contracts.proofs import SessionDelegation, token_fingerprint
 from contracts.recordings import RecordingsFile
 from contracts.refusals import RefusalCode
-from contracts.research import CaseInput, EvidenceInput, EvidenceRecord, JobOutputRecord, ResearchCase
+from contracts.research import (
+    CaseInput,
+    CaseStatus,
+    EvidenceInput,
+    EvidenceRecord,
+    JobOutputRecord,
+    ResearchCase,
+)
 from contracts.runs import AuditEvent, RunSummary
 from contracts.worktree import WorktreeClaim
 from store import (
@@ -708,6 +715,23 @@ class Store:
         research.check_resolved_evidence(evidence)
         with self._writing() as session:
             return research.add_evidence(session, case_id, evidence, actor, self._now())
+
+    def set_case_status(self, case_id: str, status: CaseStatus, actor: str) -> ResearchCase:
+        """Move the case ``case_id`` to ``status`` as the person ``actor`` (see
+        :func:`store.research.set_case_status`); nothing is written on a refusal."""
+        research.check_case_id(case_id)
+        with self._writing() as session:
+            return research.set_case_status(session, case_id, status, actor, self._now())
+
+    def attach_note(
+        self, case_id: str, evidence_id: str, content: str, source_ref: str, actor: str
+    ) -> tuple[EvidenceRecord, bool]:
+        """Attach an ``analyst_note`` once under ``evidence_id`` (see :func:`store.research.attach_note`);
+        returns the record and whether it was added now."""
+        with self._writing() as session:
+            return research.attach_note(
+                session, case_id, evidence_id, content, source_ref, actor, self._now()
+            )
 
     def deactivate_evidence(self, case_id: str, evidence_id: str, actor: str) -> EvidenceRecord:
         """Deactivate the evidence record ``evidence_id`` of the case ``case_id`` as ``actor``; returns

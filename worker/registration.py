@@ -24,6 +24,7 @@ from temporalio.worker import Worker, WorkerDeploymentConfig
 from temporalio.worker.workflow_sandbox import SandboxedWorkflowRunner, SandboxRestrictions
 
 from activities.authorization import AuthorizationActivities
+from activities.case_sweep import CaseSweepActivities
 from activities.ceilings import CeilingActivities, LeaseReleaser
 from activities.config import ActivityConfig
 from activities.context_packs import ContextPackActivities
@@ -41,6 +42,7 @@ from activities.shipping import ShippingActivities
 from activities.store_access import SharedStore
 from activities.worktree_prune import WorktreePruneActivities, worker_host
 from contracts.worktree_prune import host_task_queue
+from workflows.case_sweep import CaseSweepWorkflow
 from workflows.model_ceiling import ModelCeilingWorkflow
 from workflows.model_check import ModelCheckWorkflow
 from workflows.model_job import ModelJobWorkflow
@@ -60,6 +62,7 @@ WORKFLOWS: Sequence[type] = (
     ResearchTeamWorkflow,
     ResearchCoordinatorWorkflow,
     WorkQueueWorkflow,
+    CaseSweepWorkflow,
 )
 
 # A worker killed without a graceful stop strands its sticky queue; the server waits this long before
@@ -136,6 +139,8 @@ def activities_for(
         ShippingActivities(store).ship_item,
         ShippingActivities(store).read_base_heads,
         IntakeActivities(store).scan_repository,
+        CaseSweepActivities(store).list_sweep_cases,
+        CaseSweepActivities(store).attach_case_notes,
     ]
 
 

@@ -109,6 +109,7 @@ class ProtectedActions(Generic[Answer]):
         proof: ActionProof | None = None,
         digest: str = "",
         standing_grant: bool = False,
+        grant_target: str | None = None,
     ) -> Answer | None:
         """Run the authorisation step (:func:`check_action`); ``None`` when allowed, else the
         recorded refusal. A proof's nonce is spent on first use, so a captured proof cannot be sent
@@ -121,6 +122,7 @@ class ProtectedActions(Generic[Answer]):
             digest=digest,
             proof=proof,
             standing_grant=standing_grant,
+            grant_target=grant_target,
         )
         self._in_flight += 1
         try:

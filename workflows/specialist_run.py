@@ -62,6 +62,7 @@ with workflow.unsafe.imports_passed_through():
         RunStatus,
         RunView,
     )
+    from contracts.schedules import SCHEDULE_ENABLE_ACTION
     from contracts.temporal_names import ActivityName, QueueMessage, RunMessage, WorkflowType
     from workflows.audit import activity_failure
     from workflows.authorization import ProtectedActions
@@ -93,6 +94,9 @@ _PROJECTION_RETRY = RetryPolicy(maximum_attempts=5, initial_interval=timedelta(m
 PATCH_AUTHORIZE_CREATE = "authorize-protected-create"
 PATCH_ONE_UPSERT_PER_TASK = "one-search-attribute-upsert-per-task"
 PATCH_RUN_V5 = "run-v5"
+PATCH_CASE_SWEEP_GRANT = "case-sweep-grant"
+"""Runs the daily case analysis started carry its schedule's grant in place of a proof
+(docs/architecture.md "Schedules"); asked only by such runs, so no recorded history asks it."""
 PATCH_TELLS_QUEUE = "run-tells-its-queue"
 """Runs started since, by a goal queue, signal it ``run_progressed`` when they reach their decision
 and when they end (docs/architecture.md "Goal queue"); asked only by a queue's child run."""
@@ -194,6 +198,8 @@ class SpecialistRunWorkflow:
             return None
         if run_input.queue_grant is not None:  # only such inputs take this branch: no patch needed
             refusal = await self._authorize_queue_grant(run_input)
+        elif run_input.case_grant is not None and workflow.patched(PATCH_CASE_SWEEP_GRANT):
+            refusal = await self._authorize_case_grant(run_input)
         else:
             refusal = await self._actions.authorize(
                 "create", run_input.created_by, proof=run_input.proof, digest=run_input.request_digest
@@ -223,6 +229,45 @@ class SpecialistRunWorkflow:
         if problem is not None:
             return self._actions.refuse("create", run_input.created_by, RefusalCode.FORBIDDEN, problem)
         return await self._actions.authorize("create", grant.granted_by, standing_grant=True)
+
+    async def _authorize_case_grant(self, run_input: RunInput) -> ActionResult | None:
+        """A run the daily case analysis started carries its schedule's standing grant instead of a
+        person's proof (docs/architecture.md "Schedules"): accepted only as a child of the sweep
+        execution it names (a client cannot set a parent), created by the granting actor, automatic
+        and analysis-only with no tier or override, while the grant's signature verifies with the
+        actor's key in force."""
+        case_grant = run_input.case_grant
+        assert case_grant is not None
+        grant = case_grant.grant
+        parent = workflow.info().parent
+        problem = None
+        if parent is None or parent.workflow_id != case_grant.sweep_workflow_id:
+            problem = (
+                "a schedule's grant is accepted only on a run its sweep "
+                f"{case_grant.sweep_workflow_id} started"
+            )
+        elif not case_grant.sweep_workflow_id.startswith(grant.schedule_id + "-"):
+            sweep = case_grant.sweep_workflow_id
+            problem = f"the sweep {sweep} is not an execution of {grant.schedule_id}"
+        elif run_input.created_by != grant.granted_by:
+            problem = f"a run under {grant.granted_by}'s grant is created by {grant.granted_by}"
+        elif (
+            not run_input.automatic
+            or not run_input.analysis_only
+            or run_input.requested_tier is not None
+            or run_input.override is not None
+        ):
+            problem = "a schedule's grant starts automatic analysis-only runs only, with no tier or override"
+        if problem is not None:
+            return self._actions.refuse("create", run_input.created_by, RefusalCode.FORBIDDEN, problem)
+        return await self._actions.authorize(
+            SCHEDULE_ENABLE_ACTION,
+            grant.granted_by,
+            proof=grant.proof,
+            digest=grant.digest,
+            standing_grant=True,
+            grant_target=grant.schedule_id,
+        )
 
     async def _capture(self) -> RunStatus | None:
         """The contract, captured once (``capture_contract``); ``failed`` when capture refuses it."""

@@ -1,8 +1,9 @@
 """``specialists research``: research cases and their evidence (docs/architecture.md "Research team").
 
 Commands: ``case-create`` and ``evidence-add`` (read a JSON input file, :mod:`control.case_inputs`),
-``evidence-deactivate`` (all three protected: the actor's key must be its key in force, as for every
-configuration change), ``case-show`` and ``cases`` (read-only). JSON shapes: :mod:`control.case_views`.
+``evidence-deactivate``, ``case-status`` (all four protected: the actor's key must be its key in
+force, as for every configuration change), ``case-show`` and ``cases`` (read-only). JSON shapes:
+:mod:`control.case_views`.
 The group (these and the team commands) is :mod:`control.commands.research`.
 """
 
@@ -125,6 +126,34 @@ def evidence_deactivate_command(
     with _signed_store(actor) as store:
         store.deactivate_evidence(case_id, evidence_id, actor)
         case = store.get_case(case_id)
+    emit_case(case, as_json, content=False)
+
+
+@app.command("case-status")
+def case_status_command(
+    case_id: CaseArgument,
+    status: Annotated[
+        str, typer.Argument(metavar="STATUS", help="open | validation | ready_to_publish | closed")
+    ],
+    actor: ActorOption = None,
+    as_json: JsonFlag = False,
+) -> None:
+    """Move a case to STATUS (protected; only a person moves a case). Allowed: open → validation →
+    ready_to_publish, one step back, any → closed, closed → open."""
+    from contracts.errors import InvalidInput
+    from contracts.research import CaseStatus
+    from control.case_views import emit_case
+    from store.research import check_case_id
+
+    actor = actor_required(actor, "moving a research case")
+    check_case_id(case_id)
+    try:
+        target = CaseStatus(status)
+    except ValueError:
+        names = " | ".join(item.value for item in CaseStatus)
+        raise InvalidInput("invalid_case_status", f"status {status!r} is not one of {names}") from None
+    with _signed_store(actor) as store:
+        case = store.set_case_status(case_id, target, actor)
     emit_case(case, as_json, content=False)
 
 
