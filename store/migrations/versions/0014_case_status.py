@@ -27,7 +27,10 @@ def upgrade() -> None:
 
 
 def downgrade() -> None:
-    with op.batch_alter_table("research_cases") as batch:
-        batch.drop_column("status_changed_at")
-        batch.drop_column("status_changed_by")
-        batch.drop_column("status")
+    # Not in a batch: on SQLite a batch copies the table, and evidence rows reference research_cases
+    # (foreign keys on); SQLite drops a plain column in place (3.35+).
+    for column in ("status_changed_at", "status_changed_by", "status"):
+        if op.get_bind().dialect.name == "sqlite":
+            op.execute(sa.text(f"ALTER TABLE research_cases DROP COLUMN {column}"))
+        else:
+            op.drop_column("research_cases", column)
