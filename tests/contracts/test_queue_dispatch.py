@@ -308,6 +308,8 @@ def test_the_request_digest_leaves_out_lineage_that_is_not_set_and_covers_it_whe
             "follows",
             "review_wave",
             "advisory",
+            "analysis_only",
+            "case_grant",
         },
     )
     assert run_request_digest(run) == canonical_sha256(old_shape)

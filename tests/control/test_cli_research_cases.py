@@ -27,7 +27,10 @@ EVIDENCE_ID = r"EVD-[0-9A-Z]{12}"
 SUBJECT = {"kind": "vulnerability", "identifier": "CVE-2026-0001", "title": "Heap overflow in the parser"}
 CODE = {"kind": "code", "content": "memcpy(buf, src, len);", "source_ref": "repo@abc123:src/parse.c"}
 NOTE = {"kind": "analyst_note", "content": "Likely reachable from the network.", "source_ref": "note:alice"}
-CASE_KEYS = {"case_id", "subject", "created_by", "created_at", "evidence", "evidence_digest"}
+CASE_KEYS = {
+    "case_id", "subject", "created_by", "created_at", "evidence", "evidence_digest", "status",
+    "status_changed_by", "status_changed_at",
+}  # fmt: skip
 EVIDENCE_KEYS = {
     "evidence_id",
     "kind",
@@ -159,6 +162,7 @@ def test_cases_are_listed_newest_first_with_their_evidence_counts(alice: Cli, tm
         "evidence_active": 1,
         "evidence_total": 2,
         "created_at": second["created_at"],
+        "status": "open",
     }
 
 
