@@ -515,3 +515,39 @@ def test_the_research_commands_are_listed_in_help(cli: Cli) -> None:
     assert result.exit_code == 0, result
     for command in ("case-create", "case-show", "evidence-add", "evidence-deactivate", "cases"):
         assert command in result.stdout
+
+
+# ----------------------------------------------------------------------------------------------- status
+
+
+def test_a_person_moves_a_case_along_its_statuses_and_every_move_is_kept_with_who_and_when(
+    alice: Cli, tmp_path: Path
+) -> None:
+    case = created_case(alice, tmp_path)
+    assert (case["status"], case["status_changed_by"], case["status_changed_at"]) == ("open", None, None)
+    case_id = case["case_id"]
+    for status in ("validation", "ready_to_publish", "validation", "closed", "open"):
+        moved = alice.call("research", "case-status", case_id, status, "--actor", "alice", "--json").ok()
+        assert (moved["status"], moved["status_changed_by"]) == (status, "alice")
+        assert moved["status_changed_at"].endswith("Z")
+    shown = alice.call("research", "case-show", case_id, "--json").ok()
+    assert shown["status"] == "open" and cases(alice)[0]["status"] == "open"
+    assert "open" in alice.call("research", "case-show", case_id).stdout
+
+
+def test_a_move_the_table_does_not_have_an_unknown_case_and_a_bad_status_are_refused_and_change_nothing(
+    alice: Cli, tmp_path: Path
+) -> None:
+    case_id = created_case(alice, tmp_path)["case_id"]
+
+    def status(*args: str) -> Any:
+        return alice.call("research", "case-status", *args, "--json")
+
+    skipped = status(case_id, "ready_to_publish", "--actor", "alice").error(4, "case_transition_refused")
+    assert "from 'open' it may move to: closed, validation" in skipped
+    status(case_id, "open", "--actor", "alice").error(4, "case_status_unchanged")
+    status("RSC-000000000000", "validation", "--actor", "alice").error(3, "unknown_case")
+    status(case_id, "published", "--actor", "alice").error(2, "invalid_case_status")
+    status(case_id, "validation").error(2, "actor_required")
+    status(case_id, "validation", "--actor", "mallory").error(3, "unknown_actor")
+    assert alice.call("research", "case-show", case_id, "--json").ok()["status"] == "open"

@@ -1,0 +1,81 @@
+"""``specialists schedules`` against a real dev server and worker (docs/architecture.md "Schedules"):
+nothing exists until an operator enables it; ``enable`` creates the daily case analysis under the
+actor's signed grant; ``pause``, ``resume`` and ``trigger`` act on it and ``list`` shows each state;
+bad names, intervals and missing actors are refused before anything is sent."""
+
+from __future__ import annotations
+
+import time
+import uuid
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+
+from infra.devserver import DevServer
+from tests.control.cli_harness import Cli, running_worker
+
+
+@pytest.fixture(scope="module")
+def cli(temporal_dev_server: DevServer, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cli]:
+    root = tmp_path_factory.mktemp("cli-schedules")
+    cli = Cli.isolated(
+        root,
+        SPECIALISTS_TEMPORAL_ADDRESS=temporal_dev_server.address,
+        SPECIALISTS_TASK_QUEUE=f"cli-schedules-{uuid.uuid4().hex}",
+    )
+    cli.call("actors", "register", "alice", "--name", "Alice", "--json").ok()
+    cli.call("models", "select", "--primary", "replay:demo", "--actor", "alice", "--json").ok()
+    with running_worker(cli.env, root / "worker.log"):
+        yield cli
+    cli.call("schedules", "pause", "case-sweep", "--actor", "alice", "--json")
+
+
+def _entry(cli: Cli, name: str) -> dict[str, Any]:
+    listed = cli.call("schedules", "list", "--json").ok()["schedules"]
+    return next(entry for entry in listed if entry["name"] == name)
+
+
+def test_the_case_sweep_is_enabled_paused_resumed_and_triggered_and_list_shows_each_state(cli: Cli) -> None:
+    before = _entry(cli, "case-sweep")
+    assert (before["exists"], before["available"]) == (False, True)
+    cli.call("schedules", "pause", "case-sweep", "--actor", "alice", "--json").error(3, "unknown_schedule")
+
+    enabled = cli.call(
+        "schedules", "enable", "case-sweep", "--interval", "6h", "--actor", "alice", "--json"
+    ).ok()
+    assert enabled["action"] == "enabled"
+    schedule = enabled["schedule"]
+    assert (schedule["exists"], schedule["paused"], schedule["interval_seconds"]) == (True, False, 6 * 3600)
+    assert schedule["granted_by"] == "alice"
+
+    paused = cli.call("schedules", "pause", "case-sweep", "--actor", "alice", "--json").ok()
+    assert (paused["action"], paused["schedule"]["paused"]) == ("paused", True)
+    assert _entry(cli, "case-sweep")["paused"] is True
+    resumed = cli.call("schedules", "resume", "case-sweep", "--actor", "alice", "--json").ok()
+    assert (resumed["action"], resumed["schedule"]["paused"]) == ("resumed", False)
+
+    cli.call("schedules", "trigger", "case-sweep", "--actor", "alice", "--json").ok()
+    deadline = time.monotonic() + 30
+    while not _entry(cli, "case-sweep")["recent_actions"]:
+        assert time.monotonic() < deadline, "the triggered sweep never showed among the recent actions"
+        time.sleep(0.5)
+    human = cli.call("schedules", "list")
+    assert human.exit_code == 0 and "case-sweep" in human.stdout
+
+
+@pytest.mark.parametrize(
+    ("args", "exit_code", "code"),
+    [
+        (["enable", "nightly-everything", "--actor", "alice"], 2, "unknown_schedule_name"),
+        (["enable", "case-sweep", "--interval", "often", "--actor", "alice"], 2, "invalid_interval"),
+        (["enable", "case-sweep", "--interval", "5s", "--actor", "alice"], 2, "invalid_interval"),
+        (["enable", "case-sweep"], 2, "actor_required"),
+        (["trigger", "case-sweep"], 2, "actor_required"),
+        (["enable", "case-sweep", "--actor", "mallory"], 3, "unknown_actor"),
+    ],
+)
+def test_bad_names_intervals_and_actors_are_refused_before_anything_is_sent(
+    cli: Cli, args: list[str], exit_code: int, code: str
+) -> None:
+    cli.call("schedules", *args, "--json").error(exit_code, code)
