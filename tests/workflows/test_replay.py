@@ -28,6 +28,10 @@ as recorded before the queue dispatched runs, ``queue/v2/`` the first three befo
 ``probes/`` holds a read_only run whose analysis asked for a probe that an operator approved (after a
 refused approval naming another digest) and the run ran (``python -m tests.histories.record_probes``),
 with its two ``ModelJob`` histories (its own ``workflow-ids.json``).
+
+``schedules/`` holds two sweeps of the daily case analysis, triggered one after the other, and the run
+the first started under the schedule's grant (``python -m tests.histories.record_case_sweep``, patch
+``case-sweep-grant``; its own ``workflow-ids.json``).
 ``teams/`` holds ``ResearchTeam`` histories (``python -m tests.histories.record_teams``), one per team
 path, the first stage's two ``ModelJob`` histories of the completed team and the
 ``ResearchCoordinator`` history of the recording (its own ``workflow-ids.json``); ``teams/v1/`` the
@@ -55,7 +59,12 @@ from workflows.probes import PATCH_PROBE_REQUESTS
 from workflows.queue_intake import PATCH_INTAKE
 from workflows.research_team import PATCH_COORDINATED
 from workflows.run_jobs import PATCH_AUDIT_MODEL_ATTEMPTS
-from workflows.specialist_run import PATCH_AUTHORIZE_CREATE, PATCH_ONE_UPSERT_PER_TASK, PATCH_RUN_V5
+from workflows.specialist_run import (
+    PATCH_AUTHORIZE_CREATE,
+    PATCH_CASE_SWEEP_GRANT,
+    PATCH_ONE_UPSERT_PER_TASK,
+    PATCH_RUN_V5,
+)
 from workflows.work_queue import PATCH_AUTOPILOT, PATCH_ITEM_STATUS, PATCH_LOCAL_READS, PATCH_TRACK_RUNS
 
 HISTORIES = Path(__file__).resolve().parent.parent / "histories"
@@ -76,6 +85,7 @@ QUEUE_INTAKE = sorted(
 QUEUE_V2 = sorted(path for path in (HISTORIES / "queue" / "v2").glob("*.json") if path.name != WORKFLOW_IDS)
 QUEUE_V3 = sorted(path for path in (HISTORIES / "queue" / "v3").glob("*.json") if path.name != WORKFLOW_IDS)
 PROBES = sorted(path for path in (HISTORIES / "probes").glob("*.json") if path.name != WORKFLOW_IDS)
+SCHEDULES = sorted(path for path in (HISTORIES / "schedules").glob("*.json") if path.name != WORKFLOW_IDS)
 ALL = [
     *CURRENT,
     *V1,
@@ -91,6 +101,7 @@ ALL = [
     *QUEUE_V3,
     *QUEUE_INTAKE,
     *PROBES,
+    *SCHEDULES,
 ]
 TEAM_PATHS = {"completed", "adjudicated", "blocked_retried_stopped", "cancelled", "invalidated"}
 
@@ -608,3 +619,20 @@ def test_the_probe_history_records_its_patch_a_refused_and_an_accepted_approval_
         if e["eventType"] == "EVENT_TYPE_ACTIVITY_TASK_SCHEDULED"
     ]
     assert scheduled.count("run_probe") == 1
+
+
+def test_the_case_sweep_histories_route_once_and_the_run_carries_the_schedules_grant() -> None:
+    # python -m tests.histories.record_case_sweep: two sweeps of one validation case, and its run.
+    assert [path.name for path in SCHEDULES] == [
+        "case_sweep.json",
+        "case_sweep_again.json",
+        "case_sweep_run.json",
+    ]
+    assert PATCH_CASE_SWEEP_GRANT in _patches(HISTORIES / "schedules" / "case_sweep_run.json")
+    for name in ("case_sweep", "case_sweep_again"):
+        kinds = [
+            e["activityTaskScheduledEventAttributes"]["activityType"]["name"]  # type: ignore[index]
+            for e in _events(f"schedules/{name}.json")
+            if "activityTaskScheduledEventAttributes" in e
+        ]
+        assert kinds[:2] == ["authorize_action", "list_sweep_cases"] and "attach_case_notes" in kinds
