@@ -118,20 +118,33 @@ async def describe(client: Client, name: str) -> DeploymentView:
     )
 
 
+_MISSING_QUEUES = "missing active task queues"
+"""The server's refusal of a version that does not (yet) poll every task queue the current one does."""
+_PROMOTE_ATTEMPTS = 40
+_PROMOTE_WAIT_S = 0.25
+
+
 async def promote(client: Client, name: str, build_id: str, *, identity: str) -> DeploymentView:
     """Make ``build_id`` the current version: new workflows start there, auto-upgrade workflows move
     there; pinned runs stay on the version they started on. Refused (``version_not_polling``) for a
-    version no worker has polled as: new work would wait for a worker that may never come."""
+    version no worker has polled as: new work would wait for a worker that may never come. A version
+    that does not yet poll every task queue of the current one is waited for up to 10 s (its workers
+    may still be starting their pollers), then refused (``version_refused``) with the server's reason."""
     check_build_id(build_id, variable="BUILD_ID")
     await _known(client, name, build_id)
-    try:
-        await client.workflow_service.set_worker_deployment_current_version(
-            SetWorkerDeploymentCurrentVersionRequest(
-                namespace=client.namespace, deployment_name=name, build_id=build_id, identity=identity
-            )
-        )
-    except RPCError as error:
-        raise _refused(error, name, build_id) from None
+    request = SetWorkerDeploymentCurrentVersionRequest(
+        namespace=client.namespace, deployment_name=name, build_id=build_id, identity=identity
+    )
+    for attempt in range(_PROMOTE_ATTEMPTS):
+        try:
+            await client.workflow_service.set_worker_deployment_current_version(request)
+            break
+        except RPCError as error:
+            # A version whose workers have just started may not poll every task queue of the current
+            # version yet (a worker's host queue starts after its main one): wait for it, briefly.
+            if _MISSING_QUEUES not in error.message or attempt == _PROMOTE_ATTEMPTS - 1:
+                raise _refused(error, name, build_id) from None
+            await asyncio.sleep(_PROMOTE_WAIT_S)
     return await describe(client, name)
 
 
