@@ -19,6 +19,7 @@ from temporalio.exceptions import ActivityError, ApplicationError
 
 with workflow.unsafe.imports_passed_through():
     from contracts.intake import IntakeAnswer, IntakeRequest, ScanRequest, ScanResult
+    from contracts.queue_messages import QUEUE_ID_PREFIX
     from contracts.refusals import RefusalCode
     from contracts.runs import AuthorizeRequest
     from contracts.schedules import (
@@ -71,12 +72,15 @@ async def authorize_scheduled(request: IntakeRequest) -> tuple[str, str] | None:
     ``schedule_enable`` on the schedule id verifies with the actor's key in force and the actor is
     active (``authorize_action`` with ``standing_grant``: no freshness limit, no nonce, as for the
     sweep itself); the sweep it names is a running ``IntakeSweep`` on this task queue
-    (``check_intake_sweep``). A grant copied elsewhere therefore authorises only an intake scan of
-    this queue while a sweep of that schedule runs, which is what the schedule asks for anyway.
+    (``check_intake_sweep``; the task queue is the one the queue's id names). A grant copied
+    elsewhere therefore authorises only an intake scan of this queue while a sweep of that schedule
+    runs, which is what the schedule asks for anyway.
     """
     scheduled = request.scheduled
     assert scheduled is not None
-    task_queue = workflow.info().task_queue
+    # The queue's own id names its task queue (``work-queue@<task queue>``); ``workflow.info()``'s
+    # task queue is another one when a history is replayed, so it would not replay.
+    task_queue = workflow.info().workflow_id.removeprefix(QUEUE_ID_PREFIX)
     problem = scheduled_intake_problem(scheduled, request.actor, task_queue)
     if problem is not None:
         return RefusalCode.PROOF_INVALID, problem
