@@ -30,6 +30,7 @@ from contracts.intake_source import (
 )
 from contracts.proofs import ActionProof
 from contracts.queue_items import ItemProposal, ItemScope, QueueStatus
+from contracts.schedules import ScheduledIntake
 from contracts.text_rules import REFUSED_CATEGORIES
 from contracts.work_item import RepoAlias
 
@@ -113,7 +114,9 @@ class ScanResult(BaseModel):
 
 class IntakeRequest(BaseModel):
     """Update ``intake`` of the queue: scan ``repo_alias`` and enter its findings as proposals
-    (protected like ``add``: the proof's target is the queue's workflow id, action ``queue_intake``)."""
+    (protected like ``add``: the proof's target is the queue's workflow id, action ``queue_intake``).
+    A scan an ``intake-scan`` sweep asks carries ``scheduled`` (the schedule's grant and the sweep) in
+    place of a proof: ``actor`` is then the person who enabled the schedule."""
 
     model_config = ConfigDict(frozen=True)
 
@@ -121,6 +124,7 @@ class IntakeRequest(BaseModel):
     repo_alias: RepoAlias
     bounds: IntakeBounds = IntakeBounds()
     proof: ActionProof | None = None
+    scheduled: ScheduledIntake | None = None
 
     def digest(self) -> str:
         """What the proof is bound to: the sha256 of the alias and the bounds."""

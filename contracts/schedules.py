@@ -8,9 +8,11 @@ Two schedule kinds, each one Temporal Schedule per task queue (id :func:`schedul
   automatic, read_only, analysis-only ``SpecialistRun`` and its independent review; the completed
   summaries are attached once to the case as ``analyst_note`` evidence. It never decides a run, never
   moves a case and never starts a research team.
-* ``intake-scan`` — intake scans over registered repositories, off by default. Its scan activity
-  (:data:`SCAN_REPOSITORY_ACTIVITY`) is not in this version: the kind is known, listed and refused
-  when enabled (``schedule_unavailable``).
+* ``intake-scan`` — intake scans over registered repositories, off by default (workflow
+  ``IntakeSweep``): every active registered repository is scanned by the goal queue's ``intake``
+  update, with the same diff as ``queue scan`` (proposals only, never approved). The request carries
+  the schedule's grant (:class:`ScheduledIntake`), which the queue accepts for nothing but an intake
+  scan asked by a running sweep of that schedule (:func:`scheduled_intake_problem`).
 
 A schedule carries the standing grant of the person who enabled it (:class:`ScheduleGrant`): their
 signature of ``schedule_enable`` on the schedule id, bound to :func:`grant_digest` of what it runs.
@@ -41,7 +43,7 @@ class ScheduleKind(StrEnum):
     INTAKE_SCAN = "intake-scan"
 
 
-AVAILABLE_KINDS: Final = frozenset({ScheduleKind.CASE_SWEEP})
+AVAILABLE_KINDS: Final = frozenset({ScheduleKind.CASE_SWEEP, ScheduleKind.INTAKE_SCAN})
 """Kinds whose workflow this version registers; the others are listed and refused when enabled."""
 
 DEFAULT_INTERVALS: Final[dict[ScheduleKind, dt.timedelta]] = {
@@ -55,8 +57,8 @@ SCHEDULE_ENABLE_ACTION: Final = "schedule_enable"
 """The action a person signs to enable a schedule: their standing grant for what it starts."""
 
 SCAN_REPOSITORY_ACTIVITY: Final = "scan_repository"
-"""The intake scan activity the ``intake-scan`` kind will call per repository alias (goal queue
-``queue scan``); not registered by this version."""
+"""The intake scan activity the goal queue's ``intake`` update runs for each repository an
+``intake-scan`` sweep asks it to scan (goal queue ``queue scan``)."""
 
 CASE_SWEEP_RUN_PREFIX: Final = "case-sweep"
 """What the request id of a sweep's run starts with (:func:`sweep_run_request_id`)."""
@@ -231,3 +233,140 @@ def note_evidence_id(case_id: str, run_id: str, summary: str) -> str:
         value, index = divmod(value, 36)
         chars.append(alphabet[index])
     return "EVD-" + "".join(chars)
+
+
+# ------------------------------------------------------------------------------------ intake sweep
+
+
+class IntakeSweepInput(BaseModel):
+    """Workflow input of ``IntakeSweep`` (the ``intake-scan`` schedule's action): the grant it runs
+    under and the task queue whose goal queue it asks for the scans."""
+
+    model_config = ConfigDict(frozen=True)
+
+    grant: ScheduleGrant
+    task_queue: str
+
+
+class IntakeReposRequest(BaseModel):
+    """Input of activity ``list_intake_repositories``."""
+
+    model_config = ConfigDict(frozen=True)
+
+    sweep_workflow_id: str
+
+
+class IntakeRepoSkip(BaseModel):
+    """A registered repository the sweep did not scan, and why (``deactivated``)."""
+
+    model_config = ConfigDict(frozen=True)
+
+    repo_alias: str
+    reason: str
+
+
+class IntakeRepos(BaseModel):
+    """Output of ``list_intake_repositories``: the active repositories by alias, and those skipped."""
+
+    model_config = ConfigDict(frozen=True)
+
+    aliases: list[str]
+    skipped: list[IntakeRepoSkip] = []
+
+
+class ScheduledIntake(BaseModel):
+    """What authorises an ``intake`` update a sweep sends the goal queue in place of a per-scan proof
+    (``IntakeRequest.scheduled``): the ``intake-scan`` schedule's grant and the sweep execution that
+    asks (a running ``IntakeSweep`` started by that schedule)."""
+
+    model_config = ConfigDict(frozen=True)
+
+    grant: ScheduleGrant
+    sweep_workflow_id: str
+
+
+class SweepScanRequest(BaseModel):
+    """Input of activity ``request_intake_scan``: ask the goal queue of ``task_queue`` to scan
+    ``repo_alias`` under ``scheduled``."""
+
+    model_config = ConfigDict(frozen=True)
+
+    repo_alias: str
+    task_queue: str
+    scheduled: ScheduledIntake
+
+
+class SweepCheckRequest(BaseModel):
+    """Input of activity ``check_intake_sweep``: is ``sweep_workflow_id`` a running ``IntakeSweep`` of
+    schedule ``schedule_id`` on ``task_queue``?"""
+
+    model_config = ConfigDict(frozen=True)
+
+    sweep_workflow_id: str
+    schedule_id: str
+    task_queue: str
+
+
+class SweepCheckResult(BaseModel):
+    """Output of ``check_intake_sweep``: ``running``, or why not (``reason``)."""
+
+    model_config = ConfigDict(frozen=True)
+
+    running: bool
+    reason: str = ""
+
+
+class IntakeScanOutcome(BaseModel):
+    """One repository in a sweep's result: whether the queue took the scan, the refusal or failure
+    (``code``, ``message``: an unavailable repository, a git error, a refused grant), the commit
+    scanned and the keys of what the scan proposed and updated, and how many findings were already
+    queued, recorded, not re-proposed or refused."""
+
+    model_config = ConfigDict(frozen=True)
+
+    repo_alias: str
+    accepted: bool
+    code: str | None = None
+    message: str | None = None
+    commit: str | None = None
+    proposed: list[str] = []
+    updated: list[str] = []
+    recorded: int = 0
+    already_queued: int = 0
+    not_reproposed: int = 0
+    refused: int = 0
+
+
+class IntakeSweepResult(BaseModel):
+    """Output of ``IntakeSweep``: each active repository's scan, the repositories skipped, and why the
+    sweep scanned nothing when its grant was refused (``refused``)."""
+
+    model_config = ConfigDict(frozen=True)
+
+    scanned: list[IntakeScanOutcome] = []
+    skipped: list[IntakeRepoSkip] = []
+    refused: str = ""
+
+
+def sweep_of_schedule(sweep_workflow_id: str, sid: str) -> bool:
+    """Whether ``sweep_workflow_id`` names an execution Temporal started for schedule ``sid`` (the
+    schedule's action id followed by ``-`` and the time it was scheduled)."""
+    return sweep_workflow_id.startswith(f"{sid}-") and len(sweep_workflow_id) > len(sid) + 1
+
+
+def scheduled_intake_problem(scheduled: ScheduledIntake, actor: str | None, task_queue: str) -> str | None:
+    """Why the goal queue of ``task_queue`` refuses ``scheduled`` as the authority of an intake scan
+    by ``actor`` (``None`` when the grant is of the right shape; the worker then checks its signature
+    and the sweep). Only the ``intake-scan`` schedule of this task queue, granted by ``actor``, bound
+    to the digest of that schedule, kind and interval, asked by a sweep of that schedule."""
+    grant = scheduled.grant
+    sid = schedule_id(ScheduleKind.INTAKE_SCAN, task_queue)
+    if grant.kind is not ScheduleKind.INTAKE_SCAN or grant.schedule_id != sid:
+        return f"only the {sid} schedule's grant authorises a scheduled intake scan, not {grant.schedule_id}"
+    if actor != grant.granted_by:
+        return f"the grant was given by {grant.granted_by}, not by {actor}"
+    if grant.digest != grant_digest(sid, ScheduleKind.INTAKE_SCAN, grant.interval_seconds):
+        return "the grant's digest is not that of this schedule, kind and interval"
+    if not sweep_of_schedule(scheduled.sweep_workflow_id, sid):
+        return f"{scheduled.sweep_workflow_id} is not a sweep of {sid}"
+    return None

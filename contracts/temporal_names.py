@@ -24,6 +24,7 @@ class WorkflowType(StrEnum):
     RESEARCH_COORDINATOR = "ResearchCoordinator"
     WORK_QUEUE = "WorkQueue"
     CASE_SWEEP = "CaseSweep"
+    INTAKE_SWEEP = "IntakeSweep"
 
 
 class ActivityName(StrEnum):
@@ -54,6 +55,9 @@ class ActivityName(StrEnum):
     SCAN_REPOSITORY = "scan_repository"
     LIST_SWEEP_CASES = "list_sweep_cases"
     ATTACH_CASE_NOTES = "attach_case_notes"
+    LIST_INTAKE_REPOSITORIES = "list_intake_repositories"
+    REQUEST_INTAKE_SCAN = "request_intake_scan"
+    CHECK_INTAKE_SWEEP = "check_intake_sweep"
 
 
 # The signals, updates and queries each workflow handles, one enum per workflow: the handler's

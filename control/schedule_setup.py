@@ -1,9 +1,12 @@
-"""Creating the daily case analysis's Temporal Schedule (docs/architecture.md "Schedules").
+"""Creating the deployment's Temporal Schedules (docs/architecture.md "Schedules"): the daily case
+analysis (``CaseSweep``) and the scheduled intake scan (``IntakeSweep``).
 
-Overlap policy ``BUFFER_ONE``: a sweep that fires (or is triggered) while the previous one still
-waits for its runs is kept and starts when that one ends, so a trigger is never lost and never runs
-beside another sweep; the run ids are derived from each case's factual evidence, so the later sweep
-finds the runs already there and attaches only what is missing.
+Overlap policy ``BUFFER_ONE`` for both: a sweep that fires (or is triggered) while the previous one
+is still running is kept and starts when that one ends, so a trigger is never lost and never runs
+beside another sweep. The case sweep's run ids are derived from each case's factual evidence, so the
+later sweep finds the runs already there and attaches only what is missing; the intake sweep's
+scans are diffed by the goal queue against what earlier ones proposed, so a later sweep proposes
+nothing twice.
 """
 
 from __future__ import annotations
@@ -29,6 +32,7 @@ from contracts.identity import Signer, sign_action
 from contracts.schedules import (
     SCHEDULE_ENABLE_ACTION,
     CaseSweepInput,
+    IntakeSweepInput,
     ScheduleGrant,
     ScheduleKind,
     grant_digest,
@@ -36,12 +40,22 @@ from contracts.schedules import (
 )
 from contracts.temporal_names import WorkflowType
 
+_WORKFLOWS = {
+    ScheduleKind.CASE_SWEEP: WorkflowType.CASE_SWEEP,
+    ScheduleKind.INTAKE_SCAN: WorkflowType.INTAKE_SWEEP,
+}
+
 
 def case_sweep_schedule(signer: Signer, task_queue: str, every: dt.timedelta) -> Schedule:
-    """The schedule, carrying ``signer``'s signed grant of ``schedule_enable`` on its id."""
-    sid = schedule_id(ScheduleKind.CASE_SWEEP, task_queue)
+    """The case sweep's schedule, carrying ``signer``'s signed grant of ``schedule_enable`` on its id."""
+    return kind_schedule(ScheduleKind.CASE_SWEEP, signer, task_queue, every)
+
+
+def kind_schedule(kind: ScheduleKind, signer: Signer, task_queue: str, every: dt.timedelta) -> Schedule:
+    """The schedule of ``kind``, carrying ``signer``'s signed grant of ``schedule_enable`` on its id."""
+    sid = schedule_id(kind, task_queue)
     seconds = int(every.total_seconds())
-    digest = grant_digest(sid, ScheduleKind.CASE_SWEEP, seconds)
+    digest = grant_digest(sid, kind, seconds)
     proof = sign_action(
         signer,
         action=SCHEDULE_ENABLE_ACTION,
@@ -52,16 +66,21 @@ def case_sweep_schedule(signer: Signer, task_queue: str, every: dt.timedelta) ->
     )
     grant = ScheduleGrant(
         schedule_id=sid,
-        kind=ScheduleKind.CASE_SWEEP,
+        kind=kind,
         interval_seconds=seconds,
         granted_by=signer.actor_id,
         proof=proof,
         digest=digest,
     )
+    sweep_input = (
+        CaseSweepInput(grant=grant, task_queue=task_queue)
+        if kind is ScheduleKind.CASE_SWEEP
+        else IntakeSweepInput(grant=grant, task_queue=task_queue)
+    )
     return Schedule(
         action=ScheduleActionStartWorkflow(
-            WorkflowType.CASE_SWEEP,
-            CaseSweepInput(grant=grant, task_queue=task_queue),
+            _WORKFLOWS[kind],
+            sweep_input,
             id=sid,
             task_queue=task_queue,
             execution_timeout=dt.timedelta(hours=2),
@@ -75,8 +94,22 @@ def case_sweep_schedule(signer: Signer, task_queue: str, every: dt.timedelta) ->
 async def enable_case_sweep(client: Client, signer: Signer, task_queue: str, every: dt.timedelta) -> str:
     """Create the case sweep's schedule, or replace the spec, action and grant of the existing one
     (its paused state is kept); returns its id."""
-    schedule = case_sweep_schedule(signer, task_queue, every)
-    sid = schedule_id(ScheduleKind.CASE_SWEEP, task_queue)
+    return await enable_schedule(client, ScheduleKind.CASE_SWEEP, signer, task_queue, every)
+
+
+async def enable_intake_scan(client: Client, signer: Signer, task_queue: str, every: dt.timedelta) -> str:
+    """Create the intake scan's schedule (off until this is called), or replace the spec, action and
+    grant of the existing one (its paused state is kept); returns its id."""
+    return await enable_schedule(client, ScheduleKind.INTAKE_SCAN, signer, task_queue, every)
+
+
+async def enable_schedule(
+    client: Client, kind: ScheduleKind, signer: Signer, task_queue: str, every: dt.timedelta
+) -> str:
+    """Create the schedule of ``kind``, or replace the spec, action and grant of the existing one (its
+    paused state is kept); returns its id."""
+    schedule = kind_schedule(kind, signer, task_queue, every)
+    sid = schedule_id(kind, task_queue)
     try:
         await client.create_schedule(sid, schedule)
     except ScheduleAlreadyRunningError:

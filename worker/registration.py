@@ -30,6 +30,7 @@ from activities.config import ActivityConfig
 from activities.context_packs import ContextPackActivities
 from activities.execution import ExecutionActivities
 from activities.intake_scan import IntakeActivities
+from activities.intake_sweep import IntakeSweepActivities
 from activities.models import ModelActivities
 from activities.probes import ProbeActivities
 from activities.projection import ProjectionActivities
@@ -43,6 +44,7 @@ from activities.store_access import SharedStore
 from activities.worktree_prune import WorktreePruneActivities, worker_host
 from contracts.worktree_prune import host_task_queue
 from workflows.case_sweep import CaseSweepWorkflow
+from workflows.intake_sweep import IntakeSweepWorkflow
 from workflows.model_ceiling import ModelCeilingWorkflow
 from workflows.model_check import ModelCheckWorkflow
 from workflows.model_job import ModelJobWorkflow
@@ -63,6 +65,7 @@ WORKFLOWS: Sequence[type] = (
     ResearchCoordinatorWorkflow,
     WorkQueueWorkflow,
     CaseSweepWorkflow,
+    IntakeSweepWorkflow,
 )
 
 # A worker killed without a graceful stop strands its sticky queue; the server waits this long before
@@ -141,6 +144,9 @@ def activities_for(
         IntakeActivities(store).scan_repository,
         CaseSweepActivities(store).list_sweep_cases,
         CaseSweepActivities(store).attach_case_notes,
+        IntakeSweepActivities(store).list_intake_repositories,
+        IntakeSweepActivities(store).request_intake_scan,
+        IntakeSweepActivities(store).check_intake_sweep,
     ]
 
 

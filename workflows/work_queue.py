@@ -120,7 +120,12 @@ with workflow.unsafe.imports_passed_through():
     from contracts.temporal_names import ActivityName, QueueMessage, RunMessage, WorkflowType
     from contracts.ui_summaries import queue_details, run_summary
     from workflows.authorization import check_action
-    from workflows.queue_intake import PATCH_INTAKE, scan_repository
+    from workflows.queue_intake import (
+        PATCH_INTAKE,
+        PATCH_SCHEDULED_INTAKE,
+        authorize_scheduled,
+        scan_repository,
+    )
     from workflows.queue_shipping import (
         PATCH_MAIN_WRITE_GUARD,
         check_base_heads,
@@ -797,9 +802,15 @@ class WorkQueueWorkflow:
         approves anything."""
         workflow.patched(PATCH_INTAKE)
         target = workflow.info().workflow_id
-        refusal = await self._authorize(
-            QueueAction.INTAKE, target, request.actor, request.proof, request.digest()
-        )
+        if request.scheduled is not None and workflow.patched(PATCH_SCHEDULED_INTAKE):
+            # An intake-scan sweep asks: the schedule's grant stands in for a per-scan proof.
+            refusal = await authorize_scheduled(request)
+            if refusal is not None:
+                self._refused(QueueAction.INTAKE, request.actor, target, *refusal)
+        else:
+            refusal = await self._authorize(
+                QueueAction.INTAKE, target, request.actor, request.proof, request.digest()
+            )
         if refusal is not None:
             return IntakeAnswer(accepted=False, code=refusal[0], message=refusal[1])
         scanned = await scan_repository(request)

@@ -4,8 +4,9 @@
 ``trigger NAME`` (protected: ``--actor ID`` with that actor's key in force). ``enable`` creates the
 schedule (or replaces its spec and grant) with the actor's signature of ``schedule_enable`` on the
 schedule id as its standing grant; the worker checks that signature before every sweep and on every
-run a sweep starts. Names: ``case-sweep`` (the daily case analysis) and ``intake-scan`` (not in this
-version: listed, and refused when enabled with ``schedule_unavailable``).
+run a sweep starts (the case sweep) or on every scan it asks the goal queue for (the intake scan).
+Names: ``case-sweep`` (the daily case analysis) and ``intake-scan`` (intake scans of every active
+registered repository; off until enabled).
 
 JSON: ``list`` prints ``{"schedules": [{"name", "schedule_id", "available", "exists", "paused",
 "note", "interval_seconds", "granted_by", "next_action_times", "recent_actions"}]}``; the other
@@ -207,7 +208,8 @@ def enable_command(
     as_json: JsonFlag = False,
 ) -> None:
     """Create the schedule (or replace its interval and grant) under your signed standing grant
-    (protected). The daily case analysis runs each eligible case once per factual evidence."""
+    (protected). The daily case analysis runs each eligible case once per factual evidence; the
+    intake scan asks the goal queue to scan each active registered repository (proposals only)."""
     from contracts.errors import InvalidInput, Refused
     from contracts.schedules import AVAILABLE_KINDS, parse_interval
     from control.commands.common import client, task_queue
@@ -220,19 +222,15 @@ def enable_command(
         raise InvalidInput("invalid_interval", str(error)) from None
     actor = actor_required(actor, "enabling a schedule")
     if kind not in AVAILABLE_KINDS:
-        raise Refused(
-            "schedule_unavailable",
-            f"the {kind.value} schedule's workflow is not in this version (its scan activity arrives "
-            "with the goal queue's intake scan)",
-        )
+        raise Refused("schedule_unavailable", f"the {kind.value} schedule's workflow is not in this version")
     signer = actor_signer(actor)
 
     async def apply() -> dict[str, Any]:
-        from control.schedule_setup import enable_case_sweep
+        from control.schedule_setup import enable_schedule
 
         temporal = await client()
         queue = task_queue()
-        await enable_case_sweep(temporal, signer, queue, every)
+        await enable_schedule(temporal, kind, signer, queue, every)
         return await _describe(temporal, kind, queue)
 
     entry = run_async(apply())

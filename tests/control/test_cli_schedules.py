@@ -1,7 +1,7 @@
 """``specialists schedules`` against a real dev server and worker (docs/architecture.md "Schedules"):
-nothing exists until an operator enables it; ``enable`` creates the daily case analysis under the
-actor's signed grant; ``pause``, ``resume`` and ``trigger`` act on it and ``list`` shows each state;
-bad names, intervals and missing actors are refused before anything is sent."""
+nothing exists until an operator enables it; ``enable`` creates the daily case analysis or the intake
+scan under the actor's signed grant; ``pause``, ``resume`` and ``trigger`` act on it and ``list``
+shows each state; bad names, intervals and missing actors are refused before anything is sent."""
 
 from __future__ import annotations
 
@@ -28,7 +28,8 @@ def cli(temporal_dev_server: DevServer, tmp_path_factory: pytest.TempPathFactory
     cli.call("models", "select", "--primary", "replay:demo", "--actor", "alice", "--json").ok()
     with running_worker(cli.env, root / "worker.log"):
         yield cli
-    cli.call("schedules", "pause", "case-sweep", "--actor", "alice", "--json")
+    for name in ("case-sweep", "intake-scan"):
+        cli.call("schedules", "pause", name, "--actor", "alice", "--json")
 
 
 def _entry(cli: Cli, name: str) -> dict[str, Any]:
@@ -79,3 +80,20 @@ def test_bad_names_intervals_and_actors_are_refused_before_anything_is_sent(
     cli: Cli, args: list[str], exit_code: int, code: str
 ) -> None:
     cli.call("schedules", *args, "--json").error(exit_code, code)
+
+
+def test_enable_intake_scan_creates_the_schedule_that_list_then_shows(cli: Cli) -> None:
+    before = _entry(cli, "intake-scan")
+    assert before["available"] is True and before["exists"] is False
+    cli.call("schedules", "pause", "intake-scan", "--actor", "alice", "--json").error(3, "unknown_schedule")
+    enabled = cli.call(
+        "schedules", "enable", "intake-scan", "--interval", "6h", "--actor", "alice", "--json"
+    ).ok()
+    assert enabled["action"] == "enabled"
+    after = _entry(cli, "intake-scan")
+    assert after["exists"] is True and after["paused"] is False
+    assert after["granted_by"] == "alice" and after["interval_seconds"] == 6 * 3600
+    human = cli.call("schedules", "list")
+    assert human.exit_code == 0 and "intake-scan" in human.stdout
+    paused = cli.call("schedules", "pause", "intake-scan", "--actor", "alice", "--json").ok()
+    assert paused["schedule"]["paused"] is True

@@ -19,6 +19,9 @@ recordings stay and replay too, each proving a change sits behind its patch mark
 
 ``queue/intake/`` holds a ``WorkQueue`` that took intake scans (``python -m
 tests.histories.record_queue_intake``, patch ``queue-intake-scan``).
+``intake_sweep/`` holds an ``IntakeSweep`` of the ``intake-scan`` schedule and the ``WorkQueue`` that
+took the scans of two such sweeps (``python -m tests.histories.record_intake_sweep``, patch
+``queue-scheduled-intake``; its own ``workflow-ids.json``).
 ``queue/`` holds the ``WorkQueue`` histories (``python -m tests.histories.record_queue``): an execution
 that ends in continue-as-new, the one after it, and a queue that dispatches a run and follows it (its
 own ``workflow-ids.json``), one whose autopilot fills its slot by itself and one whose autopilot
@@ -56,7 +59,7 @@ from worker import WORKFLOWS, sandbox_runner
 from workflows.model_ceiling import PATCH_LEASE_RECORDS
 from workflows.model_job import PATCH_ATTEMPTS_IN_WORKFLOW, PATCH_JOB_V5, PATCH_LOCAL_PREPARE
 from workflows.probes import PATCH_PROBE_REQUESTS
-from workflows.queue_intake import PATCH_INTAKE
+from workflows.queue_intake import PATCH_INTAKE, PATCH_SCHEDULED_INTAKE
 from workflows.research_team import PATCH_COORDINATED
 from workflows.run_jobs import PATCH_AUDIT_MODEL_ATTEMPTS
 from workflows.specialist_run import (
@@ -86,6 +89,9 @@ QUEUE_V2 = sorted(path for path in (HISTORIES / "queue" / "v2").glob("*.json") i
 QUEUE_V3 = sorted(path for path in (HISTORIES / "queue" / "v3").glob("*.json") if path.name != WORKFLOW_IDS)
 PROBES = sorted(path for path in (HISTORIES / "probes").glob("*.json") if path.name != WORKFLOW_IDS)
 SCHEDULES = sorted(path for path in (HISTORIES / "schedules").glob("*.json") if path.name != WORKFLOW_IDS)
+INTAKE_SWEEP = sorted(
+    path for path in (HISTORIES / "intake_sweep").glob("*.json") if path.name != WORKFLOW_IDS
+)
 ALL = [
     *CURRENT,
     *V1,
@@ -102,6 +108,7 @@ ALL = [
     *QUEUE_INTAKE,
     *PROBES,
     *SCHEDULES,
+    *INTAKE_SWEEP,
 ]
 TEAM_PATHS = {"completed", "adjudicated", "blocked_retried_stopped", "cancelled", "invalidated"}
 
@@ -397,6 +404,28 @@ def test_the_intake_history_scans_twice_and_records_the_intake_patch() -> None:
     # The first scan's handler ran in the first workflow task, before run() asked its patches.
     assert _patches(QUEUE_INTAKE[0]) == [PATCH_INTAKE, PATCH_TRACK_RUNS, PATCH_AUTOPILOT, PATCH_ITEM_STATUS]
     assert _accepted_updates("queue/intake/intake.json") == ["intake", "reject", "intake", "intake"]
+
+
+def test_the_intake_sweep_histories_scan_through_the_queue_under_the_schedules_grant() -> None:
+    # python -m tests.histories.record_intake_sweep: two triggered sweeps, one repository deactivated.
+    assert [path.name for path in INTAKE_SWEEP] == ["queue.json", "sweep.json"]
+    sweep = _events("intake_sweep/sweep.json")
+    activities = [
+        event["activityTaskScheduledEventAttributes"]["activityType"]["name"]  # type: ignore[index]
+        for event in sweep
+        if event["eventType"] == "EVENT_TYPE_ACTIVITY_TASK_SCHEDULED"
+    ]
+    assert activities == ["authorize_action", "list_intake_repositories", "request_intake_scan"]
+    # Each scheduled scan is authorised by the grant and the running sweep, then scanned.
+    assert _accepted_updates("intake_sweep/queue.json") == ["intake", "intake"]
+    assert PATCH_SCHEDULED_INTAKE in _patches(HISTORIES / "intake_sweep" / "queue.json")
+    queue_activities = [
+        event["activityTaskScheduledEventAttributes"]["activityType"]["name"]  # type: ignore[index]
+        for event in _events("intake_sweep/queue.json")
+        if event["eventType"] == "EVENT_TYPE_ACTIVITY_TASK_SCHEDULED"
+    ]
+    assert queue_activities.count("check_intake_sweep") == 2
+    assert queue_activities.count("scan_repository") == 2
 
 
 def _events(name: str) -> list[dict[str, object]]:

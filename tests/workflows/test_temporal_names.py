@@ -32,6 +32,8 @@ MESSAGES: dict[WorkflowType, type[StrEnum] | None] = {
     WorkflowType.RESEARCH_TEAM: TeamMessage,
     WorkflowType.RESEARCH_COORDINATOR: CoordinatorMessage,
     WorkflowType.WORK_QUEUE: QueueMessage,
+    WorkflowType.CASE_SWEEP: None,
+    WorkflowType.INTAKE_SWEEP: None,
 }
 
 REMOTE_CALLS = {
