@@ -44,10 +44,18 @@ async def _view(deployment: Deployment, key: str | None = None) -> QueueView:
 async def board(deployment: Deployment) -> dict[str, Any]:
     """``queue list`` as the board shows it: each status's items (with the moves an operator may make
     from there), the counts, the fleet line, the ready keys and the autopilot setting."""
+    view = await _view(deployment)
+    return board_data(view)
+
+
+def board_data(view: QueueView) -> dict[str, Any]:
+    """The board of ``view``: :func:`board`'s shape. A proposal also shows its evidence refs and,
+    when a scan proposed it, the finding it came from (kind, commit, where, the quoted text) —
+    repository text, escaped by the template like every value."""
     from control.queue_views import listing_json
 
-    view = await _view(deployment)
     listing = listing_json(view)
+    full = {item.key: item for item in view.items}
     columns: dict[str, list[dict[str, Any]]] = {status.value: [] for status in QueueStatus}
     for item in listing["items"]:
         moves = [
@@ -55,7 +63,12 @@ async def board(deployment: Deployment) -> dict[str, Any]:
             for row in allowed_moves(QueueStatus(item["status"]), Mover.OPERATOR)
             if row.move.value in MOVES
         ]
-        columns[item["status"]].append({**item, "moves": sorted(set(moves), key=MOVES.index)})
+        shown = {**item, "moves": sorted(set(moves), key=MOVES.index)}
+        source = full[item["key"]]
+        if source.status is QueueStatus.PROPOSAL:
+            shown["evidence"] = list(source.evidence)
+            shown["intake"] = source.intake.model_dump(mode="json") if source.intake is not None else None
+        columns[item["status"]].append(shown)
     return {**listing, "columns": columns}
 
 

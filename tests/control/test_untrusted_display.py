@@ -10,6 +10,7 @@ import datetime as dt
 import io
 import json
 from collections.abc import Callable
+from pathlib import Path
 
 import pytest
 from rich.console import Console
@@ -440,3 +441,38 @@ def test_queue_list_and_the_board_show_a_main_write_with_its_commits_and_open_it
         .render(data={**data, "columns": {}}, session=session, csrf="t", notice=None)
     )
     assert 'data-testid="main-write"' in html and "ORD-3" in html
+
+
+def test_the_boards_proposals_show_their_evidence_and_the_scanned_finding_escaped(tmp_path: Path) -> None:
+    import datetime as dt
+    from types import SimpleNamespace
+
+    from activities.intake_scan import scan_repository_at
+    from contracts.intake_diff import apply_intake
+    from contracts.queue_keys import KeyAllocator
+    from contracts.queue_messages import QueueSettings, QueueView
+    from control.web.queue_board import board_data
+    from control.web.rendering import environment
+    from tests.activities.intake_repository import make_intake_repository
+
+    repo = make_intake_repository(tmp_path)
+    (repo / "src" / "markup.py").write_text("# TODO: <script>window.__pwned = 1</script> fix\n")
+    from tests.store.git_repository import git
+
+    git(repo, "add", "src/markup.py")
+    git(repo, "commit", "--quiet", "--no-gpg-sign", "-m", "markup")
+    at = dt.datetime(2026, 12, 4, tzinfo=dt.UTC)
+    applied = apply_intake(scan_repository_at(repo, "demo", "main"), [], KeyAllocator(), at=at, actor="alice")
+    view = QueueView(
+        workflow_id="queue", items=applied.items, settings=QueueSettings(), allocator=applied.allocator,
+        settings_changes=[], refusals=[], runs=0, history_events=1,
+    )  # fmt: skip
+    data = board_data(view)
+    proposals = data["columns"]["proposal"]
+    assert proposals and all(p["intake"] is not None and p["evidence"] for p in proposals)
+    session = SimpleNamespace(actor="alice", csrf="t")
+    html = environment().get_template("queue.html").render(data=data, session=session, csrf="t", notice=None)
+    for proposal in proposals:
+        assert f'data-testid="intake-{proposal["key"]}"' in html
+        assert f'data-testid="evidence-{proposal["key"]}"' in html
+    assert "<script>window.__pwned" not in html and "&lt;script&gt;window.__pwned" in html
