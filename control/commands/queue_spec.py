@@ -62,19 +62,19 @@ def spec_command(
     assert written is not None
 
     def render(console: Any) -> None:
-        from rich.markup import escape
+        from control.output import safe_text
 
         render_item(console, written)
         outcome = answer.extra
         console.print(
-            escape(
+            safe_text(
                 f"spec pass {outcome.get('job_id')} by {outcome.get('model')} at {outcome.get('commit')}: "
                 f"written {', '.join(outcome.get('written', [])) or 'none'}; "
                 f"kept {', '.join(outcome.get('kept', [])) or 'none'}"
             )
         )
         for name, why in outcome.get("refused", {}).items():
-            console.print(escape(f"not written: {name}: {why}"))
+            console.print(safe_text(f"not written: {name}: {why}"))
         console.print(f"{written.key} stays a proposal: approve it yourself when it is right")
 
     emit(item_json(written, spec_pass=answer.extra), as_json, render)

@@ -89,6 +89,8 @@ def test_queue_spec_fills_a_thin_proposal_and_it_stays_a_proposal(
     human = cli.call("queue", "spec", key, "--actor", "alice")
     assert human.exit_code == 0, str(human)
     assert "stays a proposal" in human.stdout and "kept problem" in human.stdout
+    # The model's text is data: its markup is shown as written, never interpreted.
+    assert "[bold]from reports.sql[/bold]" in human.stdout
 
 
 def test_queue_spec_exit_codes(deployment: tuple[Cli, Path], tmp_path: Path) -> None:
