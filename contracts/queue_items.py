@@ -296,6 +296,8 @@ class QueueEventKind(StrEnum):
     """An intake scan found the source of a proposal changed and updated the proposal."""
     INTAKE_CHANGED = "intake_changed"
     """An intake scan found the source of an item past proposal changed (its contract is untouched)."""
+    SPEC_WRITTEN = "spec_written"
+    """A spec pass wrote scope sections of a proposal (``queue spec``); the item stays a proposal."""
 
 
 class QueueEvent(BaseModel):

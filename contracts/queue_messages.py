@@ -90,6 +90,7 @@ class QueueAction(StrEnum):
     REOPEN = "queue_reopen"
     SHIP = "queue_ship"
     INTAKE = "queue_intake"
+    SPEC = "queue_spec"
 
 
 Reason = Annotated[str, StringConstraints(max_length=MAX_EVENT_REASON_CHARS)]

@@ -52,6 +52,7 @@ class ActivityName(StrEnum):
     RUN_PROBE = "run_probe"
     SHIP_ITEM = "ship_item"
     READ_BASE_HEADS = "read_base_heads"
+    CAPTURE_SPEC = "capture_spec"
     SCAN_REPOSITORY = "scan_repository"
     LIST_SWEEP_CASES = "list_sweep_cases"
     ATTACH_CASE_NOTES = "attach_case_notes"
@@ -123,6 +124,7 @@ class QueueMessage(StrEnum):
     RUN_PROGRESSED = "run_progressed"
     VIEW = "view"
     SHIP = "ship"
+    SPEC = "spec"
 
 
 class CeilingMessage(StrEnum):

@@ -149,7 +149,7 @@ PROTECTED_COMMANDS: Final = (
     "research adjudicate",
     "research team-cancel",
     "queue add, update, approve, reject, dispatch, route-next, done, park, release, reopen, capacity, "
-    "autopilot, recovery-delay, escalation-model, ship, scan",
+    "autopilot, recovery-delay, escalation-model, ship, scan, spec",
 )
 """The protected actions the worker verifies (``authorize_action``), as an operator sends them."""
 

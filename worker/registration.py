@@ -36,6 +36,7 @@ from activities.probes import ProbeActivities
 from activities.projection import ProjectionActivities
 from activities.providers.base import ModelProvider
 from activities.queue_runs import QueueRunActivities
+from activities.queue_spec import SpecActivities
 from activities.research import ResearchActivities
 from activities.research_coordination import CoordinationActivities
 from activities.routing import RoutingActivities
@@ -142,6 +143,7 @@ def activities_for(
         ShippingActivities(store).ship_item,
         ShippingActivities(store).read_base_heads,
         IntakeActivities(store).scan_repository,
+        SpecActivities(config, store).capture_spec,
         CaseSweepActivities(store).list_sweep_cases,
         CaseSweepActivities(store).attach_case_notes,
         IntakeSweepActivities(store).list_intake_repositories,

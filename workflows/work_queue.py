@@ -105,6 +105,7 @@ with workflow.unsafe.imports_passed_through():
     )
     from contracts.queue_review import RecoveryAction, RecoveryDecision, recovery_decision
     from contracts.queue_routing import check_next, routed_problem
+    from contracts.queue_spec import SpecRequest
     from contracts.queue_transitions import Mover, QueueMove, apply_move, check_move
     from contracts.refusals import RefusalCode
     from contracts.runs import (
@@ -133,6 +134,7 @@ with workflow.unsafe.imports_passed_through():
         ship,
         validate_ship,
     )
+    from workflows.queue_spec import spec, validate_spec
     from workflows.versioning import auto_upgrade
 
 T = TypeVar("T")
@@ -909,6 +911,15 @@ class WorkQueueWorkflow:
     def _validate_ship(self, request: ShipRequest) -> None:
         self._require_actor(request.actor, QueueAction.SHIP)
         validate_ship(self, request)
+
+    @workflow.update(name=QueueMessage.SPEC)
+    async def spec(self, request: SpecRequest) -> ItemAnswer:
+        """An operator's spec pass of a proposal (:mod:`workflows.queue_spec`); never approves."""
+        return await spec(self, request)
+
+    @spec.validator
+    def _validate_spec(self, request: SpecRequest) -> None:
+        validate_spec(self, request)
 
     @workflow.update(name=QueueMessage.PARK)
     async def park(self, request: MoveRequest) -> ItemAnswer:

@@ -33,6 +33,7 @@ from control.commands.queue_messaging import queue_id, queue_state, send_item, w
 from control.commands.queue_reading import reading
 from control.commands.queue_settings import settings
 from control.commands.queue_shipping import shipping
+from control.commands.queue_spec import spec
 
 if TYPE_CHECKING:
     from contracts.queue_messages import ItemAnswer
@@ -362,3 +363,4 @@ app.registered_commands.extend(settings.registered_commands)
 app.registered_commands.extend(reading.registered_commands)
 app.registered_commands.extend(shipping.registered_commands)
 app.registered_commands.extend(intake.registered_commands)
+app.registered_commands.extend(spec.registered_commands)

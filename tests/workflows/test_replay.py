@@ -19,6 +19,9 @@ recordings stay and replay too, each proving a change sits behind its patch mark
 
 ``queue/intake/`` holds a ``WorkQueue`` that took intake scans (``python -m
 tests.histories.record_queue_intake``, patch ``queue-intake-scan``).
+``queue/spec/`` holds a ``WorkQueue`` that took two spec passes and the first pass's ``ModelJob``
+(``python -m tests.histories.record_queue_spec``, patch ``queue-spec-pass``; its own
+``workflow-ids.json``).
 ``intake_sweep/`` holds an ``IntakeSweep`` of the ``intake-scan`` schedule and the ``WorkQueue`` that
 took the scans of two such sweeps (``python -m tests.histories.record_intake_sweep``, patch
 ``queue-scheduled-intake``; its own ``workflow-ids.json``).
@@ -60,6 +63,7 @@ from workflows.model_ceiling import PATCH_LEASE_RECORDS
 from workflows.model_job import PATCH_ATTEMPTS_IN_WORKFLOW, PATCH_JOB_V5, PATCH_LOCAL_PREPARE
 from workflows.probes import PATCH_PROBE_REQUESTS
 from workflows.queue_intake import PATCH_INTAKE, PATCH_SCHEDULED_INTAKE
+from workflows.queue_spec import PATCH_SPEC
 from workflows.research_team import PATCH_COORDINATED
 from workflows.run_jobs import PATCH_AUDIT_MODEL_ATTEMPTS
 from workflows.specialist_run import (
@@ -85,6 +89,9 @@ QUEUE_V1 = sorted(path for path in (HISTORIES / "queue" / "v1").glob("*.json") i
 QUEUE_INTAKE = sorted(
     path for path in (HISTORIES / "queue" / "intake").glob("*.json") if path.name != WORKFLOW_IDS
 )
+QUEUE_SPEC = sorted(
+    path for path in (HISTORIES / "queue" / "spec").glob("*.json") if path.name != WORKFLOW_IDS
+)
 QUEUE_V2 = sorted(path for path in (HISTORIES / "queue" / "v2").glob("*.json") if path.name != WORKFLOW_IDS)
 QUEUE_V3 = sorted(path for path in (HISTORIES / "queue" / "v3").glob("*.json") if path.name != WORKFLOW_IDS)
 PROBES = sorted(path for path in (HISTORIES / "probes").glob("*.json") if path.name != WORKFLOW_IDS)
@@ -106,6 +113,7 @@ ALL = [
     *QUEUE_V2,
     *QUEUE_V3,
     *QUEUE_INTAKE,
+    *QUEUE_SPEC,
     *PROBES,
     *SCHEDULES,
     *INTAKE_SWEEP,
@@ -404,6 +412,19 @@ def test_the_intake_history_scans_twice_and_records_the_intake_patch() -> None:
     # The first scan's handler ran in the first workflow task, before run() asked its patches.
     assert _patches(QUEUE_INTAKE[0]) == [PATCH_INTAKE, PATCH_TRACK_RUNS, PATCH_AUTOPILOT, PATCH_ITEM_STATUS]
     assert _accepted_updates("queue/intake/intake.json") == ["intake", "reject", "intake", "intake"]
+
+
+def test_the_spec_history_takes_two_spec_passes_each_through_one_model_job() -> None:
+    # python -m tests.histories.record_queue_spec: an add, a spec pass, a spec pass with replace.
+    assert [path.name for path in QUEUE_SPEC] == ["queue.json", "queue.spec.json"]
+    assert PATCH_SPEC in _patches(QUEUE_SPEC[0])
+    assert _accepted_updates("queue/spec/queue.json") == ["add", "spec", "spec"]
+    children = [
+        event for event in _events("queue/spec/queue.json")
+        if event["eventType"] == "EVENT_TYPE_START_CHILD_WORKFLOW_EXECUTION_INITIATED"
+    ]  # fmt: skip
+    assert len(children) == 2
+    assert _patches(QUEUE_SPEC[1])[0] == PATCH_JOB_V5  # a ModelJob as any run's
 
 
 def test_the_intake_sweep_histories_scan_through_the_queue_under_the_schedules_grant() -> None:
