@@ -208,3 +208,39 @@ def _signer():  # type: ignore[no-untyped-def]
     from tests.identity import signer
 
     return signer(ACTOR)
+
+
+@pytest.mark.asyncio
+async def test_a_merge_that_conflicts_fails_on_the_dev_server_and_leaves_the_base_branch_as_it_was(
+    temporal_client: Client, task_queue: str, tmp_path: Path
+) -> None:
+    run_tq = f"{task_queue}-runs"
+    async with (
+        queue_bench(temporal_client, task_queue, tmp_path) as q,
+        Worker(
+            temporal_client,
+            task_queue=run_tq,
+            workflows=[AcceptedRun],
+            workflow_runner=UnsandboxedWorkflowRunner(),
+        ),
+    ):
+        policy = ShippingPolicy(flow=ShippingFlow.MERGE, base_branch="main")
+        tree, _sha256, done, _ = await _start(q, tmp_path, policy, run_tq)
+        # Someone changes the same lines on main after the run's base commit.
+        git(tree, "checkout", "--quiet", "main")
+        (tree / "docs" / "README.md").write_text("docs\nsomething else entirely\n")
+        git(tree, "commit", "--quiet", "--no-gpg-sign", "-am", "a conflicting write")
+        main_before = git(tree, "rev-parse", "main")
+        git(tree, "checkout", "--quiet", "feature")
+        with pytest.raises(Refused) as conflict:
+            await ship(q.client, task_queue, done, ACTOR, _sign)
+        assert conflict.value.code == ShipCode.SHIP_CONFLICT
+        assert git(tree, "rev-parse", "main") == main_before, "the base branch is never forced"
+        # The reviewed change is kept on its own branch for the person to merge by hand.
+        assert (
+            git(tree, "branch", "--list", f"specialists/{done.key}")
+            .strip()
+            .endswith(f"specialists/{done.key}")
+        )
+        item = await q.item(done.key)
+        assert item.shipped is None and item.events[-1].kind == "ship_failed"
