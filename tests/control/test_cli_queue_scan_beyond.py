@@ -77,7 +77,7 @@ def test_scan_beyond_proposes_the_true_quote_drops_the_fabricated_one_and_report
 ) -> None:
     cli = bench
     refused = cli.call("queue", "scan", "demo", "--beyond", "--actor", "alice", "--json")
-    assert refused.exit_code != 0 and refused.json()["error"]["code"] == "no_model_selected"
+    assert refused.exit_code == 4 and refused.json()["error"]["code"] == "no_model_selected"
     assert cli.call("queue", "list", "--status", "proposal", "--json").ok()["items"] == []
     cli.call("models", "select", "--primary", "replay:beyond", "--actor", "alice", "--json").ok()
 
