@@ -12,7 +12,6 @@ from contracts.intake_beyond import MAX_HISTORY_CHARS, beyond_finding, history_s
 from contracts.intake_source import IntakeKind
 from contracts.model_jobs import JobContext
 from contracts.output import (
-    Finding,
     JobKind,
     OutputContractViolation,
     SourceQuote,
