@@ -27,6 +27,7 @@ with workflow.unsafe.imports_passed_through():
         QuoteCheckResult,
         beyond_finding,
         beyond_task,
+        drop,
     )
     from contracts.model_classes import ModelClass
     from contracts.model_jobs import JobContext, ModelJobInput, ModelJobResult
@@ -208,6 +209,12 @@ async def beyond_scan(
         )
     except ActivityError as error:
         return _refused(request, error)
-    added = [beyond_finding(alias, commit, findings[index]) for index in checked.kept]
-    kept = [finding for finding in added if finding is not None]
-    return scanned.model_copy(update={"findings": [*scanned.findings, *kept]}), checked.dropped
+    kept = []
+    dropped = list(checked.dropped)
+    for index in checked.kept:
+        made = beyond_finding(alias, commit, findings[index])
+        if made is None:
+            dropped.append(drop(findings[index], "an evidence ref would be over the bound"))
+        else:
+            kept.append(made)
+    return scanned.model_copy(update={"findings": [*scanned.findings, *kept]}), dropped

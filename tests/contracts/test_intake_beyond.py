@@ -88,3 +88,8 @@ def test_the_history_summary_is_bounded_and_says_what_it_left_out() -> None:
     text, listed = history_summary([(f"{n:07x}", "x" * 500) for n in range(100)])
     assert len(text) <= MAX_HISTORY_CHARS + 40
     assert listed < 100 and text.endswith("more commits not listed)")
+
+
+def test_a_proposal_whose_evidence_ref_would_be_over_the_bound_makes_no_finding() -> None:
+    long = QUOTE.model_copy(update={"path": "d/" * 120 + "README.md"})
+    assert beyond_finding("demo", "a" * 40, _output(quotes=[long.model_dump()]).findings[0]) is None
