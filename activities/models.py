@@ -150,6 +150,7 @@ def parse_output(raw: str, request: ModelCallRequest) -> SpecialistOutput:
             evidence_ids=request.context.evidence_refs,
             expects_patch=request.context.expects_patch and request.kind is JobKind.ANALYSIS,
             allows_probes=allows_probes(request),
+            allows_quotes=request.kind is JobKind.ANALYSIS and request.context.beyond,
         )
     except OutputContractViolation as error:
         raise _fail(ErrorType.MODEL_OUTPUT_INVALID, str(error)) from None
@@ -161,7 +162,12 @@ def allows_probes(request: ModelCallRequest) -> bool:
     job nor a research team's job — that is, a read_only run's analysis (a recommend run has no model
     job; docs/architecture.md "Probe requests")."""
     context = request.context
-    return request.kind is JobKind.ANALYSIS and not context.expects_patch and context.research is None
+    return (
+        request.kind is JobKind.ANALYSIS
+        and not context.expects_patch
+        and context.research is None
+        and not context.beyond
+    )
 
 
 class ModelActivities:

@@ -35,6 +35,8 @@ class IntakeKind(StrEnum):
     GIT_STATE = "git_state"
     PLAN = "plan"
     CODE_MARKER = "code_marker"
+    BEYOND = "beyond"
+    """Proposed by the beyond-source model pass (``queue scan --beyond``), its quotes checked."""
 
 
 class IntakeSubKind(StrEnum):
@@ -50,6 +52,7 @@ class IntakeSubKind(StrEnum):
     SKIPPED_TEST = "skipped_test"
     EMPTY_TEST = "empty_test"
     COMMENTED_CODE = "commented_code"
+    GAP = "gap"
 
 
 SUB_KIND_OF: Final = {
@@ -63,6 +66,7 @@ SUB_KIND_OF: Final = {
     IntakeSubKind.SKIPPED_TEST: IntakeKind.CODE_MARKER,
     IntakeSubKind.EMPTY_TEST: IntakeKind.CODE_MARKER,
     IntakeSubKind.COMMENTED_CODE: IntakeKind.CODE_MARKER,
+    IntakeSubKind.GAP: IntakeKind.BEYOND,
 }
 
 Sha256 = Annotated[str, StringConstraints(pattern=SHA256_PATTERN)]

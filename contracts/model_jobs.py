@@ -10,7 +10,7 @@ from __future__ import annotations
 from datetime import timedelta
 from typing import Final
 
-from pydantic import BaseModel, ConfigDict
+from pydantic import BaseModel, ConfigDict, Field
 
 from contracts.context_packs import ContextPack
 from contracts.enums import TaskType
@@ -42,6 +42,9 @@ class JobContext(BaseModel):
     expects_patch: bool = False
     change: ChangeUnderReview | None = None
     research: ResearchJobContext | None = None
+    beyond: bool = Field(default=False, exclude_if=lambda v: not v)
+    """A goal queue's beyond-source pass (docs/architecture.md "Intake"): its findings must quote
+    ``path:line`` text; no other job's may. Left out of a dump when false."""
 
 
 class ModelJobInput(BaseModel):

@@ -63,6 +63,21 @@ class ReviewVerdict(StrEnum):
     INSUFFICIENT_EVIDENCE = "insufficient_evidence"
 
 
+MAX_FINDING_QUOTES: Final = 5
+"""The most exact quotes one finding may carry (a beyond-source proposal's evidence)."""
+
+
+class SourceQuote(BaseModel):
+    """An exact quote a finding cites: a repository path, a 1-based line and text that line must
+    contain (checked by the system against the repository, never trusted)."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    path: Annotated[str, StringConstraints(min_length=1, max_length=300)]
+    line: int = Field(ge=1, le=10_000_000)
+    text: Annotated[str, StringConstraints(min_length=1, max_length=500)]
+
+
 class Finding(BaseModel):
     """One finding: severity, a one-line title, the evidence ids it rests on and a detail."""
 
@@ -72,6 +87,12 @@ class Finding(BaseModel):
     title: ShortLine
     evidence_refs: Annotated[list[ShortLine], Field(max_length=50)] = []
     detail: Detail = ""
+    quotes: Annotated[
+        list[SourceQuote], Field(max_length=MAX_FINDING_QUOTES, exclude_if=lambda v: not v)
+    ] = []
+    """A beyond-source pass's proposal only: the ``path:line`` quotes it rests on (docs/architecture.md
+    "Intake"). Any other job returning one breaks the contract. Left out of a dump when empty, so a
+    finding without quotes serialises (and hashes) as it did before."""
 
 
 class SpecialistOutput(BaseModel):
@@ -141,10 +162,12 @@ def check_output_for_job(
     evidence_ids: list[str],
     expects_patch: bool = False,
     allows_probes: bool = False,
+    allows_quotes: bool = False,
 ) -> None:
     """Check the rules that depend on the job: role, verdict presence, patch presence (``expects_patch``:
     the job is a worktree run's change job), probe requests (``allows_probes``: the job is a
-    read_only run's analysis, the only one that may ask for probes), cited evidence ids.
+    read_only run's analysis, the only one that may ask for probes), quotes (``allows_quotes``: the
+    job is a queue's beyond-source pass, the only one whose findings may quote), cited evidence ids.
 
     Raises :class:`OutputContractViolation` naming the first broken rule.
     """
@@ -160,6 +183,8 @@ def check_output_for_job(
         raise OutputContractViolation("only a worktree run's change job may return a patch")
     if output.probe_requests and not allows_probes:
         raise OutputContractViolation("only a read_only run's analysis may return probe requests")
+    if not allows_quotes and any(finding.quotes for finding in output.findings):
+        raise OutputContractViolation("only a beyond-source pass's findings may carry quotes")
     known = set(evidence_ids)
     cited = set(output.inspected_evidence)
     for finding in output.findings:

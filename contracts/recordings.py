@@ -116,6 +116,8 @@ class Recording(BaseModel):
             expects_patch=self.kind is RecordingKind.CHANGE,
             # An analysis recording may answer a read_only run, whose analysis may ask for probes.
             allows_probes=self.kind is RecordingKind.ANALYSIS,
+            # ... or a queue's beyond-source pass, whose findings quote.
+            allows_quotes=self.kind is RecordingKind.ANALYSIS,
         )
 
 

@@ -59,6 +59,8 @@ class ActivityName(StrEnum):
     LIST_INTAKE_REPOSITORIES = "list_intake_repositories"
     REQUEST_INTAKE_SCAN = "request_intake_scan"
     CHECK_INTAKE_SWEEP = "check_intake_sweep"
+    PREPARE_BEYOND_SCAN = "prepare_beyond_scan"
+    CHECK_BEYOND_QUOTES = "check_beyond_quotes"
 
 
 # The signals, updates and queries each workflow handles, one enum per workflow: the handler's

@@ -29,6 +29,7 @@ from activities.ceilings import CeilingActivities, LeaseReleaser
 from activities.config import ActivityConfig
 from activities.context_packs import ContextPackActivities
 from activities.execution import ExecutionActivities
+from activities.intake_beyond import BeyondActivities
 from activities.intake_scan import IntakeActivities
 from activities.intake_sweep import IntakeSweepActivities
 from activities.models import ModelActivities
@@ -144,6 +145,8 @@ def activities_for(
         ShippingActivities(store).read_base_heads,
         IntakeActivities(store).scan_repository,
         SpecActivities(config, store).capture_spec,
+        BeyondActivities(config, store).prepare_beyond_scan,
+        BeyondActivities(config, store).check_beyond_quotes,
         CaseSweepActivities(store).list_sweep_cases,
         CaseSweepActivities(store).attach_case_notes,
         IntakeSweepActivities(store).list_intake_repositories,

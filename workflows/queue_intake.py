@@ -15,10 +15,23 @@ from datetime import timedelta
 
 from temporalio import workflow
 from temporalio.common import RetryPolicy
-from temporalio.exceptions import ActivityError, ApplicationError
+from temporalio.exceptions import ActivityError, ApplicationError, ChildWorkflowError
 
 with workflow.unsafe.imports_passed_through():
-    from contracts.intake import IntakeAnswer, IntakeRequest, ScanRequest, ScanResult
+    from contracts.intake import BeyondDrop, IntakeAnswer, IntakeRequest, ScanRequest, ScanResult
+    from contracts.intake_beyond import (
+        BEYOND_PROFILE,
+        BeyondPrepared,
+        BeyondPrepareRequest,
+        QuoteCheckRequest,
+        QuoteCheckResult,
+        beyond_finding,
+        beyond_task,
+        drop,
+    )
+    from contracts.model_classes import ModelClass
+    from contracts.model_jobs import JobContext, ModelJobInput, ModelJobResult
+    from contracts.output import JobKind
     from contracts.queue_messages import QUEUE_ID_PREFIX
     from contracts.refusals import RefusalCode
     from contracts.runs import AuthorizeRequest
@@ -31,7 +44,8 @@ with workflow.unsafe.imports_passed_through():
         schedule_id,
         scheduled_intake_problem,
     )
-    from contracts.temporal_names import ActivityName
+    from contracts.temporal_names import ActivityName, WorkflowType
+    from contracts.ui_summaries import model_job_summary
     from workflows.authorization import AUTHORIZE_RETRY, AUTHORIZE_TIMEOUT, check_action
 
 PATCH_INTAKE = "queue-intake-scan"
@@ -40,7 +54,12 @@ recorded history took one: they replay unchanged)."""
 PATCH_SCHEDULED_INTAKE = "queue-scheduled-intake"
 """Executions whose ``intake`` update took a scan asked by an ``intake-scan`` sweep record this marker
 where that update is authorised (no recorded history took one: they replay unchanged)."""
+PATCH_BEYOND = "queue-intake-beyond"
+"""Executions whose ``intake`` update asked for the beyond-source pass record this marker where the
+pass starts (no recorded history took one before: they replay unchanged)."""
 SCAN_TIMEOUT = timedelta(minutes=5)
+BEYOND_TIMEOUT = timedelta(seconds=30)
+BEYOND_JOB_TIMEOUT = timedelta(minutes=20)
 SCAN_RETRY = RetryPolicy(maximum_attempts=2, initial_interval=timedelta(seconds=1))
 
 
@@ -118,3 +137,84 @@ async def authorize_scheduled(request: IntakeRequest) -> tuple[str, str] | None:
     if not sweep.running:
         return RefusalCode.PROOF_INVALID, sweep.reason
     return None
+
+
+def _refused(request: IntakeRequest, error: ActivityError | ChildWorkflowError) -> IntakeAnswer:
+    cause = error.cause
+    while isinstance(cause, (ActivityError, ChildWorkflowError)):
+        cause = cause.cause
+    code = cause.type if isinstance(cause, ApplicationError) and cause.type else "beyond_failed"
+    message = cause.message if isinstance(cause, ApplicationError) else str(error)
+    return IntakeAnswer(accepted=False, code=code, message=message, repo_alias=request.repo_alias)
+
+
+async def beyond_scan(
+    request: IntakeRequest, scanned: ScanResult
+) -> tuple[ScanResult, list[BeyondDrop]] | IntakeAnswer:
+    """The beyond-source pass over the commit ``scanned`` read: ``prepare_beyond_scan`` (the model
+    selection snapshotted now, the documents, the bounded history), one ``ModelJob`` child (analysis,
+    read_only, profile :data:`BEYOND_PROFILE`, the core class's pool), then ``check_beyond_quotes``.
+    Returns ``scanned`` with the checked proposals added as ``beyond`` findings and the drops, or a
+    refused answer naming what failed."""
+    alias, commit = scanned.repo_alias, scanned.commit
+    try:
+        prepared: BeyondPrepared = await workflow.execute_activity(
+            ActivityName.PREPARE_BEYOND_SCAN,
+            BeyondPrepareRequest(repo_alias=alias, commit=commit),
+            result_type=BeyondPrepared,
+            start_to_close_timeout=BEYOND_TIMEOUT,
+            retry_policy=SCAN_RETRY,
+        )
+    except ActivityError as error:
+        return _refused(request, error)
+    title = f"Beyond-source pass of {alias}"
+    job = ModelJobInput(
+        job_id=f"{workflow.info().workflow_id}-beyond-{workflow.uuid4().hex[:16]}",
+        run_id=workflow.info().workflow_id,
+        kind=JobKind.ANALYSIS,
+        profile_id=BEYOND_PROFILE,
+        catalog_sha256=prepared.catalog_sha256,
+        context=JobContext(
+            title=title,
+            task=beyond_task(alias, commit, prepared.history),
+            evidence_refs=prepared.evidence_refs,
+            beyond=True,
+        ),
+        model=prepared.model,
+        repo_alias=alias,
+        base_commit=commit,
+        model_class=ModelClass.CORE,
+        effort=prepared.model.effort_for(ModelClass.CORE),
+    )
+    try:
+        result: ModelJobResult = await workflow.execute_child_workflow(
+            WorkflowType.MODEL_JOB,
+            job,
+            id=job.job_id,
+            result_type=ModelJobResult,
+            task_queue=workflow.info().task_queue,
+            execution_timeout=BEYOND_JOB_TIMEOUT,
+            static_summary=model_job_summary(JobKind.ANALYSIS.value, BEYOND_PROFILE, title),
+        )
+    except ChildWorkflowError as error:
+        return _refused(request, error)
+    findings = result.require_output().findings
+    try:
+        checked: QuoteCheckResult = await workflow.execute_activity(
+            ActivityName.CHECK_BEYOND_QUOTES,
+            QuoteCheckRequest(repo_alias=alias, commit=commit, findings=findings),
+            result_type=QuoteCheckResult,
+            start_to_close_timeout=BEYOND_TIMEOUT,
+            retry_policy=SCAN_RETRY,
+        )
+    except ActivityError as error:
+        return _refused(request, error)
+    kept = []
+    dropped = list(checked.dropped)
+    for index in checked.kept:
+        made = beyond_finding(alias, commit, findings[index])
+        if made is None:
+            dropped.append(drop(findings[index], "an evidence ref would be over the bound"))
+        else:
+            kept.append(made)
+    return scanned.model_copy(update={"findings": [*scanned.findings, *kept]}), dropped

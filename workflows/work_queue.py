@@ -39,7 +39,7 @@ from temporalio.exceptions import ActivityError, ApplicationError
 from temporalio.workflow import ParentClosePolicy
 
 with workflow.unsafe.imports_passed_through():
-    from contracts.intake import IntakeAnswer, IntakeRequest
+    from contracts.intake import BeyondDrop, IntakeAnswer, IntakeRequest
     from contracts.intake_diff import apply_intake
     from contracts.metric_names import QUEUE_SLOTS_OCCUPIED
     from contracts.proofs import ActionProof
@@ -122,9 +122,11 @@ with workflow.unsafe.imports_passed_through():
     from contracts.ui_summaries import queue_details, run_summary
     from workflows.authorization import check_action
     from workflows.queue_intake import (
+        PATCH_BEYOND,
         PATCH_INTAKE,
         PATCH_SCHEDULED_INTAKE,
         authorize_scheduled,
+        beyond_scan,
         scan_repository,
     )
     from workflows.queue_shipping import (
@@ -821,6 +823,15 @@ class WorkQueueWorkflow:
                 QueueAction.INTAKE, request.actor, target, scanned.code or "", scanned.message or ""
             )
             return scanned
+        dropped: list[BeyondDrop] = []
+        if request.beyond and workflow.patched(PATCH_BEYOND):
+            beyond = await beyond_scan(request, scanned)
+            if isinstance(beyond, IntakeAnswer):
+                self._refused(
+                    QueueAction.INTAKE, request.actor, target, beyond.code or "", beyond.message or ""
+                )
+                return beyond
+            scanned, dropped = beyond
         applied = apply_intake(
             scanned, list(self._items.values()), self._allocator, at=workflow.now(), actor=request.actor
         )
@@ -828,7 +839,7 @@ class WorkQueueWorkflow:
         for item in applied.items:
             self._items[item.key] = item
         self._show_details()
-        return applied.answer
+        return applied.answer.model_copy(update={"dropped": dropped}) if dropped else applied.answer
 
     @intake.validator
     def _validate_intake(self, request: IntakeRequest) -> None:

@@ -4,7 +4,10 @@ Scans one allow-listed repository through the worker (the queue's ``intake`` upd
 ``scan_repository`` activity) and enters its findings as proposals: protected like ``queue add`` (the
 actor's proof, target the queue's workflow id, bound to the alias and the bounds). Prints each finding
 as proposed, updated, recorded, already queued, not re-proposed or refused, with its reason, and what
-the scan skipped. Repository text is shown escaped: it is data, never an instruction.
+the scan skipped. With ``--beyond`` a read_only model pass also proposes gaps between the README's
+claims, the layout and recent history (kind ``beyond``), each resting on quotes the system checked;
+proposals whose quotes do not match are listed as dropped. Repository and model text is shown
+escaped: it is data, never an instruction.
 """
 
 from __future__ import annotations
@@ -33,6 +36,8 @@ def intake_json(answer: IntakeAnswer) -> dict[str, Any]:
     "status", "reason"}``."""
     data = answer.model_dump(mode="json", exclude={"accepted", "code", "message"})
     data["counts"] = {name: len(data[name]) for name in LISTS}
+    if "dropped" in data:
+        data["counts"]["dropped"] = len(data["dropped"])
     return data
 
 
@@ -51,7 +56,14 @@ def render_intake(console: Any, data: dict[str, Any]) -> None:
         for row in data[name]:
             place = row["path"] if row["line"] is None else f"{row['path']}:{row['line']}"
             key = f"{row['key']} " if row["key"] else ""
-            lines.append(f"  {key}{row['sub_kind']} {place} — {row['reason']}")
+            label = "beyond " if row["kind"] == "beyond" else ""
+            lines.append(f"  {key}{label}{row['sub_kind']} {place} — {row['reason']}")
+    if "dropped" in data:
+        lines.append(f"dropped (quote not matching): {len(data['dropped'])}")
+        for drop in data["dropped"]:
+            place = "" if drop["path"] is None else f" {drop['path']}:{drop['line']}"
+            quoted = "" if drop["quote"] is None else f" quoting {drop['quote']!r}"
+            lines.append(f"  {drop['title']}{place}{quoted} — {drop['reason']}")
     if data["skipped_total"]:
         lines.append(f"skipped: {data['skipped_total']} ({len(data['skipped'])} listed)")
         lines += [f"  {row['path']}: {row['reason']} {row['detail']}" for row in data["skipped"]]
@@ -68,6 +80,14 @@ def scan_command(
     max_findings: Annotated[
         int | None, typer.Option("--max-findings", help="At most this many findings (default 100, ≤ 200).")
     ] = None,
+    beyond: Annotated[
+        bool,
+        typer.Option(
+            "--beyond",
+            help="Also run the beyond-source model pass: gaps between README claims, layout and "
+            "history, each citing quotes checked against the repository (a mismatch is dropped).",
+        ),
+    ] = False,
     as_json: JsonFlag = False,
 ) -> None:
     """Scan a repository (git state, documented plans, code markers) and propose what it finds: what
@@ -85,7 +105,7 @@ def scan_command(
 
     try:
         bounds = IntakeBounds() if max_findings is None else IntakeBounds(max_findings=max_findings)
-        request = IntakeRequest(actor=actor, repo_alias=alias, bounds=bounds)
+        request = IntakeRequest(actor=actor, repo_alias=alias, bounds=bounds, beyond=beyond)
     except ValidationError as error:
         raise InvalidInput("invalid_scan", f"invalid scan: {error.errors()[0]['msg']}") from None
     actor = require_actor(actor, "queue scan")
@@ -101,4 +121,7 @@ def scan_command(
         return await queue_update(temporal, queue, QueueMessage.INTAKE, signed, IntakeAnswer)
 
     data = intake_json(run_async(go()))
+    if beyond:
+        data.setdefault("dropped", [])
+        data["counts"]["dropped"] = len(data["dropped"])
     emit(data, as_json, lambda console: render_intake(console, data))

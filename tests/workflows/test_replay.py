@@ -22,6 +22,8 @@ tests.histories.record_queue_intake``, patch ``queue-intake-scan``).
 ``queue/spec/`` holds a ``WorkQueue`` that took two spec passes and the first pass's ``ModelJob``
 (``python -m tests.histories.record_queue_spec``, patch ``queue-spec-pass``; its own
 ``workflow-ids.json``).
+``queue/beyond/`` holds a ``WorkQueue`` that took two beyond-source scans and the first pass's
+``ModelJob`` (``python -m tests.histories.record_queue_beyond``, patch ``queue-intake-beyond``).
 ``intake_sweep/`` holds an ``IntakeSweep`` of the ``intake-scan`` schedule and the ``WorkQueue`` that
 took the scans of two such sweeps (``python -m tests.histories.record_intake_sweep``, patch
 ``queue-scheduled-intake``; its own ``workflow-ids.json``).
@@ -62,7 +64,7 @@ from worker import WORKFLOWS, sandbox_runner
 from workflows.model_ceiling import PATCH_LEASE_RECORDS
 from workflows.model_job import PATCH_ATTEMPTS_IN_WORKFLOW, PATCH_JOB_V5, PATCH_LOCAL_PREPARE
 from workflows.probes import PATCH_PROBE_REQUESTS
-from workflows.queue_intake import PATCH_INTAKE, PATCH_SCHEDULED_INTAKE
+from workflows.queue_intake import PATCH_BEYOND, PATCH_INTAKE, PATCH_SCHEDULED_INTAKE
 from workflows.queue_spec import PATCH_SPEC
 from workflows.research_team import PATCH_COORDINATED
 from workflows.run_jobs import PATCH_AUDIT_MODEL_ATTEMPTS
@@ -92,6 +94,9 @@ QUEUE_INTAKE = sorted(
 QUEUE_SPEC = sorted(
     path for path in (HISTORIES / "queue" / "spec").glob("*.json") if path.name != WORKFLOW_IDS
 )
+QUEUE_BEYOND = sorted(
+    path for path in (HISTORIES / "queue" / "beyond").glob("*.json") if path.name != WORKFLOW_IDS
+)
 QUEUE_V2 = sorted(path for path in (HISTORIES / "queue" / "v2").glob("*.json") if path.name != WORKFLOW_IDS)
 QUEUE_V3 = sorted(path for path in (HISTORIES / "queue" / "v3").glob("*.json") if path.name != WORKFLOW_IDS)
 PROBES = sorted(path for path in (HISTORIES / "probes").glob("*.json") if path.name != WORKFLOW_IDS)
@@ -114,6 +119,7 @@ ALL = [
     *QUEUE_V3,
     *QUEUE_INTAKE,
     *QUEUE_SPEC,
+    *QUEUE_BEYOND,
     *PROBES,
     *SCHEDULES,
     *INTAKE_SWEEP,
@@ -425,6 +431,20 @@ def test_the_spec_history_takes_two_spec_passes_each_through_one_model_job() -> 
     ]  # fmt: skip
     assert len(children) == 2
     assert _patches(QUEUE_SPEC[1])[0] == PATCH_JOB_V5  # a ModelJob as any run's
+
+
+def test_the_beyond_history_runs_one_model_job_per_pass_and_records_the_beyond_patch() -> None:
+    # python -m tests.histories.record_queue_beyond: two beyond scans, a fabricated quote dropped.
+    assert [path.name for path in QUEUE_BEYOND] == ["job.json", "queue.json"]
+    assert PATCH_BEYOND in _patches(HISTORIES / "queue" / "beyond" / "queue.json")
+    assert _accepted_updates("queue/beyond/queue.json") == ["intake", "intake"]
+    queue_activities = [
+        event["activityTaskScheduledEventAttributes"]["activityType"]["name"]  # type: ignore[index]
+        for event in _events("queue/beyond/queue.json")
+        if "activityTaskScheduledEventAttributes" in event
+    ]
+    assert queue_activities.count("prepare_beyond_scan") == 2
+    assert queue_activities.count("check_beyond_quotes") == 2
 
 
 def test_the_intake_sweep_histories_scan_through_the_queue_under_the_schedules_grant() -> None:
