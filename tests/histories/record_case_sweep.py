@@ -16,8 +16,6 @@ from __future__ import annotations
 
 import asyncio
 import datetime as dt
-import json
-import tempfile
 from pathlib import Path
 
 from temporalio.client import Client
@@ -27,9 +25,9 @@ from contracts.enums import AutomationMode, Tier
 from contracts.research import CaseStatus
 from contracts.runs import RunStatus
 from contracts.schedules import CaseSweepResult, ScheduleKind, schedule_id
-from contracts.search_attributes import SEARCH_ATTRIBUTES
 from control.schedule_setup import enable_case_sweep
-from infra.devserver import DevServer, free_port
+from infra.devserver import DevServer
+from tests.histories.recording import record_on_a_fresh_server, write_histories
 from tests.identity import signer
 from tests.workflows.harness import ACTOR, TextProvider, bench
 from tests.workflows.test_case_sweep import _answer, _case
@@ -71,29 +69,14 @@ async def record(server: DevServer, state: Path) -> None:
             run_id = result.routed[0].run_id
             b.started.append(run_id)
             await b.wait(run_id, RunStatus.AWAITING_DECISION)
-            HERE.mkdir(parents=True, exist_ok=True)
             ids = {"case_sweep": first, "case_sweep_again": second, "case_sweep_run": run_id}
-            for name, workflow_id in ids.items():
-                history = await client.get_workflow_handle(workflow_id).fetch_history()
-                (HERE / f"{name}.json").write_text(history.to_json(), encoding="utf-8")
-                print(f"recorded {name} ({workflow_id}, {len(history.events)} events)", flush=True)
-            (HERE / "workflow-ids.json").write_text(
-                json.dumps(ids, indent=1, sort_keys=True) + "\n", encoding="utf-8"
-            )
+            for name, events in (await write_histories(client, HERE, ids)).items():
+                print(f"recorded {name} ({ids[name]}, {events} events)", flush=True)
             await client.get_workflow_handle(run_id).terminate("recording finished")
 
 
 def main() -> None:
-    with tempfile.TemporaryDirectory() as tmp:
-        state = Path(tmp)
-        with DevServer(
-            state_dir=state / "temporal",
-            db_filename=None,
-            port=free_port(),
-            headless=True,
-            search_attributes=SEARCH_ATTRIBUTES,
-        ) as server:
-            asyncio.run(record(server, state))
+    record_on_a_fresh_server(record)
 
 
 if __name__ == "__main__":

@@ -14,17 +14,15 @@ execution, with patch ``queue-spec-pass``; ``queue.spec.json`` the first pass's 
 
 from __future__ import annotations
 
-import asyncio
 import json
-import tempfile
 from pathlib import Path
 
 from temporalio.client import Client
 from temporalio.contrib.pydantic import pydantic_data_converter
 
 from contracts.queue_messages import QueueState
-from contracts.search_attributes import SEARCH_ATTRIBUTES
-from infra.devserver import DevServer, free_port
+from infra.devserver import DevServer
+from tests.histories.recording import record_on_a_fresh_server
 from tests.store.git_repository import make_orders_repository
 from tests.workflows.harness import bench
 from tests.workflows.queue_harness import QueueBench
@@ -75,16 +73,7 @@ async def record(server: DevServer, state: Path) -> None:
 
 
 def main() -> None:
-    with tempfile.TemporaryDirectory() as tmp:
-        state = Path(tmp)
-        with DevServer(
-            state_dir=state / "temporal",
-            db_filename=None,
-            port=free_port(),
-            headless=True,
-            search_attributes=SEARCH_ATTRIBUTES,
-        ) as server:
-            asyncio.run(record(server, state))
+    record_on_a_fresh_server(record)
 
 
 if __name__ == "__main__":
