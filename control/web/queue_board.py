@@ -63,7 +63,7 @@ def board_data(view: QueueView) -> dict[str, Any]:
             for row in allowed_moves(QueueStatus(item["status"]), Mover.OPERATOR)
             if row.move.value in MOVES
         ]
-        shown = {**item, "moves": sorted(set(moves), key=MOVES.index)}
+        shown = {**item, "moves": sorted(set(moves), key=MOVES.index), "evidence": [], "intake": None}
         source = full[item["key"]]
         if source.status is QueueStatus.PROPOSAL:
             shown["evidence"] = list(source.evidence)

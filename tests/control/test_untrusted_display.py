@@ -451,6 +451,7 @@ def test_the_boards_proposals_show_their_evidence_and_the_scanned_finding_escape
     from contracts.intake_diff import apply_intake
     from contracts.queue_keys import KeyAllocator
     from contracts.queue_messages import QueueSettings, QueueView
+    from contracts.queue_transitions import Mover, QueueMove, apply_move
     from control.web.queue_board import board_data
     from control.web.rendering import environment
     from tests.activities.intake_repository import make_intake_repository
@@ -470,6 +471,16 @@ def test_the_boards_proposals_show_their_evidence_and_the_scanned_finding_escape
     data = board_data(view)
     proposals = data["columns"]["proposal"]
     assert proposals and all(p["intake"] is not None and p["evidence"] for p in proposals)
+    # An item past proposal shows neither (the keys are there, empty: the template is strict).
+    rejected = apply_move(
+        applied.items[0], QueueMove.REJECT, Mover.OPERATOR, actor="alice", at=at, reason="no"
+    )
+    later = board_data(view.model_copy(update={"items": [rejected, *applied.items[1:]]}))
+    (shown,) = later["columns"]["rejected"]
+    assert (shown["evidence"], shown["intake"]) == ([], None)
+    environment().get_template("queue.html").render(
+        data=later, session=SimpleNamespace(actor="alice", csrf="t"), csrf="t", notice=None
+    )
     session = SimpleNamespace(actor="alice", csrf="t")
     html = environment().get_template("queue.html").render(data=data, session=session, csrf="t", notice=None)
     for proposal in proposals:
