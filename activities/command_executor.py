@@ -535,9 +535,40 @@ def run_verification_command(
     A non-zero exit is returned (evidence, not a failure). Raises :class:`CommandFailed`
     (``command_timeout``, ``command_output_too_large``, ``command_failed`` when it cannot be started,
     ``confinement_unavailable``) with the result's fields in a :class:`CommandReport`."""
-    home, tmpdir = _private_directories(attempt.evidence_dir, VERIFY_HOME_DIR, VERIFY_TMP_DIR)
+    return _run_checked_command(
+        attempt,
+        argv,
+        noun=f"the verify command {argv[0]!r}",
+        directories=(VERIFY_HOME_DIR, VERIFY_TMP_DIR),
+        extra_environment={"PYTHONDONTWRITEBYTECODE": "1"},
+        sandbox=sandbox,
+        timeout_seconds=timeout_seconds,
+        heartbeat=heartbeat,
+    )
+
+
+def _run_checked_command(
+    attempt: WorktreeAttempt,
+    argv: list[str],
+    *,
+    noun: str,
+    directories: tuple[str, str],
+    extra_environment: Mapping[str, str] | None = None,
+    stdin_file: tuple[str, str] | None = None,
+    cwd: Path | None = None,
+    sandbox: Sandbox,
+    timeout_seconds: float,
+    heartbeat: Callable[[], None] | None,
+) -> VerificationResult:
+    """A verify command or a probe (``noun`` names it in errors): confined by ``sandbox``, no shell,
+    own process group, the reduced environment with no configured variable (``extra_environment``
+    added), never network, ``timeout_seconds`` of wall clock, output bounded; its private HOME and
+    TMPDIR are ``directories`` in the evidence directory; stdin empty, or ``stdin_file`` (a file name
+    in the evidence directory and its text, written once confinement is known to be available); cwd
+    the worktree or ``cwd``, a directory inside it the caller checked."""
+    home, tmpdir = _private_directories(attempt.evidence_dir, *directories)
     environment = agent_environment((), home, tmpdir, {})
-    environment["PYTHONDONTWRITEBYTECODE"] = "1"
+    environment.update(extra_environment or {})
     budget = float(timeout_seconds)
     confined, description, isolated = _how(sandbox, network=False)
     base = VerificationResult(
@@ -548,33 +579,39 @@ def run_verification_command(
         timeout_seconds=budget,
     )
     _require(sandbox, _as_report(base))
+    stdin_path = None
+    if stdin_file is not None:
+        stdin_path = attempt.evidence_dir / stdin_file[0]
+        stdin_path.write_text(stdin_file[1], encoding="utf-8")
     started = time.monotonic()
     try:
-        ran = _run_command(
-            list(argv),
-            attempt=attempt,
-            sandbox=sandbox,
-            environment=environment,
-            network=False,
-            stdin=subprocess.DEVNULL,
-            budget=budget,
-            heartbeat=heartbeat,
-        )
+        with stdin_path.open("rb") if stdin_path is not None else contextlib.nullcontext() as stdin:
+            ran = _run_command(
+                list(argv),
+                attempt=attempt,
+                sandbox=sandbox,
+                environment=environment,
+                network=False,
+                stdin=stdin if stdin is not None else subprocess.DEVNULL,
+                budget=budget,
+                heartbeat=heartbeat,
+                cwd=cwd,
+            )
     except (OSError, _NotStarted, _SetupFailed) as error:
         result = base.model_copy(update={"duration_seconds": round(time.monotonic() - started, 3)})
-        raise _not_run(error, f"the verify command {argv[0]!r}", _as_report(result)) from None
+        raise _not_run(error, noun, _as_report(result)) from None
     result = base.model_copy(update=ran.fields())
     if ran.outcome.timed_out:
         raise CommandFailed(
             ExecutionFailure.COMMAND_TIMEOUT,
-            f"the verify command {argv[0]!r} did not exit within {budget:g} s; its process group was killed",
+            f"{noun} did not exit within {budget:g} s; its process group was killed",
             _as_report(result),
         )
     if result.output_too_large:
         raise CommandFailed(
             ExecutionFailure.COMMAND_OUTPUT_TOO_LARGE,
-            f"the verify command {argv[0]!r} wrote more than {MAX_COMMAND_OUTPUT_BYTES} bytes to stdout "
-            "or stderr; its process group was killed (output is never cut silently)",
+            f"{noun} wrote more than {MAX_COMMAND_OUTPUT_BYTES} bytes to stdout or stderr; its process "
+            "group was killed (output is never cut silently)",
             _as_report(result),
         )
     return result
@@ -620,49 +657,14 @@ def run_probe_command(
     A non-zero exit is returned (evidence). Raises :class:`CommandFailed` (``command_timeout``,
     ``command_output_too_large``, ``command_failed`` when it cannot be started,
     ``confinement_unavailable``) with what it did as the report."""
-    home, tmpdir = _private_directories(attempt.evidence_dir, PROBE_HOME_DIR, PROBE_TMP_DIR)
-    environment = agent_environment((), home, tmpdir, {})
-    budget = float(timeout_seconds)
-    confined, description, isolated = _how(sandbox, network=False)
-    base = VerificationResult(
-        argv=list(argv),
-        confined=confined,
-        confinement=description,
-        network_isolated=isolated,
-        timeout_seconds=budget,
+    return _run_checked_command(
+        attempt,
+        argv,
+        noun="the probe",
+        directories=(PROBE_HOME_DIR, PROBE_TMP_DIR),
+        stdin_file=(PROBE_STDIN_FILE, stdin_text),
+        cwd=cwd,
+        sandbox=sandbox,
+        timeout_seconds=timeout_seconds,
+        heartbeat=heartbeat,
     )
-    _require(sandbox, _as_report(base))
-    stdin_path = attempt.evidence_dir / PROBE_STDIN_FILE
-    stdin_path.write_text(stdin_text, encoding="utf-8")
-    started = time.monotonic()
-    try:
-        with stdin_path.open("rb") as stdin:
-            ran = _run_command(
-                list(argv),
-                attempt=attempt,
-                sandbox=sandbox,
-                environment=environment,
-                network=False,
-                stdin=stdin,
-                budget=budget,
-                heartbeat=heartbeat,
-                cwd=cwd,
-            )
-    except (OSError, _NotStarted, _SetupFailed) as error:
-        result = base.model_copy(update={"duration_seconds": round(time.monotonic() - started, 3)})
-        raise _not_run(error, "the probe", _as_report(result)) from None
-    result = base.model_copy(update=ran.fields())
-    if ran.outcome.timed_out:
-        raise CommandFailed(
-            ExecutionFailure.COMMAND_TIMEOUT,
-            f"the probe did not exit within {budget:g} s; its process group was killed",
-            _as_report(result),
-        )
-    if result.output_too_large:
-        raise CommandFailed(
-            ExecutionFailure.COMMAND_OUTPUT_TOO_LARGE,
-            f"the probe wrote more than {MAX_COMMAND_OUTPUT_BYTES} bytes to stdout or stderr; its "
-            "process group was killed (output is never cut silently)",
-            _as_report(result),
-        )
-    return result

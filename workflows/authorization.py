@@ -26,6 +26,7 @@ with workflow.unsafe.imports_passed_through():
     from contracts.proofs import ActionProof
     from contracts.refusals import RefusalCode
     from contracts.runs import AuthorizeRequest, AuthorizeResult
+    from contracts.schedules import SCHEDULE_ENABLE_ACTION, ScheduleGrant
     from contracts.temporal_names import ActivityName
     from workflows.audit import AuditTrail
 
@@ -149,3 +150,18 @@ class ProtectedActions(Generic[Answer]):
     async def settled(self) -> None:
         """Wait until the actions being authorised have taken effect or been refused."""
         await workflow.wait_condition(lambda: self._in_flight == 0)
+
+
+def schedule_grant_request(grant: ScheduleGrant, subject_id: str) -> AuthorizeRequest:
+    """The authorisation a sweep asks for itself under its schedule's standing grant: the granting
+    actor's signature of ``schedule_enable`` on the schedule, bound to the grant's digest
+    (docs/architecture.md "Schedules")."""
+    return AuthorizeRequest(
+        run_id=subject_id,
+        action=SCHEDULE_ENABLE_ACTION,
+        actor=grant.granted_by,
+        digest=grant.digest,
+        proof=grant.proof,
+        standing_grant=True,
+        grant_target=grant.schedule_id,
+    )

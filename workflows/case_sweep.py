@@ -29,9 +29,8 @@ from temporalio.workflow import ParentClosePolicy
 
 with workflow.unsafe.imports_passed_through():
     from contracts.enums import TaskType
-    from contracts.runs import AuthorizeRequest, AuthorizeResult, RunInput, RunStatus, run_request_digest
+    from contracts.runs import AuthorizeResult, RunInput, RunStatus, run_request_digest
     from contracts.schedules import (
-        SCHEDULE_ENABLE_ACTION,
         AttachNotesRequest,
         AttachNotesResult,
         CaseGrant,
@@ -45,6 +44,7 @@ with workflow.unsafe.imports_passed_through():
     from contracts.search_attributes import SearchAttribute
     from contracts.temporal_names import ActivityName, WorkflowType
     from contracts.work_item import WorkItem
+    from workflows.authorization import schedule_grant_request
     from workflows.versioning import auto_upgrade
 
 _SHORT = timedelta(seconds=30)
@@ -67,15 +67,7 @@ class CaseSweepWorkflow:
         grant = sweep.grant
         allowed = await workflow.execute_activity(
             ActivityName.AUTHORIZE_ACTION,
-            AuthorizeRequest(
-                run_id=workflow.info().workflow_id,
-                action=SCHEDULE_ENABLE_ACTION,
-                actor=grant.granted_by,
-                digest=grant.digest,
-                proof=grant.proof,
-                standing_grant=True,
-                grant_target=grant.schedule_id,
-            ),
+            schedule_grant_request(grant, workflow.info().workflow_id),
             result_type=AuthorizeResult,
             start_to_close_timeout=_SHORT,
             retry_policy=_RETRY,

@@ -21,9 +21,8 @@ from temporalio.exceptions import ActivityError, ApplicationError
 
 with workflow.unsafe.imports_passed_through():
     from contracts.intake import IntakeAnswer
-    from contracts.runs import AuthorizeRequest, AuthorizeResult
+    from contracts.runs import AuthorizeResult
     from contracts.schedules import (
-        SCHEDULE_ENABLE_ACTION,
         IntakeRepos,
         IntakeReposRequest,
         IntakeScanOutcome,
@@ -33,6 +32,7 @@ with workflow.unsafe.imports_passed_through():
         SweepScanRequest,
     )
     from contracts.temporal_names import ActivityName, WorkflowType
+    from workflows.authorization import schedule_grant_request
     from workflows.versioning import auto_upgrade
 
 _SHORT = timedelta(seconds=30)
@@ -57,15 +57,7 @@ class IntakeSweepWorkflow:
         sweep_id = workflow.info().workflow_id
         allowed = await workflow.execute_activity(
             ActivityName.AUTHORIZE_ACTION,
-            AuthorizeRequest(
-                run_id=sweep_id,
-                action=SCHEDULE_ENABLE_ACTION,
-                actor=grant.granted_by,
-                digest=grant.digest,
-                proof=grant.proof,
-                standing_grant=True,
-                grant_target=grant.schedule_id,
-            ),
+            schedule_grant_request(grant, sweep_id),
             result_type=AuthorizeResult,
             start_to_close_timeout=_SHORT,
             retry_policy=_RETRY,
