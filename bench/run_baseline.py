@@ -18,8 +18,6 @@ from temporalio.common import RetryPolicy
 AWAITING = "awaiting_decision"
 _SHORT = timedelta(seconds=30)
 _RETRY = RetryPolicy(maximum_attempts=3, initial_interval=timedelta(milliseconds=200))
-_SHORT = timedelta(seconds=30)
-_RETRY = RetryPolicy(maximum_attempts=3, initial_interval=timedelta(milliseconds=200))
 
 
 @activity.defn(name="bench_noop")

@@ -15,6 +15,12 @@ every activity the run schedules, one child workflow (with as many no-op activit
 most ``--concurrency`` runs in flight. Blocks run in the order baseline, project, project, baseline
 (half the runs each) so a server that slows as closed workflows pile up favours neither side.
 
+Attribution. Both workers count, by thread CPU, where the bench process's CPU goes
+(``bench/cpu_account.py``): the sandbox building each workflow instance, its activations, and each
+activity's body; each side's report gives those per run beside the server's and the whole process's
+CPU, and each tier ``cpu_ratio_without_activity_bodies`` — the CPU ratio with the project's activity
+bodies taken out, what the ratio would be were they no-ops like the baseline's.
+
 Resume. ``python -m worker`` runs as a subprocess; a ``read_only`` run is driven to
 ``awaiting_decision``, the worker is killed with SIGKILL, a new worker process is spawned, and once it
 prints its ``polling`` line the decision is sent. The figure is the time from the new process's spawn
@@ -51,6 +57,7 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from temporalio.client import Client, WorkflowHandle
 
+    from bench.cpu_account import CpuAccount
     from infra.devserver import DevServer
 
 TARGET_THROUGHPUT_RATIO = 0.9
@@ -59,6 +66,7 @@ ACTOR = "bench-operator"
 MODEL = "replay:demo"
 PROJECT_QUEUE = "bench-project"
 BASELINE_QUEUE = "bench-baseline"
+TEMPLATE_QUEUE = "bench-template"
 RESUME_QUEUE = "bench-resume"
 AWAITING = "awaiting_decision"  # RunStatus.AWAITING_DECISION, and the baseline's status there
 RUN_TIMEOUT_S = 120.0
@@ -83,6 +91,7 @@ class Side:
     wall_s: float = 0.0
     server_cpu_s: float = 0.0
     bench_cpu_s: float = 0.0
+    places_cpu_s: dict[str, float] = field(default_factory=lambda: defaultdict(float))
 
 
 def _ms(seconds: float) -> float:
@@ -105,11 +114,15 @@ def _process_cpu_s(pid: int) -> float:
 
 
 class Driver(ABC):
-    """Starts runs of one kind and carries each to its terminal state (one subclass per side)."""
+    """Starts runs of one kind and carries each to its terminal state (one subclass per side);
+    ``account`` counts where its worker's CPU goes (``bench/cpu_account.py``)."""
 
-    def __init__(self, client: Client, poll_interval: float) -> None:
+    def __init__(self, client: Client, poll_interval: float, account: CpuAccount | None = None) -> None:
+        from bench.cpu_account import CpuAccount
+
         self.client = client
         self.poll_interval = poll_interval
+        self.account = account or CpuAccount()
 
     @abstractmethod
     async def start(self, tier: str, index: int) -> WorkflowHandle[Any, Any]:
@@ -153,8 +166,10 @@ class ProjectDriver(Driver):
     """``SpecialistRun`` started as ``create_run`` starts it; status by the ``status`` query (as
     ``control.runs.wait_for_view`` polls it)."""
 
-    def __init__(self, client: Client, poll_interval: float, token: bytes) -> None:
-        super().__init__(client, poll_interval)
+    def __init__(
+        self, client: Client, poll_interval: float, token: bytes, account: CpuAccount | None = None
+    ) -> None:
+        super().__init__(client, poll_interval, account)
         from control.demo import READ_ONLY_EXAMPLE, example_work_items
 
         self.token = token
@@ -270,8 +285,14 @@ class ProjectDriver(Driver):
 class BaselineDriver(Driver):
     """``BenchBaselineRun`` with the plan read from the project's warm-up histories."""
 
-    def __init__(self, client: Client, poll_interval: float, plans: dict[str, list[str]]) -> None:
-        super().__init__(client, poll_interval)
+    def __init__(
+        self,
+        client: Client,
+        poll_interval: float,
+        plans: dict[str, list[str]],
+        account: CpuAccount | None = None,
+    ) -> None:
+        super().__init__(client, poll_interval, account)
         self.plans = plans
 
     async def start(self, tier: str, index: int) -> WorkflowHandle[Any, Any]:
@@ -313,15 +334,20 @@ async def _block(
     driver: Driver, tier: str, count: int, concurrency: int, server_pid: int, side: Side
 ) -> None:
     """``count`` runs at most ``concurrency`` at a time, added to ``side``."""
+    from bench.cpu_account import since
+
     if count <= 0:
         return
     server_cpu = _process_cpu_s(server_pid)
     bench_cpu = time.process_time()
+    places = driver.account.snapshot()
     started = time.perf_counter()
     side.samples += await _bounded(count, concurrency, lambda index: driver.run_once(tier, index))
     side.wall_s += time.perf_counter() - started
     side.server_cpu_s += _process_cpu_s(server_pid) - server_cpu
     side.bench_cpu_s += time.process_time() - bench_cpu
+    for place, seconds in since(places, driver.account.snapshot()).items():
+        side.places_cpu_s[place] += seconds
 
 
 def _side_report(side: Side) -> dict[str, Any]:
@@ -337,7 +363,48 @@ def _side_report(side: Side) -> dict[str, Any]:
             "server": round(side.server_cpu_s / runs, 4),
             "bench_process": round(side.bench_cpu_s / runs, 4),
         },
+        "bench_process_cpu_ms_per_run_by_place": _places_report(side),
     }
+
+
+def _places_report(side: Side) -> dict[str, Any]:
+    """Where the bench process's CPU went, per run (``bench/cpu_account.py``); ``elsewhere`` is the
+    rest: the client and driver, payload conversion outside the sandbox, the SDK's own threads."""
+    from bench.cpu_account import ACTIVATIONS, ACTIVITY_PREFIX, CREATION
+
+    runs = len(side.samples)
+    activities = {
+        place.removeprefix(ACTIVITY_PREFIX): seconds / runs
+        for place, seconds in sorted(side.places_cpu_s.items())
+        if place.startswith(ACTIVITY_PREFIX) and seconds > 0
+    }
+    creation = side.places_cpu_s.get(CREATION, 0.0) / runs
+    activations = side.places_cpu_s.get(ACTIVATIONS, 0.0) / runs
+    bodies = sum(activities.values())
+    elsewhere = side.bench_cpu_s / runs - creation - activations - bodies
+    return {
+        CREATION: _ms2(creation),
+        ACTIVATIONS: _ms2(activations),
+        "activity_bodies": {name: _ms2(seconds) for name, seconds in activities.items()},
+        "activity_bodies_total": _ms2(bodies),
+        "elsewhere": _ms2(elsewhere),
+    }
+
+
+def _ms2(seconds: float) -> float:
+    return round(seconds * 1000, 2)
+
+
+def _cpu_ratio_without_bodies(project: dict[str, Any], baseline: dict[str, Any]) -> float:
+    """Baseline CPU per run over the project's (server + bench process), each without its activity
+    bodies: what the ratio would be if the project's activities were no-ops like the baseline's."""
+
+    def without_bodies(report: dict[str, Any]) -> float:
+        cpu = report["cpu_s_per_run"]
+        bodies_ms = report["bench_process_cpu_ms_per_run_by_place"]["activity_bodies_total"]
+        return float(cpu["server"] + cpu["bench_process"] - bodies_ms / 1000)
+
+    return round(without_bodies(baseline) / without_bodies(project), 3)
 
 
 # --------------------------------------------------------------------------------------------------
@@ -758,6 +825,7 @@ async def _bench(args: argparse.Namespace, server: DevServer, state: Path) -> di
     from temporalio.worker import Worker
 
     from activities.config import ActivityConfig
+    from bench.cpu_account import CpuAccount, accounted
     from bench.run_baseline import BaselineChildWorkflow, BaselineRunWorkflow, noop_activity
     from store.database import default_database_url
     from worker import build_worker, compile_workflow_modules
@@ -773,12 +841,17 @@ async def _bench(args: argparse.Namespace, server: DevServer, state: Path) -> di
     sink = _log_to(state / "bench-worker.log")
     try:
         client = await Client.connect(server.address, data_converter=pydantic_data_converter)
-        project_worker = build_worker(
+        # The project worker is build_worker's, built for a queue nobody polls and never run: its
+        # configuration, on the bench's queue, gives both workers the same settings and both count
+        # where their CPU goes (the sandbox, activity bodies) the same way.
+        template = build_worker(
             client,
-            task_queue=PROJECT_QUEUE,
+            task_queue=TEMPLATE_QUEUE,
             config=ActivityConfig(database_url=database_url, action_token=token),
         )
-        config = dict(project_worker.config())
+        config = {**template.config(), "task_queue": PROJECT_QUEUE}
+        project_account, baseline_account = CpuAccount(), CpuAccount()
+        project_worker = Worker(**accounted(config, project_account))
         threads = getattr(config.get("activity_executor"), "_max_workers", 16)
         baseline_executor = concurrent.futures.ThreadPoolExecutor(max_workers=threads)
         baseline_config = {
@@ -789,8 +862,8 @@ async def _bench(args: argparse.Namespace, server: DevServer, state: Path) -> di
             "activity_executor": baseline_executor,
         }
         compile_workflow_modules([BaselineRunWorkflow, BaselineChildWorkflow])  # as build_worker does
-        baseline_worker = Worker(**baseline_config)
-        project = ProjectDriver(client, args.poll_interval, token)
+        baseline_worker = Worker(**accounted(baseline_config, baseline_account))
+        project = ProjectDriver(client, args.poll_interval, token, project_account)
         tiers = {"recommend": args.runs, "read_only": args.read_only_runs}
         report: dict[str, Any] = {}
         async with project_worker, baseline_worker:
@@ -798,7 +871,7 @@ async def _bench(args: argparse.Namespace, server: DevServer, state: Path) -> di
             # module cache; its histories give the baseline its plan.
             warm_ids = {tier: (await project.run_once(tier, 0)).run_id for tier in tiers}
             plans = {tier: await _plan_from_history(client, run_id) for tier, run_id in warm_ids.items()}
-            baseline = BaselineDriver(client, args.poll_interval, plans)
+            baseline = BaselineDriver(client, args.poll_interval, plans, baseline_account)
             for tier in tiers:
                 await baseline.run_once(tier, 0)
 
@@ -833,6 +906,9 @@ async def _bench(args: argparse.Namespace, server: DevServer, state: Path) -> di
                     ),
                     "target_ratio": TARGET_THROUGHPUT_RATIO,
                     "target_met": ratio >= TARGET_THROUGHPUT_RATIO,
+                    "cpu_ratio_without_activity_bodies": _cpu_ratio_without_bodies(
+                        project_report, baseline_report
+                    ),
                 }
                 sample = args.profile_sample
                 profile[tier] = {

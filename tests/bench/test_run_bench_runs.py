@@ -13,6 +13,14 @@ SIDE_KEYS = {
     "latency_ms_p95",
     "status_polls_per_run_median",
     "cpu_s_per_run",
+    "bench_process_cpu_ms_per_run_by_place",
+}
+PLACES = {
+    "workflow_instance_creation",
+    "workflow_activations",
+    "activity_bodies",
+    "activity_bodies_total",
+    "elsewhere",
 }
 
 
@@ -46,6 +54,17 @@ def test_run_bench_prints_its_measurements_as_json(tmp_path: Path) -> None:
         assert row["project"]["runs_per_s"] > 0 and row["baseline"]["runs_per_s"] > 0
         assert row["throughput_ratio"] > 0
         assert isinstance(row["target_met"], bool)
+        assert row["cpu_ratio_without_activity_bodies"] > 0
+        for side in ("project", "baseline"):
+            places = row[side]["bench_process_cpu_ms_per_run_by_place"]
+            assert set(places) == PLACES
+            assert places["workflow_instance_creation"] > 0 and places["workflow_activations"] > 0
+        # Where the project's activity bodies went, by name; the baseline's are its no-ops.
+        project_bodies = row["project"]["bench_process_cpu_ms_per_run_by_place"]["activity_bodies"]
+        assert {"capture_contract", "project_run"} <= set(project_bodies)
+        assert set(row["baseline"]["bench_process_cpu_ms_per_run_by_place"]["activity_bodies"]) <= {
+            "bench_noop"
+        }
         assert set(report["profile"][tier]) == {"project", "baseline"}
     # The baseline mirrors the project's activities one for one.
     project = report["profile"]["read_only"]["project"]["per_run"]
