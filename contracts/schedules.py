@@ -248,6 +248,11 @@ class IntakeSweepInput(BaseModel):
     task_queue: str
 
 
+def sweep_input_type(kind: ScheduleKind) -> type[CaseSweepInput] | type[IntakeSweepInput]:
+    """The input model of the workflow a ``kind`` schedule starts."""
+    return CaseSweepInput if kind is ScheduleKind.CASE_SWEEP else IntakeSweepInput
+
+
 class IntakeReposRequest(BaseModel):
     """Input of activity ``list_intake_repositories``."""
 

@@ -31,12 +31,11 @@ from temporalio.client import (
 from contracts.identity import Signer, sign_action
 from contracts.schedules import (
     SCHEDULE_ENABLE_ACTION,
-    CaseSweepInput,
-    IntakeSweepInput,
     ScheduleGrant,
     ScheduleKind,
     grant_digest,
     schedule_id,
+    sweep_input_type,
 )
 from contracts.temporal_names import WorkflowType
 
@@ -72,11 +71,7 @@ def kind_schedule(kind: ScheduleKind, signer: Signer, task_queue: str, every: dt
         proof=proof,
         digest=digest,
     )
-    sweep_input = (
-        CaseSweepInput(grant=grant, task_queue=task_queue)
-        if kind is ScheduleKind.CASE_SWEEP
-        else IntakeSweepInput(grant=grant, task_queue=task_queue)
-    )
+    sweep_input = sweep_input_type(kind)(grant=grant, task_queue=task_queue)
     return Schedule(
         action=ScheduleActionStartWorkflow(
             _WORKFLOWS[kind],

@@ -50,7 +50,7 @@ def _kind(name: str) -> ScheduleKind:
 async def _describe(client: Client, kind: ScheduleKind, task_queue: str) -> dict[str, Any]:
     from temporalio.service import RPCError, RPCStatusCode
 
-    from contracts.schedules import AVAILABLE_KINDS, CaseSweepInput, schedule_id
+    from contracts.schedules import AVAILABLE_KINDS, schedule_id, sweep_input_type
 
     sid = schedule_id(kind, task_queue)
     entry: dict[str, Any] = {
@@ -62,6 +62,7 @@ async def _describe(client: Client, kind: ScheduleKind, task_queue: str) -> dict
         "note": None,
         "interval_seconds": None,
         "granted_by": None,
+        "input_problem": None,
         "next_action_times": [],
         "recent_actions": [],
     }
@@ -85,18 +86,23 @@ async def _describe(client: Client, kind: ScheduleKind, task_queue: str) -> dict
             if hasattr(action.action, "workflow_id")
         ],
     )
-    action = schedule.action
-    args = getattr(action, "args", None)
-    if args:
-        from temporalio.contrib.pydantic import pydantic_data_converter
+    # Who granted it, read from the action's input as its own kind's model; an input that does not
+    # read as one (a schedule written by hand, or by another version) is named, not guessed at.
+    expected = sweep_input_type(kind)
+    args = getattr(schedule.action, "args", None)
+    if not args:
+        entry["input_problem"] = f"the schedule's action has no input (expected {expected.__name__})"
+        return entry
+    from temporalio.contrib.pydantic import pydantic_data_converter
 
-        try:
-            payload = args[0]
-            if not isinstance(payload, CaseSweepInput):
-                [payload] = await pydantic_data_converter.decode([payload], [CaseSweepInput])
-            entry["granted_by"] = payload.grant.granted_by
-        except Exception:
-            entry["granted_by"] = None
+    payload = args[0]
+    try:
+        if not isinstance(payload, expected):
+            [payload] = await pydantic_data_converter.decode([payload], [expected])
+    except Exception as error:
+        entry["input_problem"] = f"the schedule's input does not read as {expected.__name__}: {error}"
+        return entry
+    entry["granted_by"] = payload.grant.granted_by
     return entry
 
 

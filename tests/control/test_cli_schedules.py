@@ -97,3 +97,47 @@ def test_enable_intake_scan_creates_the_schedule_that_list_then_shows(cli: Cli) 
     assert human.exit_code == 0 and "intake-scan" in human.stdout
     paused = cli.call("schedules", "pause", "intake-scan", "--actor", "alice", "--json").ok()
     assert paused["schedule"]["paused"] is True
+
+
+def test_list_names_a_schedule_whose_input_does_not_read_as_its_kind(
+    cli: Cli, temporal_dev_server: DevServer
+) -> None:
+    """A schedule under the intake scan's id whose action carries no grant (written by hand, or by
+    another version) is listed with the problem named, not with a guessed or empty grantor."""
+    import asyncio
+    import datetime as dt
+
+    from temporalio.client import (
+        Client,
+        Schedule,
+        ScheduleActionStartWorkflow,
+        ScheduleIntervalSpec,
+        ScheduleSpec,
+        ScheduleState,
+    )
+
+    from contracts.schedules import ScheduleKind, schedule_id
+
+    queue = f"cli-schedules-by-hand-{uuid.uuid4().hex}"
+    sid = schedule_id(ScheduleKind.INTAKE_SCAN, queue)
+
+    async def create() -> None:
+        client = await Client.connect(temporal_dev_server.address)
+        await client.create_schedule(
+            sid,
+            Schedule(
+                action=ScheduleActionStartWorkflow(
+                    "IntakeSweep", {"grant": "nobody's"}, id=sid, task_queue=queue
+                ),
+                spec=ScheduleSpec(intervals=[ScheduleIntervalSpec(every=dt.timedelta(days=1))]),
+                state=ScheduleState(paused=True),
+            ),
+        )
+
+    asyncio.run(create())
+    listed = cli.with_env(SPECIALISTS_TASK_QUEUE=queue).call("schedules", "list", "--json").ok()
+    entry = next(entry for entry in listed["schedules"] if entry["name"] == "intake-scan")
+    assert entry["exists"] is True and entry["granted_by"] is None
+    assert "IntakeSweepInput" in entry["input_problem"]
+    sweep = next(entry for entry in listed["schedules"] if entry["name"] == "case-sweep")
+    assert sweep["exists"] is False and sweep["input_problem"] is None
