@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import datetime as dt
 import re
+from collections.abc import Iterable
 from enum import StrEnum
 from typing import Annotated, Any, Final
 
@@ -36,6 +37,7 @@ from contracts.ids import RUN_ID_PATTERN
 from contracts.intake_source import IntakeSource
 from contracts.models import ModelId
 from contracts.output import ReviewVerdict
+from contracts.queue_requests import AddedBy
 from contracts.shipping import ShipRecord
 from contracts.text_rules import check_multiline, check_one_line
 from contracts.work_item import EvidenceRef, RepoAlias
@@ -109,6 +111,7 @@ class QueueRefusalCode(StrEnum):
     WORK_ITEM_TOO_LARGE = "work_item_too_large"
     NOTHING_TO_ROUTE = "nothing_to_route"
     NOT_NEXT_ITEM = "not_next_item"
+    REQUEST_ID_CONFLICT = "request_id_conflict"
 
 
 class QueueRefused(Refused):
@@ -505,6 +508,9 @@ class QueueItem(ItemContent):
     """The item's ship (``queue ship``): set once; a second ship is refused ``already_shipped``."""
     intake: IntakeSource | None = None
     """The intake finding the item was proposed from (``None`` for an operator's proposal)."""
+    added_by: AddedBy | None = None
+    """The request id of the ``queue add`` that proposed it, when it named one
+    (:mod:`contracts.queue_requests`)."""
 
     @model_validator(mode="after")
     def _consistent(self) -> QueueItem:
@@ -633,13 +639,42 @@ class ItemUpdate(BaseModel):
         return self
 
 
-def new_item(proposal: ItemProposal, *, key: str, at: dt.datetime, actor: str | None) -> QueueItem:
+def new_item(
+    proposal: ItemProposal,
+    *,
+    key: str,
+    at: dt.datetime,
+    actor: str | None,
+    added_by: AddedBy | None = None,
+) -> QueueItem:
     """The proposal as a new item with ``key`` (allocated by :class:`contracts.queue_keys.KeyAllocator`),
-    status ``proposal`` and one ``added`` event. Raises ``pydantic.ValidationError`` for a bad key."""
-    event = QueueEvent(seq=1, at=at, kind=QueueEventKind.ADDED, actor=actor, data={"key": key})
-    return QueueItem.model_validate(
-        {**proposal.model_dump(), "key": key, "events": [event], "created_at": at, "updated_at": at}
-    )
+    status ``proposal`` and one ``added`` event (naming the request id, when the add had one). Raises
+    ``pydantic.ValidationError`` for a bad key."""
+    data: dict[str, Any] = {"key": key}
+    if added_by is not None:
+        data["request_id"] = added_by.request_id
+    event = QueueEvent(seq=1, at=at, kind=QueueEventKind.ADDED, actor=actor, data=data)
+    fields = {**proposal.model_dump(), "key": key, "events": [event], "created_at": at, "updated_at": at}
+    if added_by is not None:
+        fields["added_by"] = added_by
+    return QueueItem.model_validate(fields)
+
+
+def added_with(items: Iterable[QueueItem], request_id: str, proposal_sha256: str) -> QueueItem | None:
+    """The item an earlier ``queue add`` with ``request_id`` added, or ``None``; raises
+    :class:`QueueRefused` ``request_id_conflict`` when that add carried another proposal."""
+    for item in items:
+        if item.added_by is None or item.added_by.request_id != request_id:
+            continue
+        if item.added_by.proposal_sha256 != proposal_sha256:
+            raise QueueRefused(
+                QueueRefusalCode.REQUEST_ID_CONFLICT,
+                f"request id {request_id!r} was already used to add {item.key} with a different "
+                "proposal; use a new request id for a new proposal",
+                key=item.key,
+            )
+        return item
+    return None
 
 
 def apply_update(item: QueueItem, update: ItemUpdate, *, at: dt.datetime, actor: str | None) -> QueueItem:

@@ -32,6 +32,7 @@ from contracts.queue_items import (
     QueueStatus,
 )
 from contracts.queue_keys import KeyAllocator
+from contracts.queue_requests import AddedBy, RequestId
 from contracts.runs import RunInput, RunStatus
 from contracts.shipping import DEFAULT_MAIN_WRITE_CHECK_SECONDS, BaseHead, MainWrite
 
@@ -169,17 +170,33 @@ def _digest(data: Any) -> str:
 
 
 class AddRequest(BaseModel):
-    """Update ``add``: a new proposal (protected; the proof's target is the queue's workflow id)."""
+    """Update ``add``: a new proposal (protected; the proof's target is the queue's workflow id),
+    with the caller's ``request_id`` when it may send the same add again
+    (:mod:`contracts.queue_requests`)."""
 
     model_config = ConfigDict(frozen=True)
 
     actor: str | None
     proposal: ItemProposal
     proof: ActionProof | None = None
+    request_id: RequestId | None = None
+
+    def proposal_digest(self) -> str:
+        """The sha256 of the proposal's canonical JSON."""
+        return _digest(self.proposal.model_dump(mode="json"))
 
     def digest(self) -> str:
-        """What the proof is bound to: the sha256 of the proposal's canonical JSON."""
-        return _digest(self.proposal.model_dump(mode="json"))
+        """What the proof is bound to: the proposal's digest, or, with a request id, the sha256 of
+        both."""
+        if self.request_id is None:
+            return self.proposal_digest()
+        return _digest({"proposal": self.proposal_digest(), "request_id": self.request_id})
+
+    def added_by(self) -> AddedBy | None:
+        """What the new item keeps of this add (with a request id only)."""
+        if self.request_id is None:
+            return None
+        return AddedBy(request_id=self.request_id, proposal_sha256=self.proposal_digest())
 
 
 class UpdateItemRequest(BaseModel):
@@ -405,6 +422,8 @@ class ItemAnswer(BaseModel):
     item: QueueItem | None = None
     spec: SpecCompleteness | None = None
     previous_key: str | None = None
+    deduplicated: bool = False
+    """``add`` with a request id already used for the same proposal: ``item`` is the one it added."""
     code: str | None = None
     message: str | None = None
     extra: dict[str, Any] = {}

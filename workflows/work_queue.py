@@ -61,6 +61,7 @@ with workflow.unsafe.imports_passed_through():
         QueueStatus,
         RoundVerdict,
         RunOutcome,
+        added_with,
         apply_update,
         new_item,
     )
@@ -611,6 +612,16 @@ class WorkQueueWorkflow:
         refusal = await self._authorize(action, target, actor, proof, digest)
         if refusal is not None:
             return ItemAnswer(accepted=False, code=refusal[0], message=refusal[1])
+        return self._apply(action, target, actor, plan)
+
+    def _apply(
+        self,
+        action: QueueAction,
+        target: str,
+        actor: str | None,
+        plan: Callable[[], tuple[str, QueueItem, Any]],
+    ) -> ItemAnswer:
+        """Work ``plan`` out on the state as it is now and apply it (an authorised action)."""
         try:
             old_key, item, allocator = plan()
         except QueueRefused as error:
@@ -630,7 +641,9 @@ class WorkQueueWorkflow:
     def _plan_add(self, request: AddRequest) -> tuple[str, QueueItem, KeyAllocator]:
         proposal = request.proposal
         allocator, key = self._allocator.allocate(proposal.repo_alias)
-        item = new_item(proposal, key=key, at=workflow.now(), actor=request.actor)
+        item = new_item(
+            proposal, key=key, at=workflow.now(), actor=request.actor, added_by=request.added_by()
+        )
         return key, item, allocator
 
     def _plan_update(self, request: UpdateItemRequest) -> tuple[str, QueueItem, None]:
@@ -785,19 +798,43 @@ class WorkQueueWorkflow:
 
     @workflow.update(name=QueueMessage.ADD)
     async def add(self, request: AddRequest) -> ItemAnswer:
-        """Add a proposal (it may be thin); the queue allocates its key."""
-        return await self._item_action(
-            QueueAction.ADD,
-            workflow.info().workflow_id,
-            request.actor,
-            request.proof,
-            request.digest(),
-            lambda: self._plan_add(request),
+        """Add a proposal (it may be thin); the queue allocates its key. With a request id already
+        used for the same proposal, the answer is the item that add made (``deduplicated``); only
+        such requests take the second branch, so recorded histories replay without a patch."""
+        target = workflow.info().workflow_id
+        if request.request_id is None:
+            return await self._item_action(
+                QueueAction.ADD,
+                target,
+                request.actor,
+                request.proof,
+                request.digest(),
+                lambda: self._plan_add(request),
+            )
+        refusal = await self._authorize(
+            QueueAction.ADD, target, request.actor, request.proof, request.digest()
         )
+        if refusal is not None:
+            return ItemAnswer(accepted=False, code=refusal[0], message=refusal[1])
+        try:  # looked for again: another add with the id may have landed while this one was checked
+            earlier = added_with(self._items.values(), request.request_id, request.proposal_digest())
+        except QueueRefused as error:
+            self._refused(QueueAction.ADD, request.actor, target, error.code, error.message)
+            return ItemAnswer(accepted=False, code=error.code, message=error.message, extra=error.extra)
+        if earlier is not None:
+            return self._accepted(earlier).model_copy(update={"deduplicated": True})
+        return self._apply(QueueAction.ADD, target, request.actor, lambda: self._plan_add(request))
 
     @add.validator
     def _validate_add(self, request: AddRequest) -> None:
         self._require_actor(request.actor, QueueAction.ADD)
+        request_id = request.request_id
+        if request_id is not None:
+            earlier = self._check(
+                lambda: added_with(self._items.values(), request_id, request.proposal_digest())
+            )
+            if earlier is not None:
+                return  # answered with the item it added
         self._check(lambda: self._plan_add(request))
 
     @workflow.update(name=QueueMessage.INTAKE)

@@ -53,28 +53,48 @@ def _help() -> str:
 app = typer.Typer(help=_help())
 
 
-def _emit_item(answer: ItemAnswer, as_json: bool, *, with_previous_key: bool = False) -> None:
+def _emit_item(
+    answer: ItemAnswer, as_json: bool, *, with_previous_key: bool = False, deduplicated: bool = False
+) -> None:
     from control.output import emit
     from control.queue_views import item_json, render_item
 
     item = answer.item
     assert item is not None  # an accepted answer carries the item
-    extra = {"previous_key": answer.previous_key} if with_previous_key else {}
-    emit(
-        item_json(item, **extra),
-        as_json,
-        lambda console: render_item(console, item, previous_key=answer.previous_key),
-    )
+    extra: dict[str, Any] = {"previous_key": answer.previous_key} if with_previous_key else {}
+    if deduplicated:  # an add with a request id says whether it added the item or found it
+        extra["deduplicated"] = answer.deduplicated
+
+    def render(console: Any) -> None:
+        if answer.deduplicated:
+            console.print(f"Already added with this request id: {item.key} (nothing new was added).")
+        render_item(console, item, previous_key=answer.previous_key)
+
+    emit(item_json(item, **extra), as_json, render)
 
 
 # ---------------------------------------------------------------------------------------------- commands
 
 
 @app.command("add")
-def add_command(input_json: InputJson, actor: ActorOption = None, as_json: JsonFlag = False) -> None:
+def add_command(
+    input_json: InputJson,
+    actor: ActorOption = None,
+    request_id: Annotated[
+        str | None,
+        typer.Option(
+            "--request-id",
+            help="Caller's id: sending the same add again returns the item it added, not a second one.",
+        ),
+    ] = None,
+    as_json: JsonFlag = False,
+) -> None:
     """Add a proposal (only its title is required; approval needs the whole contract). Protected."""
+    from pydantic import TypeAdapter, ValidationError
+
     from contracts.queue_items import ItemProposal
     from contracts.queue_messages import AddRequest, QueueAction
+    from contracts.queue_requests import RequestId
     from contracts.temporal_names import QueueMessage
     from control.actions import proof_for
     from control.inputs import parse_model, read_json_argument
@@ -82,11 +102,17 @@ def add_command(input_json: InputJson, actor: ActorOption = None, as_json: JsonF
     proposal = parse_model(
         ItemProposal, read_json_argument(input_json, what="item"), what="item", code="invalid_item"
     )
+    if request_id is not None:
+        try:
+            TypeAdapter(RequestId).validate_python(request_id)
+        except ValidationError as error:
+            reason = "; ".join(str(problem["msg"]) for problem in error.errors())
+            raise InvalidInput("invalid_request_id", f"--request-id: {reason}") from None
     actor = require_actor(actor, "queue add")
-    request = AddRequest(actor=actor, proposal=proposal)
+    request = AddRequest(actor=actor, proposal=proposal, request_id=request_id)
     proof = proof_for(run_id=queue_id(), action=QueueAction.ADD, actor=actor, digest=request.digest())
     answer = send_item(QueueMessage.ADD, request.model_copy(update={"proof": proof}))
-    _emit_item(answer, as_json)
+    _emit_item(answer, as_json, deduplicated=request_id is not None)
 
 
 @app.command("update")

@@ -46,6 +46,7 @@ ITEM_KEYS = {
     "created_at",
     "updated_at",
     "intake",
+    "added_by",
 }
 SCOPE = {
     "problem": "p95 latency of GET /orders exceeds 2 s at 200 rps",
@@ -117,6 +118,46 @@ def test_add_prints_the_item_and_its_spec_and_show_prints_the_same(cli: Cli, tmp
     assert shown == {**added, "attention": None}
     human = cli.call("queue", "show", item["key"])
     assert human.exit_code == 0 and "Orders are slow" in human.stdout and "repo_alias" in human.stdout
+
+
+def test_an_add_sent_again_with_its_request_id_returns_the_item_it_added(cli: Cli) -> None:
+    """A retried ``queue add`` (the operator could not tell whether the first one landed) adds
+    nothing new; the same id with another proposal is refused; the id stays with the item through
+    its approval's rename."""
+    request_id = f"retry-{uuid.uuid4().hex}"
+    data = {"title": "Retried add"}
+    args = ("queue", "add", "--input-json", json.dumps(data), "--actor", "alice", "--request-id", request_id)
+    first = cli.call(*args, "--json").ok()
+    item = first["item"]
+    assert first["deduplicated"] is False
+    assert item["added_by"]["request_id"] == request_id
+    assert item["events"][0]["data"] == {"key": item["key"], "request_id": request_id}
+    again = cli.call(*args, "--json").ok()
+    assert again["deduplicated"] is True and again["item"] == item
+    human = cli.call(*args)
+    assert human.exit_code == 0 and f"Already added with this request id: {item['key']}" in human.stdout
+    listed = cli.call("queue", "list", "--json").ok()
+    assert [row["key"] for row in listed["items"] if row["title"] == "Retried add"] == [item["key"]]
+
+    other = json.dumps(complete("Another proposal"))
+    conflict = refusal(
+        cli.call(
+            "queue", "add", "--input-json", other, "--actor", "alice", "--request-id", request_id, "--json"
+        ),
+        4,
+        "request_id_conflict",
+    )
+    assert conflict["key"] == item["key"]
+
+    fields = {key: value for key, value in complete("Retried add").items() if key != "title"}
+    update = ("queue", "update", item["key"], "--input-json", json.dumps(fields), "--actor", "alice")
+    cli.call(*update, "--json").ok()
+    approved = cli.call("queue", "approve", item["key"], "--actor", "alice", "--json").ok()
+    renamed = approved["item"]["key"]
+    assert renamed != item["key"] and approved["item"]["added_by"] == item["added_by"]
+    after = cli.call(*args, "--json").ok()
+    assert after["deduplicated"] is True and after["item"]["key"] == renamed
+    assert after["item"]["status"] == "approved"
 
 
 def test_approval_names_every_gap_then_renames_the_completed_proposal(cli: Cli) -> None:
@@ -292,6 +333,18 @@ def test_bad_flags_and_input_are_refused_before_anything_is_sent(cli: Cli) -> No
     cases = [
         (("queue", "add", "--input-json", '{"titel": "typo"}', "--actor", "alice"), "invalid_item"),
         (("queue", "add", "--input-json", '{"title": "x"}'), "actor_required"),
+        (
+            ("queue", "add", "--input-json", '{"title": "x"}', "--actor", "alice", "--request-id", ""),
+            "invalid_request_id",
+        ),
+        (
+            ("queue", "add", "--input-json", '{"title": "x"}', "--actor", "alice", "--request-id", "a\nb"),
+            "invalid_request_id",
+        ),
+        (
+            ("queue", "add", "--input-json", '{"title": "x"}', "--actor", "alice", "--request-id", "r" * 201),
+            "invalid_request_id",
+        ),
         (
             ("queue", "update", "Q-1", "--input-json", '{"title": null}', "--actor", "alice"),
             "invalid_item_update",

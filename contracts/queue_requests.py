@@ -1,0 +1,37 @@
+"""Request ids of ``queue add`` (docs/architecture.md "Goal queue"). Pure: no I/O.
+
+An operator (or a script) that does not know whether its ``queue add`` reached the queue — a timeout,
+a dropped connection — sends it again with the same request id: the queue answers with the item the
+first one added (``deduplicated``) instead of adding a second. The item keeps the request id and
+the sha256 of the proposal it was added with (:class:`AddedBy`); the same id with another proposal
+is refused ``request_id_conflict``. A request id is one line of 1–200 printable characters.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+from pydantic import AfterValidator, BaseModel, ConfigDict, StringConstraints
+
+from contracts.ids import MAX_REQUEST_ID_CHARS
+from contracts.intake_source import Sha256
+from contracts.text_rules import check_one_line
+
+
+def _one_line(value: str) -> str:
+    return check_one_line(value, "request id")
+
+
+RequestId = Annotated[
+    str, StringConstraints(min_length=1, max_length=MAX_REQUEST_ID_CHARS), AfterValidator(_one_line)
+]
+
+
+class AddedBy(BaseModel):
+    """The ``queue add`` an item came from, when it named a request id."""
+
+    model_config = ConfigDict(frozen=True)
+
+    request_id: RequestId
+    proposal_sha256: Sha256
+    """sha256 of the canonical JSON of the proposal as it was added (later updates do not change it)."""
