@@ -112,6 +112,7 @@ class QueueRefusalCode(StrEnum):
     NOTHING_TO_ROUTE = "nothing_to_route"
     NOT_NEXT_ITEM = "not_next_item"
     REQUEST_ID_CONFLICT = "request_id_conflict"
+    ITEM_ARCHIVED = "item_archived"
 
 
 class QueueRefused(Refused):

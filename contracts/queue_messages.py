@@ -22,6 +22,7 @@ from contracts.models import ModelId
 from contracts.output import SpecialistOutput
 from contracts.proofs import ActionProof
 from contracts.queue_approval import SpecCompleteness
+from contracts.queue_archive import DEFAULT_ARCHIVE_AFTER_SECONDS, ArchivedItem
 from contracts.queue_items import (
     MAX_EVENT_REASON_CHARS,
     MAX_RECOVERY_DELAY_SECONDS,
@@ -163,6 +164,10 @@ class QueueState(BaseModel):
     main_writes: list[MainWrite] = []
     """The latest ``main_write`` events (at most ``contracts.shipping.MAIN_WRITES_KEPT``)."""
     main_write_check_seconds: float = Field(default=DEFAULT_MAIN_WRITE_CHECK_SECONDS, gt=0, le=3600)
+    archived: list[ArchivedItem] = []
+    """What the queue keeps of the items it archived (``contracts.queue_archive``)."""
+    archive_after_seconds: int = Field(default=DEFAULT_ARCHIVE_AFTER_SECONDS, ge=0)
+    """How long an ended item stays unchanged before the queue archives it."""
 
 
 def _digest(data: Any) -> str:

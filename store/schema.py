@@ -28,7 +28,7 @@ from sqlalchemy.engine import Dialect
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
 from sqlalchemy.types import TypeDecorator
 
-SCHEMA_REVISION: Final = "0014"
+SCHEMA_REVISION: Final = "0015"
 """The Alembic head this code expects; a store at another revision is not read without upgrading."""
 
 ACTOR_ID_LENGTH: Final = 64
@@ -239,6 +239,26 @@ class RunEventRow(Base):
     kind: Mapped[str] = mapped_column(String(EVENT_KIND_LENGTH))
     actor: Mapped[str | None] = mapped_column(String(ACTOR_ID_LENGTH))
     data: Mapped[dict[str, Any]] = mapped_column(JSON)
+
+
+QUEUE_ID_LENGTH: Final = 255
+QUEUE_KEY_LENGTH: Final = 32
+
+
+class QueueArchiveRow(Base):
+    """An ended goal-queue item moved out of its queue's workflow state (docs/architecture.md "Goal
+    queue", "Archive"): the whole item as JSON, keyed by the queue's workflow id and the item's key."""
+
+    __tablename__ = "queue_archive"
+    __table_args__ = (Index("ix_queue_archive_queue_id_archived_at", "queue_id", "archived_at"),)
+
+    queue_id: Mapped[str] = mapped_column(String(QUEUE_ID_LENGTH), primary_key=True)
+    key: Mapped[str] = mapped_column(String(QUEUE_KEY_LENGTH), primary_key=True)
+    status: Mapped[str] = mapped_column(String(ENUM_LENGTH))
+    title: Mapped[str] = mapped_column(String(TITLE_LENGTH))
+    updated_at: Mapped[dt.datetime] = mapped_column(UtcDateTime())
+    archived_at: Mapped[dt.datetime] = mapped_column(UtcDateTime())
+    item: Mapped[dict[str, Any]] = mapped_column(JSON)
 
 
 SETTING_KEY_LENGTH: Final = 64

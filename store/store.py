@@ -34,6 +34,7 @@ from contracts.identity import ActorKey, RecordKind, Signer, TrustAnchor
 from contracts.models import ModelRecord, ModelRegistration, ModelSelection, ModelSelectionRecord
 from contracts.policy import AutomationPolicy
 from contracts.proofs import SessionDelegation, token_fingerprint
+from contracts.queue_items import QueueItem
 from contracts.recordings import RecordingsFile
 from contracts.refusals import RefusalCode
 from contracts.research import (
@@ -52,6 +53,7 @@ from store import (
     configuration_events,
     model_registry,
     model_selection,
+    queue_archive,
     repositories,
     research,
     runs,
@@ -781,6 +783,26 @@ class Store:
         """Upsert a run's summary and append its new audit events (idempotent)."""
         with self._writing() as session:
             runs.project_run(session, summary, events)
+
+    # The goal queue's archive (store/queue_archive.py)
+
+    def archive_queue_items(self, queue_id: str, items: list[QueueItem], archived_at: dt.datetime) -> None:
+        """Write ended items of ``queue_id`` whole (idempotent; never over a newer copy)."""
+        with self._writing() as session:
+            queue_archive.archive_items(session, queue_id, items, archived_at)
+
+    def archived_queue_item(self, queue_id: str, key: str) -> tuple[QueueItem, dt.datetime] | None:
+        """The archived item ``key`` of ``queue_id`` and when it was archived, or ``None``."""
+        with self._reading() as session:
+            return queue_archive.archived_item(session, queue_id, key)
+
+    def list_archived_queue_items(
+        self, queue_id: str, *, limit: int = 100
+    ) -> tuple[list[tuple[QueueItem, dt.datetime]], int]:
+        """The newest ``limit`` archived items of ``queue_id`` and how many the archive holds."""
+        _check_limit(limit)
+        with self._reading() as session:
+            return queue_archive.list_archived(session, queue_id, limit=limit)
 
     def list_runs(
         self, *, status: str | None = None, tier: Tier | None = None, limit: int = 100

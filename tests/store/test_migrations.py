@@ -32,6 +32,7 @@ TABLES = {
     "models",
     "spent_proofs",
     "worktree_claims",
+    "queue_archive",
     "research_cases",
     "research_evidence",
     "research_job_outputs",

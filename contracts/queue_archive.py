@@ -1,0 +1,121 @@
+"""The goal queue's archive (docs/architecture.md "Goal queue", "Archive"). Pure: no I/O.
+
+The queue carries every item it holds across continue-as-new, and Temporal refuses a payload over
+2 MB: a queue that kept every item it ever ended would one day fail to continue. So an item that has
+ended — ``done`` or ``rejected`` — and has not changed for ``archive_after_seconds`` (30 days unless
+the queue's state says otherwise) is written whole to the store's archive when the queue continues
+as new, and the queue keeps only its :class:`ArchivedItem`: the key (and the keys it had before an
+approval renamed it), its status, when it was archived, and what the queue still needs of it — the
+intake fingerprint, so a scan does not propose its finding again, and the request id of its
+``queue add``. Moving an archived item is refused ``item_archived`` (exit 4); ``queue show`` reads it
+from the archive. At most :data:`MAX_ARCHIVED_PER_EXECUTION` items are archived per execution, in
+batches of :data:`ARCHIVE_BATCH` (each an activity's input, well under the payload limit).
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from collections.abc import Iterable
+from typing import Final
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from contracts.intake_source import Sha256
+from contracts.queue_items import (
+    ItemKey,
+    QueueEventKind,
+    QueueItem,
+    QueueRefusalCode,
+    QueueRefused,
+    QueueStatus,
+)
+from contracts.queue_requests import AddedBy
+
+ARCHIVED_STATUSES: Final = frozenset({QueueStatus.DONE, QueueStatus.REJECTED})
+DEFAULT_ARCHIVE_AFTER_SECONDS: Final = 30 * 24 * 3600
+ARCHIVE_BATCH: Final = 25
+"""Items per ``archive_queue_items`` call: 25 items at their largest are well under 2 MB."""
+MAX_ARCHIVED_PER_EXECUTION: Final = 200
+
+
+class ArchivedItem(BaseModel):
+    """What the queue keeps of an item it archived."""
+
+    model_config = ConfigDict(frozen=True)
+
+    key: ItemKey
+    status: QueueStatus
+    archived_at: dt.datetime
+    renamed_from: list[ItemKey] = []
+    intake_fingerprint: Sha256 | None = None
+    added_by: AddedBy | None = None
+
+
+class ArchiveRequest(BaseModel):
+    """Input of activity ``archive_queue_items``: items of the queue ``queue_id`` to write whole."""
+
+    model_config = ConfigDict(frozen=True)
+
+    queue_id: str
+    items: list[QueueItem] = Field(min_length=1, max_length=ARCHIVE_BATCH)
+    archived_at: dt.datetime
+
+
+def archivable(
+    items: Iterable[QueueItem], *, now: dt.datetime, after_seconds: int, busy: Iterable[str] = ()
+) -> list[QueueItem]:
+    """The ended items unchanged for ``after_seconds`` (oldest first, at most
+    :data:`MAX_ARCHIVED_PER_EXECUTION`), leaving out the ``busy`` ones (being shipped)."""
+    held = set(busy)
+    due = [
+        item
+        for item in items
+        if item.status in ARCHIVED_STATUSES
+        and item.key not in held
+        and (now - item.updated_at).total_seconds() >= after_seconds
+    ]
+    return sorted(due, key=lambda item: (item.updated_at, item.key))[:MAX_ARCHIVED_PER_EXECUTION]
+
+
+def batches(items: list[QueueItem]) -> list[list[QueueItem]]:
+    """``items`` in slices of :data:`ARCHIVE_BATCH`."""
+    return [items[start : start + ARCHIVE_BATCH] for start in range(0, len(items), ARCHIVE_BATCH)]
+
+
+def tombstone(item: QueueItem, archived_at: dt.datetime) -> ArchivedItem:
+    """What the queue keeps of ``item`` once the archive holds it."""
+    renamed = [
+        str(event.data["from"])
+        for event in item.events
+        if event.kind is QueueEventKind.RENAMED and isinstance(event.data.get("from"), str)
+    ]
+    return ArchivedItem(
+        key=item.key,
+        status=item.status,
+        archived_at=archived_at,
+        renamed_from=renamed,
+        intake_fingerprint=item.intake.fingerprint if item.intake is not None else None,
+        added_by=item.added_by,
+    )
+
+
+def archived_refusal(archived: ArchivedItem, asked: str) -> QueueRefused:
+    """``item_archived``: ``asked`` (the key, or one it had before a rename) names an archived item."""
+    name = archived.key if asked == archived.key else f"{asked} (renamed to {archived.key})"
+    when = archived.archived_at.astimezone(dt.UTC).isoformat().replace("+00:00", "Z")
+    return QueueRefused(
+        QueueRefusalCode.ITEM_ARCHIVED,
+        f"{name} was {archived.status.value} and was archived at {when}: `queue show {archived.key}` "
+        "reads it from the archive; add a new item to work on it again",
+        key=archived.key,
+        status=archived.status.value,
+        archived_at=when,
+    )
+
+
+def find_archived(archived: Iterable[ArchivedItem], key: str) -> ArchivedItem | None:
+    """The archived item ``key`` names (its key, or one it had before a rename)."""
+    for entry in archived:
+        if entry.key == key or key in entry.renamed_from:
+            return entry
+    return None
