@@ -6,7 +6,8 @@ For each finding, in the scan's order, the first rule that holds decides:
 1. an item not ``rejected`` or ``done`` holds its fingerprint → **already queued** (nothing changes;
    a TODO that moved is the same finding);
 2. an item past proposal already recorded this fingerprint as a changed source → **already queued**;
-3. a ``rejected`` or ``done`` item holds its fingerprint → **not re-proposed** (the answer says which);
+3. a ``rejected`` or ``done`` item holds its fingerprint, in the queue or archived
+   (``contracts.queue_archive``) → **not re-proposed** (the answer says which);
 4. an open item's anchor is the finding's (same kind, path and line; same branch or worktree) and its
    own fingerprint was not found by this scan → its source **changed**: a ``proposal`` is updated
    (title when the operator kept the generated one, the problem and evidence sections, the
@@ -21,6 +22,7 @@ A scan never approves, dispatches or moves an item. Pure: no I/O.
 from __future__ import annotations
 
 import datetime as dt
+from collections.abc import Iterable
 from typing import Any, Final
 
 from pydantic import BaseModel, ConfigDict, ValidationError
@@ -37,6 +39,7 @@ from contracts.intake import (
     outcome,
     proposal_problem,
 )
+from contracts.queue_archive import ArchivedItem
 from contracts.queue_items import QueueEvent, QueueEventKind, QueueItem, QueueStatus
 from contracts.queue_keys import KeyAllocator
 
@@ -70,6 +73,7 @@ def apply_intake(
     *,
     at: dt.datetime,
     actor: str | None,
+    archived: Iterable[ArchivedItem] = (),
 ) -> IntakeApplied:
     """The queue after the findings of ``result`` (see the module docstring): new proposals, updated
     proposals and recorded changes, with the answer listing each finding once."""
@@ -83,6 +87,9 @@ def apply_intake(
     }
     claimed: set[str] = set()
     seen: set[str] = set()
+    archived_by_fingerprint = {
+        entry.intake_fingerprint: entry for entry in archived if entry.intake_fingerprint is not None
+    }
     for finding in result.findings:
         if finding.fingerprint in seen:
             continue
@@ -118,6 +125,17 @@ def apply_intake(
                     f"{item.key} holds it and is {item.status.value}: not proposed again",
                     item.key,
                     item.status,
+                )
+            )
+            continue
+        gone = archived_by_fingerprint.get(finding.fingerprint)
+        if gone is not None:
+            lists["not_reproposed"].append(
+                outcome(
+                    finding,
+                    f"{gone.key} held it, was {gone.status.value} and is archived: not proposed again",
+                    gone.key,
+                    gone.status,
                 )
             )
             continue

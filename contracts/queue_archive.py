@@ -50,6 +50,10 @@ class ArchivedItem(BaseModel):
     intake_fingerprint: Sha256 | None = None
     added_by: AddedBy | None = None
 
+    def refusal(self, asked: str) -> QueueRefused:
+        """``item_archived`` for ``asked`` (its key, or one it had before a rename)."""
+        return archived_refusal(self, asked)
+
 
 class ArchiveRequest(BaseModel):
     """Input of activity ``archive_queue_items``: items of the queue ``queue_id`` to write whole."""

@@ -17,7 +17,7 @@ import datetime as dt
 import re
 from collections.abc import Iterable
 from enum import StrEnum
-from typing import Annotated, Any, Final
+from typing import Annotated, Any, Final, Protocol
 
 from pydantic import (
     AfterValidator,
@@ -661,21 +661,47 @@ def new_item(
     return QueueItem.model_validate(fields)
 
 
-def added_with(items: Iterable[QueueItem], request_id: str, proposal_sha256: str) -> QueueItem | None:
+def added_with(
+    items: Iterable[QueueItem],
+    request_id: str,
+    proposal_sha256: str,
+    archived: Iterable[ArchivedEntry] = (),
+) -> QueueItem | None:
     """The item an earlier ``queue add`` with ``request_id`` added, or ``None``; raises
-    :class:`QueueRefused` ``request_id_conflict`` when that add carried another proposal."""
+    :class:`QueueRefused` ``request_id_conflict`` when that add carried another proposal, and the
+    ``item_archived`` refusal of ``contracts.queue_archive`` when the item it added is archived."""
     for item in items:
         if item.added_by is None or item.added_by.request_id != request_id:
             continue
-        if item.added_by.proposal_sha256 != proposal_sha256:
-            raise QueueRefused(
-                QueueRefusalCode.REQUEST_ID_CONFLICT,
-                f"request id {request_id!r} was already used to add {item.key} with a different "
-                "proposal; use a new request id for a new proposal",
-                key=item.key,
-            )
+        _same_proposal(item.key, item.added_by, request_id, proposal_sha256)
         return item
+    for entry in archived:
+        if entry.added_by is not None and entry.added_by.request_id == request_id:
+            _same_proposal(entry.key, entry.added_by, request_id, proposal_sha256)
+            raise entry.refusal(entry.key)
     return None
+
+
+class ArchivedEntry(Protocol):
+    """What :func:`added_with` reads of an archived item (``contracts.queue_archive.ArchivedItem``)."""
+
+    @property
+    def key(self) -> str: ...
+
+    @property
+    def added_by(self) -> AddedBy | None: ...
+
+    def refusal(self, asked: str) -> QueueRefused: ...
+
+
+def _same_proposal(key: str, added_by: AddedBy, request_id: str, proposal_sha256: str) -> None:
+    if added_by.proposal_sha256 != proposal_sha256:
+        raise QueueRefused(
+            QueueRefusalCode.REQUEST_ID_CONFLICT,
+            f"request id {request_id!r} was already used to add {key} with a different "
+            "proposal; use a new request id for a new proposal",
+            key=key,
+        )
 
 
 def apply_update(item: QueueItem, update: ItemUpdate, *, at: dt.datetime, actor: str | None) -> QueueItem:

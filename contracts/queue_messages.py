@@ -477,6 +477,11 @@ class QueueView(BaseModel):
     """The latest ``main_write`` events, oldest first."""
     base_heads: dict[str, BaseHead] = {}
     """The base-branch heads the main-write guard holds, by repository alias."""
+    archived: ArchivedItem | None = None
+    """When the key asked for names an archived item: what the queue keeps of it (the archive in the
+    store holds the item)."""
+    archived_count: int = 0
+    """How many items the queue has archived."""
 
 
 class RefusalDetail(BaseModel):

@@ -130,7 +130,32 @@ def listing_json(
         "grant": None if view.autopilot_grant is None else grant_json(view.autopilot_grant),
         "settings": view.settings.model_dump(mode="json"),
         "main_writes": [write.model_dump(mode="json") for write in view.main_writes],
+        "archived_count": view.archived_count,
     }
+
+
+def archived_json(rows: list[tuple[QueueItem, dt.datetime]], total: int) -> dict[str, Any]:
+    """``archived``: the newest archived items (key, status, title, updated and archived times) and how
+    many the archive holds."""
+    return {
+        "items": [
+            {
+                "key": item.key,
+                "status": item.status.value,
+                "title": item.title,
+                "updated_at": iso(item.updated_at),
+                "archived_at": iso(archived_at),
+            }
+            for item, archived_at in rows
+        ],
+        "total": total,
+    }
+
+
+def render_archived(console: Console, data: dict[str, Any]) -> None:
+    """The ``archived`` table (titles are shown as text, never markup)."""
+    rows = [[row["key"], row["status"], row["title"], row["archived_at"]] for row in data["items"]]
+    console.print(table(f"archived items ({data['total']})", ["key", "status", "title", "archived"], rows))
 
 
 def grant_json(grant: AutopilotGrant) -> dict[str, Any]:
@@ -249,8 +274,10 @@ def render_item(
     *,
     previous_key: str | None = None,
     attention: dict[str, Any] | None = None,
+    archived: dict[str, Any] | None = None,
 ) -> None:
-    """An item: its fields, spec completeness, attention, scope, runs and events."""
+    """An item: its fields, spec completeness, attention, scope, runs and events (and when it was
+    archived, for an item read from the archive)."""
     spec = spec_completeness(item)
     status = item.status.value + (f" ({item.blocker.value})" if item.blocker else "")
     status += f" ({item.failure.value})" if item.failure else ""
@@ -273,6 +300,8 @@ def render_item(
         )
     if item.notes:
         rows.append(["notes", item.notes])
+    if archived is not None:
+        rows.append(["archived", f"{archived['archived_at']} (read from the archive; it can no longer move)"])
     console.print(table(f"item {item.key}", ["field", "value"], rows))
     scope = [[SCOPE_HEADINGS[name], item.scope.section(name) or "-"] for name in SCOPE_SECTIONS]
     console.print(table("scope", ["section", "text"], scope))
@@ -314,6 +343,8 @@ def render_listing(console: Console, data: dict[str, Any]) -> None:
     console.print(table("goal queue", columns, rows))
     counts = ", ".join(f"{status} {n}" for status, n in data["counts"].items() if n)
     console.print(safe_text(f"counts: {counts or 'no items'}"))
+    if data["archived_count"]:
+        console.print(safe_text(f"archived: {data['archived_count']} (specialists queue archived)"))
     autopilot = "on" if data["autopilot"] else "off"
     grant = data["grant"]
     if grant is not None:

@@ -36,6 +36,7 @@ from activities.models import ModelActivities
 from activities.probes import ProbeActivities
 from activities.projection import ProjectionActivities
 from activities.providers.base import ModelProvider
+from activities.queue_archive import QueueArchiveActivities
 from activities.queue_runs import QueueRunActivities
 from activities.queue_spec import SpecActivities
 from activities.research import ResearchActivities
@@ -152,6 +153,7 @@ def activities_for(
         IntakeSweepActivities(store).list_intake_repositories,
         IntakeSweepActivities(store).request_intake_scan,
         IntakeSweepActivities(store).check_intake_sweep,
+        QueueArchiveActivities(store).archive_queue_items,
     ]
 
 

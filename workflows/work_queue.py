@@ -44,6 +44,7 @@ with workflow.unsafe.imports_passed_through():
     from contracts.metric_names import QUEUE_SLOTS_OCCUPIED
     from contracts.proofs import ActionProof
     from contracts.queue_approval import approve, spec_completeness
+    from contracts.queue_archive import ArchivedItem, archived_refusal, find_archived
     from contracts.queue_dispatch import (
         apply_run_state,
         check_no_pending_run,
@@ -122,6 +123,7 @@ with workflow.unsafe.imports_passed_through():
     from contracts.temporal_names import ActivityName, QueueMessage, RunMessage, WorkflowType
     from contracts.ui_summaries import queue_details, run_summary
     from workflows.authorization import check_action
+    from workflows.queue_archive import archive_ended
     from workflows.queue_intake import (
         PATCH_BEYOND,
         PATCH_INTAKE,
@@ -217,6 +219,7 @@ class WorkQueueWorkflow:
     @workflow.init
     def __init__(self, state: QueueState) -> None:
         self._items: dict[str, QueueItem] = {item.key: item for item in state.items}
+        self._archived: list[ArchivedItem] = list(state.archived)  # workflows/queue_archive.py
         self._allocator: KeyAllocator = state.allocator
         self._settings: QueueSettings = state.settings
         self._settings_changes = list(state.settings_changes)
@@ -290,6 +293,7 @@ class WorkQueueWorkflow:
                 await self._read_progress()
                 if self._guard:
                     await check_base_heads(self)
+        await archive_ended(self, self._state.archive_after_seconds)
         await workflow.wait_condition(workflow.all_handlers_finished)
         workflow.continue_as_new(self._carried())
 
@@ -499,6 +503,7 @@ class WorkQueueWorkflow:
                 "told_status": self._latest_told(),
                 "base_heads": dict(self._base_heads),
                 "main_writes": list(self._main_writes),
+                "archived": list(self._archived),
             }
         )
 
@@ -516,6 +521,9 @@ class WorkQueueWorkflow:
         renamed = self._renamed_to(key)
         if renamed is not None:
             raise _UnknownItem(f"no item {key}: it was renamed to {renamed} at its approval")
+        archived = find_archived(self._archived, key)
+        if archived is not None:
+            raise archived_refusal(archived, key)
         raise _UnknownItem(f"no item {key} in the queue")
 
     def _renamed_to(self, key: str) -> str | None:
@@ -817,7 +825,9 @@ class WorkQueueWorkflow:
         if refusal is not None:
             return ItemAnswer(accepted=False, code=refusal[0], message=refusal[1])
         try:  # looked for again: another add with the id may have landed while this one was checked
-            earlier = added_with(self._items.values(), request.request_id, request.proposal_digest())
+            earlier = added_with(
+                self._items.values(), request.request_id, request.proposal_digest(), self._archived
+            )
         except QueueRefused as error:
             self._refused(QueueAction.ADD, request.actor, target, error.code, error.message)
             return ItemAnswer(accepted=False, code=error.code, message=error.message, extra=error.extra)
@@ -831,7 +841,9 @@ class WorkQueueWorkflow:
         request_id = request.request_id
         if request_id is not None:
             earlier = self._check(
-                lambda: added_with(self._items.values(), request_id, request.proposal_digest())
+                lambda: added_with(
+                    self._items.values(), request_id, request.proposal_digest(), self._archived
+                )
             )
             if earlier is not None:
                 return  # answered with the item it added
@@ -870,7 +882,12 @@ class WorkQueueWorkflow:
                 return beyond
             scanned, dropped = beyond
         applied = apply_intake(
-            scanned, list(self._items.values()), self._allocator, at=workflow.now(), actor=request.actor
+            scanned,
+            list(self._items.values()),
+            self._allocator,
+            at=workflow.now(),
+            actor=request.actor,
+            archived=self._archived,
         )
         self._allocator = applied.allocator
         for item in applied.items:
@@ -1120,6 +1137,7 @@ class WorkQueueWorkflow:
     @workflow.query(name=QueueMessage.VIEW)
     def view(self, query: QueueQuery) -> QueueView:
         """The items (all, or the one asked for), the settings and the queue's own records."""
+        archived = None
         if query.key is None:
             items = list(self._items.values())
             renamed = None
@@ -1127,6 +1145,8 @@ class WorkQueueWorkflow:
             held = self._items.get(query.key)
             items = [] if held is None else [held]
             renamed = None if held is not None else self._renamed_to(query.key)
+            if held is None and renamed is None:
+                archived = find_archived(self._archived, query.key)
         return QueueView(
             workflow_id=workflow.info().workflow_id,
             items=items,
@@ -1141,4 +1161,6 @@ class WorkQueueWorkflow:
             autopilot_grant=self._grant,
             main_writes=list(self._main_writes),
             base_heads=dict(self._base_heads),
+            archived=archived,
+            archived_count=len(self._archived),
         )

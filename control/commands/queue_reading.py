@@ -1,15 +1,20 @@
-"""Reading the goal queue: ``specialists queue list | show | events`` (JSON shapes in
-:mod:`control.queue_views`)."""
+"""Reading the goal queue: ``specialists queue list | show | events | archived`` (JSON shapes in
+:mod:`control.queue_views`; an archived item is read from the store's archive)."""
 
 from __future__ import annotations
 
-from typing import Annotated
+import datetime as dt
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
+from contracts.errors import InvalidInput
 from control.commands.common import JsonFlag
 from control.commands.queue_args import KeyArgument, SinceOption, check_key, parse_since, parse_status
 from control.commands.queue_messaging import queue_state
+
+if TYPE_CHECKING:
+    from contracts.queue_items import QueueItem
 
 reading = typer.Typer()
 """The reading commands, added to the ``queue`` group by ``control.commands.queue``."""
@@ -42,6 +47,10 @@ def show_command(key: KeyArgument, as_json: JsonFlag = False) -> None:
 
     check_key(key)
     view = queue_state(key)
+    if not view.items and view.archived is not None:
+        data, item = _from_archive(view.workflow_id, view.archived.key)
+        emit(data, as_json, lambda console: render_item(console, item, archived=data["archived"]))
+        return
     if not view.items:
         hint = (
             f": it was renamed to {view.renamed_to} at its approval" if view.renamed_to else " in the queue"
@@ -50,6 +59,50 @@ def show_command(key: KeyArgument, as_json: JsonFlag = False) -> None:
     item = view.items[0]
     data = item_json(item, attention=attention(item, view.run_status))
     emit(data, as_json, lambda console: render_item(console, item, attention=data["attention"]))
+
+
+def _from_archive(queue_id: str, key: str) -> tuple[dict[str, Any], QueueItem]:
+    """``show``'s JSON of an archived item, read from the store's archive (``"archived"``: when)."""
+    from contracts.errors import NotFound
+    from control.commands.common import open_store
+    from control.queue_views import iso, item_json
+
+    store = open_store(create=False)
+    found = None
+    if store is not None:
+        with store:
+            found = store.archived_queue_item(queue_id, key)
+    if found is None:
+        raise NotFound(
+            "archived_item_missing",
+            f"the queue archived {key}, but this store's archive has no copy of it: is the CLI reading "
+            "the worker's database (SPECIALISTS_DATABASE_URL)?",
+        )
+    item, archived_at = found
+    return item_json(item, attention=None, archived={"archived_at": iso(archived_at)}), item
+
+
+@reading.command("archived")
+def archived_command(
+    limit: Annotated[int, typer.Option("--limit", help="At most this many, newest archived first.")] = 50,
+    as_json: JsonFlag = False,
+) -> None:
+    """The items the queue archived (ended and unchanged for a while), newest first, from the store."""
+    from control.commands.common import open_store
+    from control.output import emit
+    from control.queue_views import archived_json, render_archived
+
+    if limit < 1:
+        raise InvalidInput("invalid_limit", f"--limit must be at least 1, not {limit}")
+    queue_id = queue_state().workflow_id
+    store = open_store(create=False)
+    rows: list[tuple[QueueItem, dt.datetime]] = []
+    total = 0
+    if store is not None:
+        with store:
+            rows, total = store.list_archived_queue_items(queue_id, limit=limit)
+    data = archived_json(rows, total)
+    emit(data, as_json, lambda console: render_archived(console, data))
 
 
 @reading.command("events")

@@ -8,6 +8,7 @@ from pathlib import Path
 from activities.intake_scan import scan_repository_at
 from contracts.intake_diff import apply_intake
 from contracts.intake_source import IntakeSubKind
+from contracts.queue_archive import tombstone
 from contracts.queue_items import QueueEventKind, QueueItem, QueueStatus
 from contracts.queue_keys import KeyAllocator
 from contracts.queue_transitions import Mover, QueueMove, apply_move
@@ -72,6 +73,25 @@ def test_a_rejected_items_finding_is_not_proposed_again(tmp_path: Path) -> None:
     after, _, answer = _scan(repo, list(items.values()), allocator)
     assert [(row.key, row.status) for row in answer.not_reproposed] == [(key, QueueStatus.REJECTED)]
     assert answer.proposed == [] and after[key].status is QueueStatus.REJECTED
+
+
+def test_an_archived_items_finding_is_not_proposed_again(tmp_path: Path) -> None:
+    repo = make_intake_repository(tmp_path)
+    items, allocator, _ = _scan(repo, [], KeyAllocator())
+    key = next(iter(items))
+    rejected = apply_move(items[key], QueueMove.REJECT, Mover.OPERATOR, at=AT, actor="alice", reason="no")
+    kept = [item for other, item in items.items() if other != key]
+    applied = apply_intake(
+        scan_repository_at(repo, "demo", "main"),
+        kept,
+        allocator,
+        at=AT,
+        actor="alice",
+        archived=[tombstone(rejected, AT)],
+    )
+    assert [(row.key, row.status) for row in applied.answer.not_reproposed] == [(key, QueueStatus.REJECTED)]
+    assert "archived" in applied.answer.not_reproposed[0].reason
+    assert applied.answer.proposed == [] and applied.items == []
 
 
 def test_a_changed_source_of_an_item_past_proposal_is_recorded_once(tmp_path: Path) -> None:

@@ -64,6 +64,7 @@ from worker import WORKFLOWS, sandbox_runner
 from workflows.model_ceiling import PATCH_LEASE_RECORDS
 from workflows.model_job import PATCH_ATTEMPTS_IN_WORKFLOW, PATCH_JOB_V5, PATCH_LOCAL_PREPARE
 from workflows.probes import PATCH_PROBE_REQUESTS
+from workflows.queue_archive import PATCH_ARCHIVE_ENDED
 from workflows.queue_intake import PATCH_BEYOND, PATCH_INTAKE, PATCH_SCHEDULED_INTAKE
 from workflows.queue_spec import PATCH_SPEC
 from workflows.research_team import PATCH_COORDINATED
@@ -97,6 +98,9 @@ QUEUE_SPEC = sorted(
 QUEUE_BEYOND = sorted(
     path for path in (HISTORIES / "queue" / "beyond").glob("*.json") if path.name != WORKFLOW_IDS
 )
+QUEUE_ARCHIVE = sorted(
+    path for path in (HISTORIES / "queue" / "archive").glob("*.json") if path.name != WORKFLOW_IDS
+)
 QUEUE_V2 = sorted(path for path in (HISTORIES / "queue" / "v2").glob("*.json") if path.name != WORKFLOW_IDS)
 QUEUE_V3 = sorted(path for path in (HISTORIES / "queue" / "v3").glob("*.json") if path.name != WORKFLOW_IDS)
 PROBES = sorted(path for path in (HISTORIES / "probes").glob("*.json") if path.name != WORKFLOW_IDS)
@@ -118,6 +122,7 @@ ALL = [
     *QUEUE_V2,
     *QUEUE_V3,
     *QUEUE_INTAKE,
+    *QUEUE_ARCHIVE,
     *QUEUE_SPEC,
     *QUEUE_BEYOND,
     *PROBES,
@@ -418,6 +423,22 @@ def test_the_intake_history_scans_twice_and_records_the_intake_patch() -> None:
     # The first scan's handler ran in the first workflow task, before run() asked its patches.
     assert _patches(QUEUE_INTAKE[0]) == [PATCH_INTAKE, PATCH_TRACK_RUNS, PATCH_AUTOPILOT, PATCH_ITEM_STATUS]
     assert _accepted_updates("queue/intake/intake.json") == ["intake", "reject", "intake", "intake"]
+
+
+def test_the_archive_history_archives_its_ended_items_before_continuing_as_new() -> None:
+    # python -m tests.histories.record_queue_archive: items in every status ended 40 days before, adds
+    # until the queue continues as new; the done and rejected items are archived first.
+    assert [path.name for path in QUEUE_ARCHIVE] == ["queue.json"]
+    assert _patches(QUEUE_ARCHIVE[0])[-1] == PATCH_ARCHIVE_ENDED
+    events = _events("queue/archive/queue.json")
+    archive = [
+        event
+        for event in events
+        if event["eventType"] == "EVENT_TYPE_ACTIVITY_TASK_SCHEDULED"
+        and event["activityTaskScheduledEventAttributes"]["activityType"]["name"] == "archive_queue_items"
+    ]
+    assert len(archive) == 1
+    assert events[-1]["eventType"] == "EVENT_TYPE_WORKFLOW_EXECUTION_CONTINUED_AS_NEW"
 
 
 def test_the_spec_history_takes_two_spec_passes_each_through_one_model_job() -> None:

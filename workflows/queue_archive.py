@@ -1,0 +1,67 @@
+"""The goal queue's archive, on the workflow side (docs/architecture.md "Goal queue", "Archive").
+
+Before the queue continues as new it writes its ended items that are due
+(:func:`contracts.queue_archive.archivable`) whole to the store (``archive_queue_items``, in
+batches), and keeps only what it still needs of each (:class:`contracts.queue_archive.ArchivedItem`).
+An item that changed while its batch was written (a ``reopen`` landed meanwhile) stays in the queue;
+a batch that fails leaves its items and the rest in the queue for the next execution — the archive
+is never a reason for the queue to stop.
+
+Deterministic: no I/O of its own; imported by :mod:`workflows.work_queue`.
+"""
+
+from __future__ import annotations
+
+from datetime import timedelta
+from typing import Protocol
+
+from temporalio import workflow
+from temporalio.common import RetryPolicy
+from temporalio.exceptions import ActivityError
+
+with workflow.unsafe.imports_passed_through():
+    from contracts.queue_archive import ArchivedItem, ArchiveRequest, archivable, batches, tombstone
+    from contracts.queue_items import QueueItem
+    from contracts.temporal_names import ActivityName
+
+PATCH_ARCHIVE_ENDED = "queue-archive-ended"
+"""Executions that archive ended items before continuing as new; histories recorded before (and
+executions with nothing due) continue without it."""
+ARCHIVE_TIMEOUT = timedelta(seconds=30)
+ARCHIVE_RETRY = RetryPolicy(maximum_attempts=3, initial_interval=timedelta(seconds=1))
+
+
+class ArchivingQueue(Protocol):
+    """What the queue workflow lends the archive: its items, what it archived, what it ships."""
+
+    _items: dict[str, QueueItem]
+    _archived: list[ArchivedItem]
+    _shipping: set[str]
+
+
+async def archive_ended(queue: ArchivingQueue, after_seconds: int) -> None:
+    """Archive the items due (see the module docstring)."""
+    due = archivable(
+        queue._items.values(), now=workflow.now(), after_seconds=after_seconds, busy=queue._shipping
+    )
+    if not due or not workflow.patched(PATCH_ARCHIVE_ENDED):
+        return
+    archived_at = workflow.now()
+    queue_id = workflow.info().workflow_id
+    for batch in batches(due):
+        try:
+            await workflow.execute_activity(
+                ActivityName.ARCHIVE_QUEUE_ITEMS,
+                ArchiveRequest(queue_id=queue_id, items=batch, archived_at=archived_at),
+                start_to_close_timeout=ARCHIVE_TIMEOUT,
+                retry_policy=ARCHIVE_RETRY,
+            )
+        except ActivityError as error:
+            workflow.logger.warning(
+                "the archive refused %d items; they stay in the queue: %s", len(batch), error.cause or error
+            )
+            return
+        for item in batch:
+            if queue._items.get(item.key) == item:  # unchanged while its batch was written
+                del queue._items[item.key]
+                queue._archived.append(tombstone(item, archived_at))
