@@ -22,6 +22,7 @@ from temporalio.common import RetryPolicy
 from temporalio.exceptions import ActivityError, ApplicationError
 
 with workflow.unsafe.imports_passed_through():
+    from contracts.queue_archive import ArchivedItem, find_archived
     from contracts.queue_items import QueueEventKind, QueueItem, QueueStatus
     from contracts.queue_messages import UNKNOWN_ITEM, ItemAnswer, QueueAction
     from contracts.shipping import (
@@ -53,6 +54,7 @@ class ShippingQueue(Protocol):
     """What the queue workflow lends the ship: its items, its authorisation and refusal records."""
 
     _items: dict[str, QueueItem]
+    _archived: list[ArchivedItem]
     _shipping: set[str]
     _base_heads: dict[str, BaseHead]
     _main_writes: list[MainWrite]
@@ -72,6 +74,10 @@ def ship_problem(queue: ShippingQueue, request: ShipRequest) -> tuple[str, str] 
     """Why ``request`` cannot be shipped now (code, message), or ``None``."""
     item = queue._items.get(request.key)
     if item is None:
+        archived = find_archived(queue._archived, request.key)
+        if archived is not None:
+            refusal = archived.refusal(request.key)
+            return refusal.code, refusal.message
         return UNKNOWN_ITEM, f"no item {request.key} in the queue"
     if item.shipped is not None:
         shipped = item.shipped

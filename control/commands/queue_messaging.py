@@ -11,6 +11,7 @@ from control.commands.common import client, run_async, task_queue
 if TYPE_CHECKING:
     from temporalio.client import Client
 
+    from contracts.queue_items import QueueItem
     from contracts.queue_messages import ItemAnswer, SettingsAnswer
     from contracts.temporal_names import QueueMessage
 
@@ -66,3 +67,18 @@ def queue_state(key: str | None = None) -> Any:
         return await queue_view(await worker_client(queue), queue, key)
 
     return run_async(go())
+
+
+def held_item(key: str) -> QueueItem:
+    """The item ``key`` the queue holds; raises ``item_archived`` (exit 4) for an archived one and
+    ``unknown_item`` (exit 3) otherwise."""
+    from contracts.errors import NotFound
+    from contracts.queue_messages import UNKNOWN_ITEM
+
+    view = queue_state(key)
+    if view.items:
+        return view.items[0]
+    if view.archived is not None:
+        raise view.archived.refusal(key)
+    hint = f": it was renamed to {view.renamed_to} at its approval" if view.renamed_to else " in the queue"
+    raise NotFound(UNKNOWN_ITEM, f"no item {key}{hint}")

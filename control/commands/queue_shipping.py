@@ -12,7 +12,7 @@ import typer
 from contracts.errors import NotFound
 from control.commands.common import ActorOption, JsonFlag, open_store, require_actor, run_async, task_queue
 from control.commands.queue_args import KeyArgument, check_key
-from control.commands.queue_messaging import queue_state, worker_client
+from control.commands.queue_messaging import held_item, worker_client
 
 shipping = typer.Typer()
 
@@ -24,7 +24,6 @@ def ship_command(key: KeyArgument, actor: ActorOption = None, as_json: JsonFlag 
     repository's policy is 'merge', merged into its base branch if that is a fast-forward or a clean
     merge; a conflict fails and leaves the base branch as it was. Nothing is ever pushed. A
     repository without a shipping policy is refused with the question to answer. Protected."""
-    from contracts.queue_messages import UNKNOWN_ITEM
     from control.actions import proof_for
     from control.output import emit
     from control.queue_shipping import check_shippable, require_policy, ship
@@ -32,10 +31,7 @@ def ship_command(key: KeyArgument, actor: ActorOption = None, as_json: JsonFlag 
 
     check_key(key)
     actor = require_actor(actor, "queue ship")
-    view = queue_state(key)
-    if not view.items:
-        raise NotFound(UNKNOWN_ITEM, f"no item {key} in the queue")
-    item = view.items[0]
+    item = held_item(key)
     check_shippable(item)
     store = open_store(create=False)
     if store is None or item.repo_alias is None:

@@ -9,10 +9,9 @@ from typing import Annotated, Any
 
 import typer
 
-from contracts.errors import NotFound
 from control.commands.common import ActorOption, JsonFlag, require_actor, run_async, task_queue
 from control.commands.queue_args import KeyArgument, check_key
-from control.commands.queue_messaging import queue_state, worker_client
+from control.commands.queue_messaging import held_item, worker_client
 
 spec = typer.Typer()
 
@@ -30,7 +29,7 @@ def spec_command(
     base-branch head; each section it answers with text citing evidence it was given is written,
     any other is named and left as it was; sections already written are kept unless --replace. The
     item stays a proposal: a spec pass never approves. Protected."""
-    from contracts.queue_messages import UNKNOWN_ITEM, ItemAnswer, QueueAction
+    from contracts.queue_messages import ItemAnswer, QueueAction
     from contracts.queue_spec import SpecRequest, content_sha256
     from contracts.temporal_names import QueueMessage
     from control.actions import proof_for
@@ -40,10 +39,7 @@ def spec_command(
 
     check_key(key)
     actor = require_actor(actor, "queue spec")
-    view = queue_state(key)
-    if not view.items:
-        raise NotFound(UNKNOWN_ITEM, f"no item {key} in the queue")
-    item = view.items[0]
+    item = held_item(key)
     request = SpecRequest(actor=actor, key=item.key, content_sha256=content_sha256(item), replace=replace)
     signed = request.model_copy(
         update={
