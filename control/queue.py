@@ -63,6 +63,17 @@ def refusal(code: str, message: str, extra: dict[str, Any] | None = None) -> Ope
     return Refused(code, message)
 
 
+def held_in(view: QueueView, key: str) -> QueueItem:
+    """The item ``key`` of a ``view`` asked for it: raises the queue's ``item_archived`` refusal (exit 4)
+    for an archived one, ``unknown_item`` (exit 3, naming a rename) for any other missing one."""
+    if view.items:
+        return view.items[0]
+    if view.archived is not None:
+        raise view.archived.refusal(key)
+    hint = f": it was renamed to {view.renamed_to} at its approval" if view.renamed_to else " in the queue"
+    raise NotFound(UNKNOWN_ITEM, f"no item {key}{hint}")
+
+
 def _details(error: ApplicationError) -> dict[str, Any]:
     details = error.details
     if details and isinstance(details[0], dict) and isinstance(details[0].get("extra"), dict):

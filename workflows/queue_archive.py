@@ -1,11 +1,12 @@
 """The goal queue's archive, on the workflow side (docs/architecture.md "Goal queue", "Archive").
 
-Before the queue continues as new it writes its ended items that are due
-(:func:`contracts.queue_archive.archivable`) whole to the store (``archive_queue_items``, in
-batches), and keeps only what it still needs of each (:class:`contracts.queue_archive.ArchivedItem`).
-An item that changed while its batch was written (a ``reopen`` landed meanwhile) stays in the queue;
-a batch that fails leaves its items and the rest in the queue for the next execution — the archive
-is never a reason for the queue to stop.
+Before the queue continues as new it takes its ended items that are due
+(:func:`contracts.queue_archive.archivable`; none being shipped) out of its items at once, keeping
+only what it still needs of each (:class:`contracts.queue_archive.ArchivedItem`), then writes them
+whole to the store (``archive_queue_items``, in batches). Taken out first, they cannot change while
+they are written: a handler that asks for one meanwhile (a ``reopen``, a ``ship``) finds it archived
+and is refused ``item_archived``. A batch that fails puts its items and the ones not yet written back
+where they were, for the next execution — the archive is never a reason for the queue to stop.
 
 Deterministic: no I/O of its own; imported by :mod:`workflows.work_queue`.
 """
@@ -48,7 +49,12 @@ async def archive_ended(queue: ArchivingQueue, after_seconds: int) -> None:
         return
     archived_at = workflow.now()
     queue_id = workflow.info().workflow_id
-    for batch in batches(due):
+    order = list(queue._items)
+    for item in due:
+        del queue._items[item.key]
+        queue._archived.append(tombstone(item, archived_at))
+    pending = batches(due)
+    for index, batch in enumerate(pending):
         try:
             await workflow.execute_activity(
                 ActivityName.ARCHIVE_QUEUE_ITEMS,
@@ -57,11 +63,22 @@ async def archive_ended(queue: ArchivingQueue, after_seconds: int) -> None:
                 retry_policy=ARCHIVE_RETRY,
             )
         except ActivityError as error:
+            unwritten = [item for rest in pending[index:] for item in rest]
             workflow.logger.warning(
-                "the archive refused %d items; they stay in the queue: %s", len(batch), error.cause or error
+                "the archive refused %d items; they stay in the queue: %s",
+                len(unwritten),
+                error.cause or error,
             )
+            _put_back(queue, unwritten, order)
             return
-        for item in batch:
-            if queue._items.get(item.key) == item:  # unchanged while its batch was written
-                del queue._items[item.key]
-                queue._archived.append(tombstone(item, archived_at))
+
+
+def _put_back(queue: ArchivingQueue, items: list[QueueItem], order: list[str]) -> None:
+    """``items`` back among the queue's items, in the places they had (items added since after them),
+    and no longer archived."""
+    back = {item.key: item for item in items}
+    queue._archived = [entry for entry in queue._archived if entry.key not in back]
+    current = queue._items
+    merged = {key: back.get(key) or current[key] for key in order if key in back or key in current}
+    merged.update((key, item) for key, item in current.items() if key not in merged)
+    queue._items = merged

@@ -27,6 +27,7 @@ with workflow.unsafe.imports_passed_through():
     from contracts.model_classes import ModelClass
     from contracts.model_jobs import JobContext, ModelJobInput, ModelJobResult
     from contracts.output import JobKind
+    from contracts.queue_archive import ArchivedItem, find_archived
     from contracts.queue_items import SCOPE_SECTIONS, QueueEventKind, QueueItem, QueueStatus
     from contracts.queue_messages import UNKNOWN_ITEM, ItemAnswer, QueueAction
     from contracts.queue_spec import (
@@ -59,6 +60,7 @@ class SpecQueue(Protocol):
     """What the queue workflow lends the spec pass."""
 
     _items: dict[str, QueueItem]
+    _archived: list[ArchivedItem]
 
     async def _authorize(
         self, action: QueueAction, target: str, actor: str | None, proof: Any, digest: str
@@ -75,6 +77,10 @@ def spec_problem(queue: SpecQueue, request: SpecRequest) -> tuple[str, str] | No
     """Why a spec pass of ``request.key`` cannot be taken now (code, message), or ``None``."""
     item = queue._items.get(request.key)
     if item is None:
+        archived = find_archived(queue._archived, request.key)
+        if archived is not None:
+            refusal = archived.refusal(request.key)
+            return refusal.code, refusal.message
         return UNKNOWN_ITEM, f"no item {request.key} in the queue"
     if item.status is not QueueStatus.PROPOSAL:
         return SpecCode.NOT_A_PROPOSAL, (

@@ -29,7 +29,7 @@ from control.commands.common import (
 )
 from control.commands.queue_args import InputJson, KeyArgument, check_key
 from control.commands.queue_intake import intake
-from control.commands.queue_messaging import queue_id, queue_state, send_item, worker_client
+from control.commands.queue_messaging import held_item, queue_id, queue_state, send_item, worker_client
 from control.commands.queue_reading import reading
 from control.commands.queue_settings import settings
 from control.commands.queue_shipping import shipping
@@ -201,27 +201,19 @@ def dispatch_command(
     scope and evidence, and the findings of its FAIL review rounds, whose run is rejected first). A
     read_only run is created enqueued; a worktree or pr_ready run still waits for its digest-bound
     approval and execute, shown as the item's attention. Protected."""
-    from contracts.errors import NotFound
     from contracts.ids import new_run_id
-    from contracts.queue_messages import UNKNOWN_ITEM
     from contracts.temporal_names import QueueMessage
     from control.actions import proof_for
     from control.queue import dispatch_request
 
     check_key(key)
     actor = require_actor(actor, "queue dispatch")
-    view = queue_state(key)
-    if not view.items:
-        hint = (
-            f": it was renamed to {view.renamed_to} at its approval" if view.renamed_to else " in the queue"
-        )
-        raise NotFound(UNKNOWN_ITEM, f"no item {key}{hint}")
+    item = held_item(key)
     signer = actor
 
     def sign(target: str, action: str, digest: str) -> Any:
         return proof_for(run_id=target, action=action, actor=signer, digest=digest)
 
-    item = view.items[0]
     request = dispatch_request(
         item,
         actor,
@@ -305,9 +297,7 @@ def done_command(
     """Accept the reviewed result of an item in human-review: its run is accepted and the item is
     done. Nothing is merged, pushed or published: the reviewed result is handed over as it is (the
     run, its contract digest, its change and, for a pr_ready run, where its patch file is). Protected."""
-    from contracts.errors import NotFound
     from contracts.queue_items import MAX_EVENT_REASON_CHARS
-    from contracts.queue_messages import UNKNOWN_ITEM
     from control.actions import proof_for
     from control.output import emit
     from control.queue import accept_and_complete
@@ -320,9 +310,7 @@ def done_command(
             "note_too_long", f"--note has {len(note)} characters; at most {MAX_EVENT_REASON_CHARS}"
         )
     actor = require_actor(actor, "queue done")
-    view = queue_state(key)
-    if not view.items:
-        raise NotFound(UNKNOWN_ITEM, f"no item {key} in the queue")
+    item = held_item(key)
     signer = actor
 
     def sign(target: str, action: str, digest: str) -> Any:
@@ -332,7 +320,7 @@ def done_command(
 
     async def go() -> Any:
         temporal = await worker_client(queue)
-        answer, run_id = await accept_and_complete(temporal, queue, view.items[0], signer, note, sign)
+        answer, run_id = await accept_and_complete(temporal, queue, item, signer, note, sign)
         return answer, run_id, await get_view(temporal, run_id)
 
     answer, run_id, run_view = run_async(go())

@@ -70,15 +70,7 @@ def queue_state(key: str | None = None) -> Any:
 
 
 def held_item(key: str) -> QueueItem:
-    """The item ``key`` the queue holds; raises ``item_archived`` (exit 4) for an archived one and
-    ``unknown_item`` (exit 3) otherwise."""
-    from contracts.errors import NotFound
-    from contracts.queue_messages import UNKNOWN_ITEM
+    """The item ``key`` the queue holds (:func:`control.queue.held_in`)."""
+    from control.queue import held_in
 
-    view = queue_state(key)
-    if view.items:
-        return view.items[0]
-    if view.archived is not None:
-        raise view.archived.refusal(key)
-    hint = f": it was renamed to {view.renamed_to} at its approval" if view.renamed_to else " in the queue"
-    raise NotFound(UNKNOWN_ITEM, f"no item {key}{hint}")
+    return held_in(queue_state(key), key)

@@ -3,7 +3,6 @@
 
 from __future__ import annotations
 
-import datetime as dt
 from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
@@ -87,21 +86,26 @@ def archived_command(
     limit: Annotated[int, typer.Option("--limit", help="At most this many, newest archived first.")] = 50,
     as_json: JsonFlag = False,
 ) -> None:
-    """The items the queue archived (ended and unchanged for a while), newest first, from the store."""
+    """The items the queue archived (ended and unchanged for a while), newest first, read from the
+    store; ``total`` is how many the queue has archived."""
+    from contracts.errors import NotFound
     from control.commands.common import open_store
     from control.output import emit
     from control.queue_views import archived_json, render_archived
 
     if limit < 1:
         raise InvalidInput("invalid_limit", f"--limit must be at least 1, not {limit}")
-    queue_id = queue_state().workflow_id
+    view = queue_state()
     store = open_store(create=False)
-    rows: list[tuple[QueueItem, dt.datetime]] = []
-    total = 0
-    if store is not None:
-        with store:
-            rows, total = store.list_archived_queue_items(queue_id, limit=limit)
-    data = archived_json(rows, total)
+    if store is None:
+        raise NotFound("no_store", "this deployment has no store yet: nothing was archived in it")
+    # A copy of an item the queue holds again (its batch was written, then reported failed and put
+    # back) is not an archived item.
+    held = {item.key for item in view.items}
+    with store:
+        rows, _ = store.list_archived_queue_items(view.workflow_id, limit=limit + len(held))
+    shown = [(item, at) for item, at in rows if item.key not in held][:limit]
+    data = archived_json(shown, view.archived_count)
     emit(data, as_json, lambda console: render_archived(console, data))
 
 

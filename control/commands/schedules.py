@@ -113,7 +113,7 @@ def _time(value: Any) -> str:
 
 
 def _render(console: Any, entries: list[dict[str, Any]]) -> None:
-    from control.output import table
+    from control.output import safe_text, table
 
     rows = [
         [
@@ -127,6 +127,9 @@ def _render(console: Any, entries: list[dict[str, Any]]) -> None:
         for entry in entries
     ]
     console.print(table("schedules", ["name", "created", "state", "every", "granted by", "next"], rows))
+    for entry in entries:
+        if entry["input_problem"]:
+            console.print(safe_text(f"{entry['name']}: {entry['input_problem']}"))
 
 
 @app.command("list")

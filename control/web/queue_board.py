@@ -121,9 +121,15 @@ async def move(
     Raises the queue's refusals (``transition_refused`` with the allowed moves,
     ``item_contract_incomplete`` with every gap, ...) as operator errors."""
     from contracts.ids import new_run_id
-    from contracts.queue_messages import UNKNOWN_ITEM, ItemAnswer, MoveRequest, QueueAction
+    from contracts.queue_messages import ItemAnswer, MoveRequest, QueueAction
     from contracts.temporal_names import QueueMessage
-    from control.queue import accept_and_complete, dispatch_request, queue_update, reject_failed_run
+    from control.queue import (
+        accept_and_complete,
+        dispatch_request,
+        held_in,
+        queue_update,
+        reject_failed_run,
+    )
     from control.queue_views import item_json
 
     check_key(key)
@@ -140,13 +146,7 @@ async def move(
 
     client = await deployment.client()
     queue = deployment.task_queue
-    view = await _view(deployment, key)
-    if not view.items:
-        renamed = (
-            f": it was renamed to {view.renamed_to} at its approval" if view.renamed_to else " in the queue"
-        )
-        raise NotFound(UNKNOWN_ITEM, f"no item {key}{renamed}")
-    item = view.items[0]
+    item = held_in(await _view(deployment, key), key)
     if name == QueueMove.DISPATCH.value:
         request = dispatch_request(
             item, session.actor, sign, run_id=new_run_id(),

@@ -91,3 +91,18 @@ def test_a_request_id_of_an_archived_item_is_refused_not_added_again() -> None:
         added_with([], "r-1", other.proposal_digest(), [kept])
     assert conflict.value.code == "request_id_conflict"
     assert added_with([], "r-2", request.proposal_digest(), [kept]) is None
+
+
+def test_items_whose_batch_failed_go_back_where_they_were_and_are_no_longer_archived() -> None:
+    from types import SimpleNamespace
+
+    from workflows.queue_archive import _put_back
+
+    first, second, third = (_ended(key, QueueStatus.REJECTED, T0) for key in ("Q-1", "ORD-2", "ORD-3"))
+    added = _ended("ORD-4", QueueStatus.APPROVED, T0)
+    kept = tombstone(second, T0)
+    queue = SimpleNamespace(items={"Q-1": first, "ORD-4": added}, archived=[kept])
+    queue._items, queue._archived = queue.items, queue.archived  # the names the workflow uses
+    _put_back(queue, [second, third], ["Q-1", "ORD-2", "ORD-3"])  # type: ignore[arg-type]
+    assert list(queue._items) == ["Q-1", "ORD-2", "ORD-3", "ORD-4"]
+    assert queue._items["ORD-2"] == second and queue._archived == []

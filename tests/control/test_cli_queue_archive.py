@@ -96,9 +96,22 @@ def test_archived_lists_them_newest_first_with_the_total(archived: tuple[Cli, Qu
     cli.call("queue", "archived", "--limit", "0", "--json").error(2, "invalid_limit")
 
 
-def test_moving_an_archived_item_is_refused(archived: tuple[Cli, QueueItem, QueueItem]) -> None:
+@pytest.mark.parametrize(
+    "command",
+    [
+        ("reopen", "--reason", "again"),
+        ("dispatch",),
+        ("done",),
+        ("ship",),
+        ("spec",),
+        ("approve",),
+    ],
+)
+def test_acting_on_an_archived_item_is_refused_item_archived(
+    archived: tuple[Cli, QueueItem, QueueItem], command: tuple[str, ...]
+) -> None:
     cli, done, _ = archived
-    refused = cli.call("queue", "reopen", done.key, "--actor", "alice", "--reason", "again", "--json")
+    refused = cli.call("queue", command[0], done.key, *command[1:], "--actor", "alice", "--json")
     assert refused.exit_code == 4, str(refused)
     error = refused.json()["error"]
     assert (error["code"], error["key"], error["status"]) == ("item_archived", done.key, "done")
