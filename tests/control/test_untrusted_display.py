@@ -487,3 +487,9 @@ def test_the_boards_proposals_show_their_evidence_and_the_scanned_finding_escape
         assert f'data-testid="intake-{proposal["key"]}"' in html
         assert f'data-testid="evidence-{proposal["key"]}"' in html
     assert "<script>window.__pwned" not in html and "&lt;script&gt;window.__pwned" in html
+    assert 'data-testid="archived"' not in html  # nothing archived: no line
+    archived = board_data(view.model_copy(update={"archived_count": 3}))
+    html = (
+        environment().get_template("queue.html").render(data=archived, session=session, csrf="t", notice=None)
+    )
+    assert 'data-testid="archived">3 ended items archived' in html
