@@ -12,6 +12,8 @@ import re
 import secrets
 from typing import Final
 
+from contracts.text_rules import check_one_line
+
 RUN_PREFIX: Final = "SOR-"
 TEAM_PREFIX: Final = "RTM-"
 CASE_PREFIX: Final = "RSC-"
@@ -45,6 +47,16 @@ def team_id_for_request(request_id: str) -> str:
     """The research team id for a caller's request id: ``RTM-`` + first 16 hex digits of its sha256,
     upper case. Raises ``ValueError`` for an empty request id or one over 200 characters."""
     return _id_for_request(TEAM_PREFIX, request_id)
+
+
+def check_request_id(request_id: str) -> str:
+    """``request_id`` when it is a caller's request id an operator can read back: one line of 1–200
+    printable characters, not blank. Raises ``ValueError`` saying which rule it breaks."""
+    if not request_id.strip():
+        raise ValueError("a request id must not be empty or blank")
+    if len(request_id) > MAX_REQUEST_ID_CHARS:
+        raise ValueError(f"a request id has at most {MAX_REQUEST_ID_CHARS} characters, not {len(request_id)}")
+    return check_one_line(request_id, "a request id")
 
 
 def _id_for_request(prefix: str, request_id: str) -> str:

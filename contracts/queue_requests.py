@@ -4,27 +4,20 @@ An operator (or a script) that does not know whether its ``queue add`` reached t
 a dropped connection — sends it again with the same request id: the queue answers with the item the
 first one added (``deduplicated``) instead of adding a second. The item keeps the request id and
 the sha256 of the proposal it was added with (:class:`AddedBy`); the same id with another proposal
-is refused ``request_id_conflict``. A request id is one line of 1–200 printable characters.
+is refused ``request_id_conflict``. A request id is one line of 1–200 printable characters, not
+blank (:func:`contracts.ids.check_request_id`, the rule of every request id).
 """
 
 from __future__ import annotations
 
 from typing import Annotated
 
-from pydantic import AfterValidator, BaseModel, ConfigDict, StringConstraints
+from pydantic import AfterValidator, BaseModel, ConfigDict
 
-from contracts.ids import MAX_REQUEST_ID_CHARS
+from contracts.ids import check_request_id
 from contracts.intake_source import Sha256
-from contracts.text_rules import check_one_line
 
-
-def _one_line(value: str) -> str:
-    return check_one_line(value, "request id")
-
-
-RequestId = Annotated[
-    str, StringConstraints(min_length=1, max_length=MAX_REQUEST_ID_CHARS), AfterValidator(_one_line)
-]
+RequestId = Annotated[str, AfterValidator(check_request_id)]
 
 
 class AddedBy(BaseModel):

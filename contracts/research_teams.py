@@ -22,10 +22,11 @@ import datetime as dt
 from enum import StrEnum
 from typing import Annotated, Final
 
-from pydantic import BaseModel, ConfigDict, StringConstraints
+from pydantic import AfterValidator, BaseModel, ConfigDict, StringConstraints
 
 from contracts.enums import RiskLevel
 from contracts.errors import Refused
+from contracts.ids import check_request_id
 from contracts.output import JobKind, ReviewVerdict
 from contracts.proofs import ActionProof
 from contracts.research import (
@@ -323,12 +324,13 @@ def job_visibility(
 
 
 class TeamStartInput(BaseModel):
-    """``research team-start --input FILE``: the caller's request id (1..200 characters). The same
-    request id returns the same team."""
+    """``research team-start --input FILE``: the caller's request id (one line of 1..200 printable
+    characters, not blank: :func:`contracts.ids.check_request_id`). The same request id returns the
+    same team."""
 
     model_config = ConfigDict(frozen=True, extra="forbid")
 
-    request_id: Annotated[str, StringConstraints(min_length=1, max_length=200)]
+    request_id: Annotated[str, AfterValidator(check_request_id)]
 
 
 class TeamInput(BaseModel):

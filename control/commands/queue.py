@@ -90,11 +90,9 @@ def add_command(
     as_json: JsonFlag = False,
 ) -> None:
     """Add a proposal (only its title is required; approval needs the whole contract). Protected."""
-    from pydantic import TypeAdapter, ValidationError
-
+    from contracts.ids import check_request_id
     from contracts.queue_items import ItemProposal
     from contracts.queue_messages import AddRequest, QueueAction
-    from contracts.queue_requests import RequestId
     from contracts.temporal_names import QueueMessage
     from control.actions import proof_for
     from control.inputs import parse_model, read_json_argument
@@ -104,10 +102,9 @@ def add_command(
     )
     if request_id is not None:
         try:
-            TypeAdapter(RequestId).validate_python(request_id)
-        except ValidationError as error:
-            reason = "; ".join(str(problem["msg"]) for problem in error.errors())
-            raise InvalidInput("invalid_request_id", f"--request-id: {reason}") from None
+            check_request_id(request_id)
+        except ValueError as error:
+            raise InvalidInput("invalid_request_id", f"--request-id: {error}") from None
     actor = require_actor(actor, "queue add")
     request = AddRequest(actor=actor, proposal=proposal, request_id=request_id)
     proof = proof_for(run_id=queue_id(), action=QueueAction.ADD, actor=actor, digest=request.digest())

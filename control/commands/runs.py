@@ -79,7 +79,7 @@ def create_command(
     as_json: JsonFlag = False,
 ) -> None:
     """Create a specialist run for a work item (a Temporal workflow)."""
-    from contracts.ids import new_run_id, run_id_for_request
+    from contracts.ids import check_request_id, new_run_id, run_id_for_request
     from contracts.runs import RunInput
     from contracts.work_item import WorkItem
     from control.inputs import parse_model, read_json_argument
@@ -103,7 +103,7 @@ def create_command(
         WorkItem, read_json_argument(input_json, what="work item"), what="work item", code="invalid_work_item"
     )
     try:
-        run_id = run_id_for_request(request_id) if request_id is not None else new_run_id()
+        run_id = run_id_for_request(check_request_id(request_id)) if request_id is not None else new_run_id()
     except ValueError as error:
         raise InvalidInput("invalid_request_id", str(error)) from None
     draft = RunInput(

@@ -100,7 +100,16 @@ async def _describe(client: Client, kind: ScheduleKind, task_queue: str) -> dict
         if not isinstance(payload, expected):
             [payload] = await pydantic_data_converter.decode([payload], [expected])
     except Exception as error:
-        entry["input_problem"] = f"the schedule's input does not read as {expected.__name__}: {error}"
+        from pydantic import ValidationError
+
+        from control.inputs import describe_validation_error
+
+        reason = (
+            describe_validation_error(error)
+            if isinstance(error, ValidationError)
+            else (str(error).splitlines() or [type(error).__name__])[0]
+        )
+        entry["input_problem"] = f"the schedule's input does not read as {expected.__name__}: {reason}"
         return entry
     entry["granted_by"] = payload.grant.granted_by
     return entry

@@ -55,3 +55,25 @@ def test_added_with_finds_the_earlier_item_and_refuses_another_proposal_under_th
 def test_a_request_id_is_one_line_of_1_to_200_printable_characters(bad: str) -> None:
     with pytest.raises(ValidationError):
         _request("Slow orders", bad)
+
+
+@pytest.mark.parametrize(
+    ("bad", "said"),
+    [
+        ("", "must not be empty or blank"),
+        ("   ", "must not be empty or blank"),
+        ("\u00a0", "must not be empty or blank"),
+        ("x" * 201, "at most 200 characters, not 201"),
+        ("a\nb", "one line"),
+        ("zero\u200bwidth", r"U\+200B"),
+    ],
+)
+def test_every_request_id_follows_one_rule_and_says_which_it_breaks(bad: str, said: str) -> None:
+    from contracts.ids import check_request_id
+    from contracts.research_teams import TeamStartInput
+
+    with pytest.raises(ValueError, match=said):
+        check_request_id(bad)
+    with pytest.raises(ValidationError, match=said):
+        TeamStartInput(request_id=bad)
+    assert check_request_id("deploy 2026-12-04 #3") == "deploy 2026-12-04 #3"

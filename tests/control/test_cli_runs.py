@@ -285,6 +285,8 @@ def offline(tmp_path: Path) -> Cli:
         (["--input-json", ITEM, "--tier", "sometimes"], 2, "unknown_tier"),
         (["--input-json", "{", "--tier", "recommend"], 2, "invalid_json"),
         (["--input-json", ITEM, "--tier", "recommend", "--request-id", ""], 2, "invalid_request_id"),
+        (["--input-json", ITEM, "--tier", "recommend", "--request-id", "a\nb"], 2, "invalid_request_id"),
+        (["--input-json", ITEM, "--tier", "recommend", "--request-id", "  "], 2, "invalid_request_id"),
         (["--input-json", ITEM, "--tier", "read_only", "--enqueue"], 2, "actor_required"),
         (["--input-json", ITEM, "--automatic"], 2, "actor_required"),
         (["--input-json", ITEM, "--automatic", "--actor", " "], 2, "actor_required"),

@@ -1,6 +1,6 @@
-"""Reasoning effort in the model selection: ``model_selections.efforts``, the effort asked of each
-model class's calls (docs/architecture.md "Model selection"). NULL for every earlier row; a row's
-signature covers it only when set, so earlier signatures still verify.
+"""The advisory model in the model selection: ``model_selections.advisory``, the model an advisory
+pass runs on (docs/architecture.md "Model selection"). NULL for every earlier row; a row's signature
+covers it only when set, so earlier signatures still verify.
 
 Revision ID: 0013
 Revises: 0012
