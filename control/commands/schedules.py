@@ -225,13 +225,14 @@ def enable_command(
     actor: ActorOption = None,
     as_json: JsonFlag = False,
 ) -> None:
-    """Create the schedule (or replace its interval and grant) under your signed standing grant
-    (protected). The daily case analysis runs each eligible case once per factual evidence; the
-    intake scan asks the goal queue to scan each active registered repository (proposals only)."""
+    """Create the schedule (or replace its interval and grant; a paused one stays paused) under your
+    signed standing grant (protected). The daily case analysis runs each eligible case once per
+    factual evidence; the intake scan asks the goal queue to scan each active registered repository
+    (proposals only)."""
     from contracts.errors import InvalidInput, Refused
     from contracts.schedules import AVAILABLE_KINDS, parse_interval
     from control.commands.common import client, task_queue
-    from control.output import emit
+    from control.output import emit, safe_text
 
     kind = _kind(name)
     try:
@@ -252,10 +253,7 @@ def enable_command(
         return await _describe(temporal, kind, queue)
 
     entry = run_async(apply())
-    emit(
-        {"schedule": entry, "action": "enabled"},
-        as_json,
-        lambda console: console.print(
-            f"{entry['schedule_id']} enabled by {actor}: every {entry['interval_seconds']} s"
-        ),
-    )
+    # Enabling keeps a paused schedule paused (its interval and grant are replaced): say so.
+    paused = f"; still paused: `specialists schedules resume {kind.value}` runs it" if entry["paused"] else ""
+    said = f"{entry['schedule_id']} enabled by {actor}: every {entry['interval_seconds']} s{paused}"
+    emit({"schedule": entry, "action": "enabled"}, as_json, lambda console: console.print(safe_text(said)))

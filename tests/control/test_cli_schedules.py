@@ -53,6 +53,9 @@ def test_the_case_sweep_is_enabled_paused_resumed_and_triggered_and_list_shows_e
     paused = cli.call("schedules", "pause", "case-sweep", "--actor", "alice", "--json").ok()
     assert (paused["action"], paused["schedule"]["paused"]) == ("paused", True)
     assert _entry(cli, "case-sweep")["paused"] is True
+    again = cli.call("schedules", "enable", "case-sweep", "--interval", "6h", "--actor", "alice")
+    assert again.exit_code == 0 and "still paused: `specialists schedules resume case-sweep`" in again.stdout
+    assert _entry(cli, "case-sweep")["paused"] is True
     resumed = cli.call("schedules", "resume", "case-sweep", "--actor", "alice", "--json").ok()
     assert (resumed["action"], resumed["schedule"]["paused"]) == ("resumed", False)
 
