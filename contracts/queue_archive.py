@@ -51,8 +51,18 @@ class ArchivedItem(BaseModel):
     added_by: AddedBy | None = None
 
     def refusal(self, asked: str) -> QueueRefused:
-        """``item_archived`` for ``asked`` (its key, or one it had before a rename)."""
-        return archived_refusal(self, asked)
+        """``item_archived``: ``asked`` (the key, or one it had before a rename) names this archived
+        item."""
+        name = self.key if asked == self.key else f"{asked} (renamed to {self.key})"
+        when = self.archived_at.astimezone(dt.UTC).isoformat().replace("+00:00", "Z")
+        return QueueRefused(
+            QueueRefusalCode.ITEM_ARCHIVED,
+            f"{name} was {self.status.value} and was archived at {when}: `queue show {self.key}` "
+            "reads it from the archive; add a new item to work on it again",
+            key=self.key,
+            status=self.status.value,
+            archived_at=when,
+        )
 
 
 class ArchiveRequest(BaseModel):
@@ -100,20 +110,6 @@ def tombstone(item: QueueItem, archived_at: dt.datetime) -> ArchivedItem:
         renamed_from=renamed,
         intake_fingerprint=item.intake.fingerprint if item.intake is not None else None,
         added_by=item.added_by,
-    )
-
-
-def archived_refusal(archived: ArchivedItem, asked: str) -> QueueRefused:
-    """``item_archived``: ``asked`` (the key, or one it had before a rename) names an archived item."""
-    name = archived.key if asked == archived.key else f"{asked} (renamed to {archived.key})"
-    when = archived.archived_at.astimezone(dt.UTC).isoformat().replace("+00:00", "Z")
-    return QueueRefused(
-        QueueRefusalCode.ITEM_ARCHIVED,
-        f"{name} was {archived.status.value} and was archived at {when}: `queue show {archived.key}` "
-        "reads it from the archive; add a new item to work on it again",
-        key=archived.key,
-        status=archived.status.value,
-        archived_at=when,
     )
 
 

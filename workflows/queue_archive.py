@@ -21,8 +21,16 @@ from temporalio.common import RetryPolicy
 from temporalio.exceptions import ActivityError
 
 with workflow.unsafe.imports_passed_through():
-    from contracts.queue_archive import ArchivedItem, ArchiveRequest, archivable, batches, tombstone
+    from contracts.queue_archive import (
+        ArchivedItem,
+        ArchiveRequest,
+        archivable,
+        batches,
+        find_archived,
+        tombstone,
+    )
     from contracts.queue_items import QueueItem
+    from contracts.queue_messages import UNKNOWN_ITEM
     from contracts.temporal_names import ActivityName
 
 PATCH_ARCHIVE_ENDED = "queue-archive-ended"
@@ -38,6 +46,16 @@ class ArchivingQueue(Protocol):
     _items: dict[str, QueueItem]
     _archived: list[ArchivedItem]
     _shipping: set[str]
+
+
+def not_held(archived: list[ArchivedItem], key: str) -> tuple[str, str]:
+    """Why ``key`` names none of the queue's items (code, message): archived (``item_archived``,
+    with when and how to read it) or unknown."""
+    entry = find_archived(archived, key)
+    if entry is None:
+        return UNKNOWN_ITEM, f"no item {key} in the queue"
+    refusal = entry.refusal(key)
+    return refusal.code, refusal.message
 
 
 async def archive_ended(queue: ArchivingQueue, after_seconds: int) -> None:

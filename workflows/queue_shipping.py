@@ -22,9 +22,9 @@ from temporalio.common import RetryPolicy
 from temporalio.exceptions import ActivityError, ApplicationError
 
 with workflow.unsafe.imports_passed_through():
-    from contracts.queue_archive import ArchivedItem, find_archived
+    from contracts.queue_archive import ArchivedItem
     from contracts.queue_items import QueueEventKind, QueueItem, QueueStatus
-    from contracts.queue_messages import UNKNOWN_ITEM, ItemAnswer, QueueAction
+    from contracts.queue_messages import ItemAnswer, QueueAction
     from contracts.shipping import (
         MAIN_WRITES_KEPT,
         BaseHead,
@@ -39,6 +39,7 @@ with workflow.unsafe.imports_passed_through():
     )
     from contracts.shipping_patch import accepted_run
     from contracts.temporal_names import ActivityName
+    from workflows.queue_archive import not_held
 
 PATCH_MAIN_WRITE_GUARD = "queue-main-write-guard"
 """Executions begun since the guard read their repositories' base-branch heads on a timer of their
@@ -74,11 +75,7 @@ def ship_problem(queue: ShippingQueue, request: ShipRequest) -> tuple[str, str] 
     """Why ``request`` cannot be shipped now (code, message), or ``None``."""
     item = queue._items.get(request.key)
     if item is None:
-        archived = find_archived(queue._archived, request.key)
-        if archived is not None:
-            refusal = archived.refusal(request.key)
-            return refusal.code, refusal.message
-        return UNKNOWN_ITEM, f"no item {request.key} in the queue"
+        return not_held(queue._archived, request.key)
     if item.shipped is not None:
         shipped = item.shipped
         return ShipCode.ALREADY_SHIPPED, (

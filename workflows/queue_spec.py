@@ -27,9 +27,9 @@ with workflow.unsafe.imports_passed_through():
     from contracts.model_classes import ModelClass
     from contracts.model_jobs import JobContext, ModelJobInput, ModelJobResult
     from contracts.output import JobKind
-    from contracts.queue_archive import ArchivedItem, find_archived
+    from contracts.queue_archive import ArchivedItem
     from contracts.queue_items import SCOPE_SECTIONS, QueueEventKind, QueueItem, QueueStatus
-    from contracts.queue_messages import UNKNOWN_ITEM, ItemAnswer, QueueAction
+    from contracts.queue_messages import ItemAnswer, QueueAction
     from contracts.queue_spec import (
         SPEC_PROFILE,
         SpecCapture,
@@ -46,6 +46,7 @@ with workflow.unsafe.imports_passed_through():
     from contracts.temporal_names import ActivityName
     from contracts.ui_summaries import model_job_summary
     from workflows.model_job import ModelJobWorkflow
+    from workflows.queue_archive import not_held
 
 PATCH_SPEC = "queue-spec-pass"
 """Executions that take a ``spec`` update record this marker where the update first runs (no
@@ -77,11 +78,7 @@ def spec_problem(queue: SpecQueue, request: SpecRequest) -> tuple[str, str] | No
     """Why a spec pass of ``request.key`` cannot be taken now (code, message), or ``None``."""
     item = queue._items.get(request.key)
     if item is None:
-        archived = find_archived(queue._archived, request.key)
-        if archived is not None:
-            refusal = archived.refusal(request.key)
-            return refusal.code, refusal.message
-        return UNKNOWN_ITEM, f"no item {request.key} in the queue"
+        return not_held(queue._archived, request.key)
     if item.status is not QueueStatus.PROPOSAL:
         return SpecCode.NOT_A_PROPOSAL, (
             f"{item.key} is {item.status.value}: a spec pass writes only a proposal's scope"

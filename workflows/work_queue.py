@@ -44,7 +44,7 @@ with workflow.unsafe.imports_passed_through():
     from contracts.metric_names import QUEUE_SLOTS_OCCUPIED
     from contracts.proofs import ActionProof
     from contracts.queue_approval import approve, spec_completeness
-    from contracts.queue_archive import ArchivedItem, archived_refusal, find_archived
+    from contracts.queue_archive import ArchivedItem, find_archived
     from contracts.queue_dispatch import (
         apply_run_state,
         check_no_pending_run,
@@ -523,7 +523,7 @@ class WorkQueueWorkflow:
             raise _UnknownItem(f"no item {key}: it was renamed to {renamed} at its approval")
         archived = find_archived(self._archived, key)
         if archived is not None:
-            raise archived_refusal(archived, key)
+            raise archived.refusal(key)
         raise _UnknownItem(f"no item {key} in the queue")
 
     def _renamed_to(self, key: str) -> str | None:

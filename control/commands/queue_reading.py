@@ -39,9 +39,8 @@ def list_command(
 @reading.command("show")
 def show_command(key: KeyArgument, as_json: JsonFlag = False) -> None:
     """An item with its scope, spec completeness, runs, review rounds and events."""
-    from contracts.errors import NotFound
-    from contracts.queue_messages import UNKNOWN_ITEM
     from control.output import emit
+    from control.queue import held_in
     from control.queue_views import attention, item_json, render_item
 
     check_key(key)
@@ -50,12 +49,7 @@ def show_command(key: KeyArgument, as_json: JsonFlag = False) -> None:
         data, item = _from_archive(view.workflow_id, view.archived.key)
         emit(data, as_json, lambda console: render_item(console, item, archived=data["archived"]))
         return
-    if not view.items:
-        hint = (
-            f": it was renamed to {view.renamed_to} at its approval" if view.renamed_to else " in the queue"
-        )
-        raise NotFound(UNKNOWN_ITEM, f"no item {key}{hint}")
-    item = view.items[0]
+    item = held_in(view, key)
     data = item_json(item, attention=attention(item, view.run_status))
     emit(data, as_json, lambda console: render_item(console, item, attention=data["attention"]))
 

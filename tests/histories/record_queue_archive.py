@@ -38,10 +38,7 @@ async def record(server: DevServer, state: Path) -> None:
             QueueState(items=items, allocator=allocator, continue_as_new_after_events=20, poll_seconds=3600)
         )
         first_run = (await client.get_workflow_handle(q.workflow_id).describe()).run_id
-        added = 0
-        while (await q.view()).runs == 1:
-            await q.add({"title": f"filler {added}"})
-            added += 1
+        await q.add_until_continued()
 
         async def archived() -> bool:
             return (await q.view()).archived_count == 2

@@ -207,6 +207,21 @@ class QueueBench:
     async def _settings(self, message: QueueMessage, request: Any) -> SettingsAnswer:
         return await queue_update(self.client, self.bench.task_queue, message, request, SettingsAnswer)
 
+    async def add_until_continued(self) -> int:
+        """Add thin proposals until the queue continues as new (its ``continue_as_new_after_events``
+        set low) and its next execution answers; how many were added."""
+        added = 0
+        while (await self.view()).runs == 1:
+            await self.add({"title": f"filler {added}"})
+            added += 1
+            assert added < 20, "the queue never continued as new"
+
+        async def carried() -> bool:
+            return (await self.view()).runs >= 2
+
+        assert await until(carried, timeout=10)
+        return added
+
     async def view(self, key: str | None = None) -> QueueView:
         return await queue_view(self.client, self.bench.task_queue, key)
 

@@ -18,7 +18,7 @@ from contracts.errors import Refused
 from contracts.queue_items import QueueStatus
 from contracts.queue_messages import QueueState
 from contracts.temporal_names import QueueMessage
-from tests.workflows.harness import until, within
+from tests.workflows.harness import within
 from tests.workflows.queue_harness import items_in_every_status, queue_bench
 from worker import WORKFLOWS, sandbox_runner
 
@@ -45,16 +45,7 @@ async def test_ended_items_are_archived_at_continue_as_new_and_the_queue_keeps_w
             )
         )
         first_run = (await q.client.get_workflow_handle(q.workflow_id).describe()).run_id
-        added = 0
-        while (await q.view()).runs == 1:
-            await q.add({"title": f"filler {added}"})
-            added += 1
-            assert added < 20, "the queue never continued as new"
-
-        async def carried() -> bool:
-            return (await q.view()).runs >= 2
-
-        assert await until(carried, timeout=10)
+        await q.add_until_continued()
         view = await q.view()
         assert view.archived_count == 2
         held = {item.key for item in view.items}

@@ -206,16 +206,7 @@ async def test_continue_as_new_carries_items_in_every_status_the_allocator_and_t
         )
         await q.start(state)
         await q.capacity(4)
-        added = 0
-        while (await q.view()).runs == 1:
-            await q.add({"title": f"filler {added}"})
-            added += 1
-            assert added < 20, "the queue never continued as new"
-
-        async def carried() -> bool:
-            return (await q.view()).runs >= 2
-
-        assert await until(carried, timeout=10)
+        added = await q.add_until_continued()
         view = await q.view()
         assert {item.status for item in view.items} == set(QueueStatus)
         by_key = {item.key: item for item in view.items}
