@@ -56,6 +56,9 @@ GROUPS: Final = (
 )
 LONG_RUNNING: Final = frozenset({"worker", "dev", "web", "codec-server"})
 """Commands that keep running (a worker): they load pydantic plugins as configured."""
+OUTPUT_CLOSED: Final = 141
+"""The exit code when stdout's reader went away before the output was written (``... | head -1``):
+128 + SIGPIPE, what a shell reports for a tool that signal ended (docs/architecture.md "Exit codes")."""
 
 
 def build_app(command: str | None = None) -> typer.Typer:
@@ -101,8 +104,37 @@ def _short_command(command: str | None) -> Iterator[None]:
 # ------------------------------------------------------------------------------------------------- main
 
 
+def _output_closed() -> bool:
+    """Whether stdout is a pipe whose reading end is closed (Linux reports an error on its write end)."""
+    import select
+
+    try:
+        poller = select.poll()
+        poller.register(sys.stdout.fileno(), select.POLLOUT)
+        return any(events & select.POLLERR for _, events in poller.poll(0))
+    except (OSError, ValueError, AttributeError):  # not a file descriptor (captured output)
+        return False
+
+
 def main(argv: list[str] | None = None) -> int:
-    """Run the CLI; returns the process exit code (docs/architecture.md "Exit codes")."""
+    """Run the CLI; returns the process exit code (docs/architecture.md "Exit codes").
+
+    A closed stdout ends the command quietly with ``OUTPUT_CLOSED``, however the write that found it
+    was reported (``BrokenPipeError``, or click's own ``exit(1)`` for it); stdout then points at
+    ``/dev/null`` so that the interpreter's last flush has nowhere to fail.
+    """
+    try:
+        return _main(argv)
+    except (BrokenPipeError, SystemExit):
+        if not _output_closed():
+            raise
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        os.close(devnull)
+        return OUTPUT_CLOSED
+
+
+def _main(argv: list[str] | None) -> int:
     from typer._click.exceptions import ClickException, NoArgsIsHelpError
 
     args = sys.argv[1:] if argv is None else argv

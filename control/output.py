@@ -81,12 +81,22 @@ def print_json(data: Any) -> None:
 
 
 def console() -> Console:
-    """A rich console on stdout (imported lazily: ``--json`` paths never load rich)."""
+    """A rich console on stdout (imported lazily: ``--json`` paths never load rich).
+
+    When the reader of stdout goes away (``specialists list | head -1``), the console raises
+    ``BrokenPipeError`` like any other write, so :func:`control.cli.main` sees the closed pipe and
+    ends with ``OUTPUT_CLOSED``; rich's own handling would point stdout at ``/dev/null`` and exit 1,
+    which the exit-code table keeps for the unexpected.
+    """
     from rich.console import Console
+
+    class _Console(Console):
+        def on_broken_pipe(self) -> None:
+            raise BrokenPipeError
 
     # Off a terminal (pipes, CI logs) rich would assume 80 columns and fold every table cell.
     width = None if sys.stdout.isatty() else 200
-    return Console(highlight=False, soft_wrap=False, width=width)
+    return _Console(highlight=False, soft_wrap=False, width=width)
 
 
 def emit(data: dict[str, Any], as_json: bool, render: Callable[[Console], None]) -> None:
