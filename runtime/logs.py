@@ -117,6 +117,9 @@ def configure_logging(
         root.removeHandler(old)
     root.addHandler(handler)
     root.setLevel(chosen)
+    # Every process opens the store, and Alembic says at info which dialect it found and each step
+    # it ran: below debug, the store's own one line says when a migration changed the schema.
+    logging.getLogger("alembic").setLevel(chosen if chosen <= logging.DEBUG else max(chosen, logging.WARNING))
     _ids_as_fields_not_text()
 
 

@@ -10,6 +10,7 @@ For development, ``python -m store.revisions`` upgrades, shows or writes revisio
 
 from __future__ import annotations
 
+import logging
 import threading
 from pathlib import Path
 from typing import TYPE_CHECKING, Final
@@ -37,6 +38,7 @@ def alembic_config() -> Config:
 
 
 _MIGRATING: Final = threading.Lock()
+_LOG: Final = logging.getLogger(__name__)
 
 
 def upgrade_to_head(engine: Engine) -> None:
@@ -46,8 +48,13 @@ def upgrade_to_head(engine: Engine) -> None:
     schema current and does nothing; two threads of one process by :data:`_MIGRATING`. Raises
     :class:`Refused` (``database_schema_mismatch``) when the database carries a revision this
     version does not know (written by a newer version).
+
+    Logs one line (``store schema upgraded from R1 to R2``) when it changed
+    the schema and none when the schema was current; Alembic's own lines stay below the deployment's
+    log level unless it is ``debug`` (``runtime.logs``), as every worker and command opens the store.
     """
     from alembic import command
+    from alembic.runtime.migration import MigrationContext
     from alembic.util.exc import CommandError
 
     config = alembic_config()
@@ -57,13 +64,17 @@ def upgrade_to_head(engine: Engine) -> None:
         # them. One migration at a time per process; the write lock orders processes.
         with _MIGRATING, writing(engine).begin() as connection:
             config.attributes["connection"] = connection
+            before = MigrationContext.configure(connection).get_current_revision()
             command.upgrade(config, "head")
+            after = MigrationContext.configure(connection).get_current_revision()
     except CommandError as exc:
         raise Refused(
             "database_schema_mismatch",
             f"cannot upgrade the database schema: {exc}; it was probably written by a newer version "
             "of specialists — use that version",
         ) from exc
+    if after != before:
+        _LOG.info("store schema upgraded from %s to %s", before or "an empty database", after)
 
 
 def head_revision() -> str:

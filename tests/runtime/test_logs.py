@@ -11,6 +11,7 @@ import uuid
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from datetime import timedelta
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -26,12 +27,13 @@ from runtime.logs import ENV_LOG_LEVEL, configure_logging, log_level, run_logger
 @pytest.fixture(autouse=True)
 def _restore_logging() -> Iterator[None]:
     """Each test configures the process's logging; put back what was there before."""
-    root = logging.getLogger()
-    handlers, level = root.handlers[:], root.level
+    root, alembic = logging.getLogger(), logging.getLogger("alembic")
+    handlers, level, alembic_level = root.handlers[:], root.level, alembic.level
     on_message = (workflow.logger.workflow_info_on_message, activity.logger.activity_info_on_message)
     yield
     root.handlers[:] = handlers
     root.setLevel(level)
+    alembic.setLevel(alembic_level)
     workflow.logger.workflow_info_on_message, activity.logger.activity_info_on_message = on_message
     structlog.reset_defaults()
 
@@ -80,6 +82,31 @@ def test_configuring_again_replaces_the_handler_instead_of_doubling_lines(stream
     configure_logging(stream=stream, environ={})
     logging.getLogger("alembic").warning("once")
     assert [line["event"] for line in _lines(stream)] == ["once"]
+
+
+def test_opening_a_store_says_one_line_when_it_migrated_and_nothing_when_current(
+    stream: io.StringIO, tmp_path: Path
+) -> None:
+    from store.database import open_store
+    from store.migrate import head_revision
+
+    url = f"sqlite:///{tmp_path / 'store.db'}"
+    open_store(url, create=True).close()
+    (line,) = _lines(stream)
+    assert line["event"] == f"store schema upgraded from an empty database to {head_revision()}"
+    assert line["logger"] == "store.migrate" and line["level"] == "info"
+    open_store(url, create=True).close()
+    assert len(_lines(stream)) == 1
+
+
+def test_at_debug_alembic_says_each_step_it_takes(tmp_path: Path) -> None:
+    from store.database import open_store
+
+    out = io.StringIO()
+    configure_logging(stream=out, environ={ENV_LOG_LEVEL: "debug"})
+    open_store(f"sqlite:///{tmp_path / 'store.db'}", create=True).close()
+    loggers = {line["logger"] for line in _lines(out)}
+    assert any(name.startswith("alembic") for name in loggers) and "store.migrate" in loggers
 
 
 @activity.defn(name="logs_test_activity")
