@@ -17,11 +17,9 @@ from temporalio import activity
 from temporalio.service import RPCError, RPCStatusCode
 
 from activities.store_access import SharedStore
-from contracts.enums import AutomationMode, RiskLevel, Tier
 from contracts.errors import OperatorError
 from contracts.ids import run_id_for_request
 from contracts.output import SpecialistOutput
-from contracts.policy import effective_tier
 from contracts.research import SWEPT_STATUSES, ResearchCase
 from contracts.runs import RunStatus, RunView
 from contracts.schedules import (
@@ -31,6 +29,7 @@ from contracts.schedules import (
     SweepCases,
     SweepCasesRequest,
     SweepSkip,
+    case_sweep_policy_problem,
     note_evidence_id,
     sweep_run_request_id,
 )
@@ -224,14 +223,4 @@ def _policy_problem(store: object) -> str | None:
         policy = store.get_policy().policy  # type: ignore[attr-defined]
     except OperatorError as error:
         return f"{error.code}: {error.message}"
-    if policy.mode is AutomationMode.OFF:
-        return "the automation policy is off"
-    decision = effective_tier(
-        requested=None, automatic=True, risk=RiskLevel.LOW, analysis_only=True, policy=policy
-    )
-    if decision.tier is not Tier.READ_ONLY:
-        return (
-            f"the automation policy ({policy.mode.value}, ceiling {policy.maximum_automatic_tier.value}) "
-            "gives automatic runs no read_only analysis: set mode guarded with ceiling read_only"
-        )
-    return None
+    return case_sweep_policy_problem(policy)

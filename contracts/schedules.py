@@ -31,7 +31,9 @@ from typing import Final
 
 from pydantic import BaseModel, ConfigDict
 
+from contracts.enums import AutomationMode, RiskLevel, Tier
 from contracts.hashing import canonical_sha256
+from contracts.policy import AutomationPolicy, effective_tier
 from contracts.proofs import ActionProof
 from contracts.research import CaseStatus
 
@@ -214,6 +216,26 @@ class CaseSweepResult(BaseModel):
     routed: list[SweepOutcome]
     skipped: list[SweepSkip]
     refused: str = ""
+
+
+def case_sweep_policy_problem(policy: AutomationPolicy) -> str | None:
+    """Why ``policy`` gives the daily case analysis nothing to run, or ``None`` when it may run.
+
+    The sweep's runs are automatic and analysis-only: they need ``read_only``, which only mode
+    ``guarded`` with ceiling ``read_only`` gives. Under any other policy the sweep skips every case
+    (reason ``policy``, this text), and ``schedules`` says so when it is enabled, triggered or listed.
+    """
+    if policy.mode is AutomationMode.OFF:
+        return "the automation policy is off"
+    decision = effective_tier(
+        requested=None, automatic=True, risk=RiskLevel.LOW, analysis_only=True, policy=policy
+    )
+    if decision.tier is not Tier.READ_ONLY:
+        return (
+            f"the automation policy ({policy.mode.value}, ceiling {policy.maximum_automatic_tier.value}) "
+            "gives automatic runs no read_only analysis: set mode guarded with ceiling read_only"
+        )
+    return None
 
 
 def sweep_run_request_id(case_id: str, factual_digest: str) -> str:

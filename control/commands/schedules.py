@@ -9,10 +9,13 @@ Names: ``case-sweep`` (the daily case analysis) and ``intake-scan`` (intake scan
 registered repository; off until enabled).
 
 JSON: ``list`` prints ``{"schedules": [{"name", "schedule_id", "available", "exists", "paused",
-"note", "interval_seconds", "granted_by", "next_action_times", "recent_actions"}]}``; the other
-commands print ``{"schedule": {...the same keys}, "action": "enabled | paused | resumed |
-triggered"}``. Exit codes: 2 an unknown name or interval, 3 a schedule not created yet
-(``unknown_schedule``), 4 refused (``schedule_unavailable``, identity refusals), 5 Temporal unreachable.
+"note", "interval_seconds", "granted_by", "input_problem", "policy_problem", "next_action_times",
+"recent_actions"}]}``; the other commands print ``{"schedule": {...the same keys}, "action": "enabled |
+paused | resumed | triggered"}``. ``next_action_times`` is empty while a schedule is paused (it starts
+nothing then); ``policy_problem`` says why the automation policy in force gives the case sweep nothing
+to run (every case would be skipped), ``null`` when it may run and for the other kinds. Exit codes:
+2 an unknown name or interval, 3 a schedule not created yet (``unknown_schedule``), 4 refused
+(``schedule_unavailable``, identity refusals), 5 Temporal unreachable.
 """
 
 from __future__ import annotations
@@ -47,6 +50,26 @@ def _kind(name: str) -> ScheduleKind:
         raise InvalidInput("unknown_schedule_name", f"no schedule named {name!r}: one of {names}") from None
 
 
+def _policy_problem(kind: ScheduleKind) -> str | None:
+    """Why the automation policy in force lets ``kind`` run nothing (the case sweep's runs need
+    automatic read_only analysis), or ``None``."""
+    from contracts.errors import OperatorError
+    from contracts.schedules import ScheduleKind, case_sweep_policy_problem
+    from control.commands.common import default_policy_record, open_store, with_store
+
+    if kind is not ScheduleKind.CASE_SWEEP:
+        return None
+    try:
+        store = open_store(create=False)
+        record = (
+            default_policy_record() if store is None else with_store(store, lambda held: held.get_policy())
+        )
+    except OperatorError as error:
+        return f"{error.code}: {error.message}"
+    problem = case_sweep_policy_problem(record.policy)
+    return None if problem is None else f"{problem}; until then every case is skipped"
+
+
 async def _describe(client: Client, kind: ScheduleKind, task_queue: str) -> dict[str, Any]:
     from temporalio.service import RPCError, RPCStatusCode
 
@@ -63,6 +86,7 @@ async def _describe(client: Client, kind: ScheduleKind, task_queue: str) -> dict
         "interval_seconds": None,
         "granted_by": None,
         "input_problem": None,
+        "policy_problem": _policy_problem(kind),
         "next_action_times": [],
         "recent_actions": [],
     }
@@ -79,7 +103,10 @@ async def _describe(client: Client, kind: ScheduleKind, task_queue: str) -> dict
         paused=schedule.state.paused,
         note=schedule.state.note or None,
         interval_seconds=int(intervals[0].every.total_seconds()) if intervals else None,
-        next_action_times=[_time(at) for at in described.info.next_action_times[:3]],
+        # A paused schedule starts nothing, whatever times its spec still computes.
+        next_action_times=(
+            [] if schedule.state.paused else [_time(at) for at in described.info.next_action_times[:3]]
+        ),
         recent_actions=[
             {"scheduled_at": _time(action.scheduled_at), "workflow_id": action.action.workflow_id}
             for action in described.info.recent_actions[-5:]
@@ -131,14 +158,20 @@ def _render(console: Any, entries: list[dict[str, Any]]) -> None:
             "-" if entry["paused"] is None else ("paused" if entry["paused"] else "active"),
             "-" if entry["interval_seconds"] is None else f"{entry['interval_seconds']} s",
             entry["granted_by"] or "-",
-            (entry["next_action_times"] or ["-"])[0],
+            "none while paused" if entry["paused"] else (entry["next_action_times"] or ["-"])[0],
         ]
         for entry in entries
     ]
     console.print(table("schedules", ["name", "created", "state", "every", "granted by", "next"], rows))
     for entry in entries:
-        if entry["input_problem"]:
-            console.print(safe_text(f"{entry['name']}: {entry['input_problem']}"))
+        for problem in (entry["input_problem"], entry["policy_problem"]):
+            if problem:
+                console.print(safe_text(f"{entry['name']}: {problem}"))
+
+
+def _said(entry: dict[str, Any], said: str) -> str:
+    """``said``, then the schedule's policy problem on a line of its own when it has one."""
+    return said if not entry["policy_problem"] else f"{said}\nwarning: {entry['policy_problem']}"
 
 
 @app.command("list")
@@ -171,7 +204,7 @@ async def _require_exists(temporal: Client, kind: ScheduleKind, queue: str) -> d
 
 def _change(name: str, actor: str | None, action: str, as_json: bool) -> None:
     from control.commands.common import client, task_queue
-    from control.output import emit
+    from control.output import emit, safe_text
 
     kind = _kind(name)
     actor = actor_required(actor, f"{action} a schedule")
@@ -194,7 +227,7 @@ def _change(name: str, actor: str | None, action: str, as_json: bool) -> None:
     emit(
         {"schedule": entry, "action": action},
         as_json,
-        lambda console: console.print(f"{entry['schedule_id']} {action} by {actor}"),
+        lambda console: console.print(safe_text(_said(entry, f"{entry['schedule_id']} {action} by {actor}"))),
     )
 
 
@@ -256,4 +289,8 @@ def enable_command(
     # Enabling keeps a paused schedule paused (its interval and grant are replaced): say so.
     paused = f"; still paused: `specialists schedules resume {kind.value}` runs it" if entry["paused"] else ""
     said = f"{entry['schedule_id']} enabled by {actor}: every {entry['interval_seconds']} s{paused}"
-    emit({"schedule": entry, "action": "enabled"}, as_json, lambda console: console.print(safe_text(said)))
+    emit(
+        {"schedule": entry, "action": "enabled"},
+        as_json,
+        lambda console: console.print(safe_text(_said(entry, said))),
+    )

@@ -50,9 +50,13 @@ def test_the_case_sweep_is_enabled_paused_resumed_and_triggered_and_list_shows_e
     assert (schedule["exists"], schedule["paused"], schedule["interval_seconds"]) == (True, False, 6 * 3600)
     assert schedule["granted_by"] == "alice"
 
+    assert schedule["next_action_times"]
     paused = cli.call("schedules", "pause", "case-sweep", "--actor", "alice", "--json").ok()
     assert (paused["action"], paused["schedule"]["paused"]) == ("paused", True)
     assert _entry(cli, "case-sweep")["paused"] is True
+    # A paused schedule starts nothing: it lists no next time, nor does its row show one.
+    assert paused["schedule"]["next_action_times"] == []
+    assert "none while paused" in cli.call("schedules", "list").stdout
     again = cli.call("schedules", "enable", "case-sweep", "--interval", "6h", "--actor", "alice")
     assert again.exit_code == 0 and "still paused: `specialists schedules resume case-sweep`" in again.stdout
     assert _entry(cli, "case-sweep")["paused"] is True
@@ -149,3 +153,25 @@ def test_list_names_a_schedule_whose_input_does_not_read_as_its_kind(
     assert human.exit_code == 0 and "intake-scan: the schedule's input does not read as" in human.stdout
     sweep = next(entry for entry in listed["schedules"] if entry["name"] == "case-sweep")
     assert sweep["exists"] is False and sweep["input_problem"] is None
+
+
+def test_the_case_sweep_says_while_the_policy_gives_its_runs_no_read_only_analysis(cli: Cli) -> None:
+    # The deployment's default policy (recommend, ceiling recommend) lets the sweep run nothing:
+    # enabling, triggering and listing say so, and still do what was asked.
+    problem = _entry(cli, "case-sweep")["policy_problem"]
+    assert problem is not None and "gives automatic runs no read_only analysis" in problem
+    assert "every case is skipped" in problem
+    assert _entry(cli, "intake-scan")["policy_problem"] is None
+    enabled = cli.call("schedules", "enable", "case-sweep", "--actor", "alice")
+    assert enabled.exit_code == 0
+    assert f"warning: {problem}" in enabled.stdout
+    triggered = cli.call("schedules", "trigger", "case-sweep", "--actor", "alice", "--json").ok()
+    assert triggered["schedule"]["policy_problem"] == problem
+    assert f"case-sweep: {problem}" in cli.call("schedules", "list").stdout
+
+    cli.call(
+        "policy", "--mode", "guarded", "--maximum-automatic-tier", "read_only", "--actor", "alice", "--json"
+    ).ok()
+    assert _entry(cli, "case-sweep")["policy_problem"] is None
+    quiet = cli.call("schedules", "trigger", "case-sweep", "--actor", "alice")
+    assert quiet.exit_code == 0 and "warning" not in quiet.stdout
