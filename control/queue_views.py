@@ -324,6 +324,14 @@ def _event_text(data: dict[str, Any]) -> str:
     return ", ".join(f"{key}={value}" for key, value in data.items())
 
 
+def _spec_cell(item: dict[str, Any]) -> str:
+    """The spec column: whether the item could be approved; ``-`` for a rejected one, which nobody
+    approves until it is reopened (``--json`` still gives its gaps)."""
+    if item["status"] == QueueStatus.REJECTED.value:
+        return "-"
+    return "complete" if item["spec"]["complete"] else f"{len(item['spec']['gaps'])} gaps"
+
+
 def render_listing(console: Console, data: dict[str, Any]) -> None:
     """``list``: the items, then the counts, the fleet line and the keys ready to dispatch."""
     rows = [
@@ -334,7 +342,7 @@ def render_listing(console: Console, data: dict[str, Any]) -> None:
             _text(item["risk"]),
             item["tier"],
             _text(item["repo_alias"]),
-            "complete" if item["spec"]["complete"] else f"{len(item['spec']['gaps'])} gaps",
+            _spec_cell(item),
             item["title"],
         ]
         for item in data["items"]

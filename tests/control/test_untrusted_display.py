@@ -493,3 +493,43 @@ def test_the_boards_proposals_show_their_evidence_and_the_scanned_finding_escape
         environment().get_template("queue.html").render(data=archived, session=session, csrf="t", notice=None)
     )
     assert 'data-testid="archived">3 ended items archived' in html
+
+
+def test_queue_list_and_the_board_show_a_rejected_proposal_without_the_gaps_nobody_will_fill() -> None:
+    import datetime as dt
+
+    from contracts.queue_items import ItemProposal, QueueEventKind, QueueStatus, new_item
+    from contracts.queue_keys import KeyAllocator
+    from contracts.queue_messages import QueueSettings, QueueView
+    from control.queue_views import listing_json, render_listing
+
+    at = dt.datetime(2026, 12, 4, 9, 0, tzinfo=dt.UTC)
+    open_one = new_item(ItemProposal(title="Still open"), key="ORD-1", at=at, actor="alice")
+    rejected = new_item(ItemProposal(title="Turned down"), key="ORD-2", at=at, actor="alice").with_event(
+        QueueEventKind.MOVED, at, "alice", {"to": "rejected"}, status=QueueStatus.REJECTED
+    )
+    view = QueueView(
+        workflow_id="queue", items=[open_one, rejected], settings=QueueSettings(), allocator=KeyAllocator(),
+        settings_changes=[], refusals=[], runs=0, history_events=1, main_writes=[],
+    )  # fmt: skip
+    data = listing_json(view)
+    gaps = len(data["items"][0]["spec"]["gaps"])
+    assert gaps and data["items"][1]["spec"]["gaps"]  # --json keeps every item's gaps
+    lines = render_with(lambda console: render_listing(console, data)).splitlines()
+    assert f"{gaps} gaps" in next(line for line in lines if "Still open" in line)
+    row = next(line for line in lines if "Turned down" in line)
+    assert "gaps" not in row and " - " in row
+
+    from types import SimpleNamespace
+
+    from control.web.queue_board import board_data
+    from control.web.rendering import environment
+
+    html = (
+        environment()
+        .get_template("queue.html")
+        .render(
+            data=board_data(view), session=SimpleNamespace(actor="alice", csrf="t"), csrf="t", notice=None
+        )
+    )
+    assert 'data-testid="gaps-ORD-1"' in html and 'data-testid="gaps-ORD-2"' not in html
