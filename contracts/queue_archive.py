@@ -96,18 +96,22 @@ def batches(items: list[QueueItem]) -> list[list[QueueItem]]:
     return [items[start : start + ARCHIVE_BATCH] for start in range(0, len(items), ARCHIVE_BATCH)]
 
 
-def tombstone(item: QueueItem, archived_at: dt.datetime) -> ArchivedItem:
-    """What the queue keeps of ``item`` once the archive holds it."""
-    renamed = [
+def former_keys(item: QueueItem) -> list[str]:
+    """The keys ``item`` had before an approval renamed it (its ``renamed`` events' ``from``)."""
+    return [
         str(event.data["from"])
         for event in item.events
         if event.kind is QueueEventKind.RENAMED and isinstance(event.data.get("from"), str)
     ]
+
+
+def tombstone(item: QueueItem, archived_at: dt.datetime) -> ArchivedItem:
+    """What the queue keeps of ``item`` once the archive holds it."""
     return ArchivedItem(
         key=item.key,
         status=item.status,
         archived_at=archived_at,
-        renamed_from=renamed,
+        renamed_from=former_keys(item),
         intake_fingerprint=item.intake.fingerprint if item.intake is not None else None,
         added_by=item.added_by,
     )

@@ -28,7 +28,9 @@ from sqlalchemy.engine import Dialect
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
 from sqlalchemy.types import TypeDecorator
 
-SCHEMA_REVISION: Final = "0015"
+from contracts.ids import MAX_REQUEST_ID_CHARS
+
+SCHEMA_REVISION: Final = "0016"
 """The Alembic head this code expects; a store at another revision is not read without upgrading."""
 
 ACTOR_ID_LENGTH: Final = 64
@@ -250,7 +252,11 @@ class QueueArchiveRow(Base):
     queue", "Archive"): the whole item as JSON, keyed by the queue's workflow id and the item's key."""
 
     __tablename__ = "queue_archive"
-    __table_args__ = (Index("ix_queue_archive_queue_id_archived_at", "queue_id", "archived_at"),)
+    __table_args__ = (
+        Index("ix_queue_archive_queue_id_archived_at", "queue_id", "archived_at"),
+        Index("ix_queue_archive_queue_id_intake_fingerprint", "queue_id", "intake_fingerprint"),
+        Index("ix_queue_archive_queue_id_request_id", "queue_id", "request_id"),
+    )
 
     queue_id: Mapped[str] = mapped_column(String(QUEUE_ID_LENGTH), primary_key=True)
     key: Mapped[str] = mapped_column(String(QUEUE_KEY_LENGTH), primary_key=True)
@@ -259,6 +265,21 @@ class QueueArchiveRow(Base):
     updated_at: Mapped[dt.datetime] = mapped_column(UtcDateTime())
     archived_at: Mapped[dt.datetime] = mapped_column(UtcDateTime())
     item: Mapped[dict[str, Any]] = mapped_column(JSON)
+    intake_fingerprint: Mapped[str | None] = mapped_column(String(DIGEST_LENGTH), nullable=True)
+    """The intake finding the item held (``item.intake.fingerprint``): a scan proposes it again never."""
+    request_id: Mapped[str | None] = mapped_column(String(MAX_REQUEST_ID_CHARS), nullable=True)
+    """The request id of the ``queue add`` that added the item (``item.added_by.request_id``)."""
+
+
+class QueueArchiveNameRow(Base):
+    """Every key an archived item had — its own, and a proposal's ``Q-<n>`` before its approval renamed
+    it — so a command naming either finds it (keys are never issued twice in a queue)."""
+
+    __tablename__ = "queue_archive_names"
+
+    queue_id: Mapped[str] = mapped_column(String(QUEUE_ID_LENGTH), primary_key=True)
+    name: Mapped[str] = mapped_column(String(QUEUE_KEY_LENGTH), primary_key=True)
+    key: Mapped[str] = mapped_column(String(QUEUE_KEY_LENGTH))
 
 
 SETTING_KEY_LENGTH: Final = 64

@@ -796,6 +796,21 @@ class Store:
         with self._reading() as session:
             return queue_archive.archived_item(session, queue_id, key)
 
+    def archived_queue_item_named(self, queue_id: str, name: str) -> tuple[QueueItem, dt.datetime] | None:
+        """The archived item of ``queue_id`` that had the key ``name`` (its own or a former one)."""
+        with self._reading() as session:
+            return queue_archive.archived_named(session, queue_id, name)
+
+    def archived_queue_items_matching(
+        self, queue_id: str, *, fingerprints: list[str], request_id: str | None = None
+    ) -> list[tuple[QueueItem, dt.datetime]]:
+        """The archived items of ``queue_id`` holding one of the intake ``fingerprints`` or added with
+        ``request_id``."""
+        with self._reading() as session:
+            return queue_archive.archived_matching(
+                session, queue_id, fingerprints=fingerprints, request_id=request_id
+            )
+
     def list_archived_queue_items(
         self, queue_id: str, *, limit: int = 100
     ) -> tuple[list[tuple[QueueItem, dt.datetime]], int]:

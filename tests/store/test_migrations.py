@@ -33,6 +33,7 @@ TABLES = {
     "spent_proofs",
     "worktree_claims",
     "queue_archive",
+    "queue_archive_names",
     "research_cases",
     "research_evidence",
     "research_job_outputs",
