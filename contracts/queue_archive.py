@@ -10,6 +10,13 @@ intake fingerprint, so a scan does not propose its finding again, and the reques
 ``queue add``. Moving an archived item is refused ``item_archived`` (exit 4); ``queue show`` reads it
 from the archive. At most :data:`MAX_ARCHIVED_PER_EXECUTION` items are archived per execution, in
 batches of :data:`ARCHIVE_BATCH` (each an activity's input, well under the payload limit).
+
+Tombstones are small but not nothing (100-400 bytes), so the queue keeps only the newest
+``tombstones_kept`` of them (:data:`DEFAULT_TOMBSTONES_KEPT` unless its state says otherwise) and
+forgets older ones when it continues as new; once it has forgotten any, it asks the store
+(``find_archived_queue_items``, :class:`ArchiveLookup`) for what they told it: an intake scan's
+findings an archived item held, and the item a retried ``queue add`` added. The store finds an
+archived item by every key it had, for the CLI's refusals and ``queue show``.
 """
 
 from __future__ import annotations
@@ -29,13 +36,17 @@ from contracts.queue_items import (
     QueueRefused,
     QueueStatus,
 )
-from contracts.queue_requests import AddedBy
+from contracts.queue_requests import AddedBy, RequestId
 
 ARCHIVED_STATUSES: Final = frozenset({QueueStatus.DONE, QueueStatus.REJECTED})
 DEFAULT_ARCHIVE_AFTER_SECONDS: Final = 30 * 24 * 3600
 ARCHIVE_BATCH: Final = 25
 """Items per ``archive_queue_items`` call: 25 items at their largest are well under 2 MB."""
 MAX_ARCHIVED_PER_EXECUTION: Final = 200
+DEFAULT_TOMBSTONES_KEPT: Final = 2000
+"""Tombstones a queue keeps in its state (at most about 800 KB of its continue-as-new input)."""
+MAX_LOOKUP_FINGERPRINTS: Final = 1000
+"""Fingerprints per ``find_archived_queue_items`` call (a scan proposes at most 200 findings)."""
 
 
 class ArchivedItem(BaseModel):
@@ -73,6 +84,35 @@ class ArchiveRequest(BaseModel):
     queue_id: str
     items: list[QueueItem] = Field(min_length=1, max_length=ARCHIVE_BATCH)
     archived_at: dt.datetime
+
+
+class ArchiveLookup(BaseModel):
+    """Input of activity ``find_archived_queue_items``: which archived items of the queue ``queue_id``
+    the queue needs — those holding one of the intake ``fingerprints`` or added with ``request_id``."""
+
+    model_config = ConfigDict(frozen=True)
+
+    queue_id: str
+    fingerprints: list[Sha256] = Field(default=[], max_length=MAX_LOOKUP_FINGERPRINTS)
+    request_id: RequestId | None = None
+
+
+class ArchiveMatches(BaseModel):
+    """Output of ``find_archived_queue_items``: the tombstone of each archived item found."""
+
+    model_config = ConfigDict(frozen=True)
+
+    items: list[ArchivedItem]
+
+
+def keep_newest(archived: list[ArchivedItem], keep: int) -> list[ArchivedItem]:
+    """The newest ``keep`` of ``archived`` (latest ``archived_at``; an archiving's items, which share
+    it, by key), in the order they were."""
+    if len(archived) <= keep:
+        return list(archived)
+    newest = sorted(archived, key=lambda entry: (entry.archived_at, entry.key), reverse=True)[:keep]
+    kept = {id(entry) for entry in newest}
+    return [entry for entry in archived if id(entry) in kept]
 
 
 def archivable(

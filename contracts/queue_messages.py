@@ -22,7 +22,7 @@ from contracts.models import ModelId
 from contracts.output import SpecialistOutput
 from contracts.proofs import ActionProof
 from contracts.queue_approval import SpecCompleteness
-from contracts.queue_archive import DEFAULT_ARCHIVE_AFTER_SECONDS, ArchivedItem
+from contracts.queue_archive import DEFAULT_ARCHIVE_AFTER_SECONDS, DEFAULT_TOMBSTONES_KEPT, ArchivedItem
 from contracts.queue_items import (
     MAX_EVENT_REASON_CHARS,
     MAX_RECOVERY_DELAY_SECONDS,
@@ -47,6 +47,9 @@ SETTINGS_CHANGES_KEPT: Final = 100
 """The latest settings changes the queue keeps (and carries across continue-as-new)."""
 UNKNOWN_ITEM: Final = "unknown_item"
 """The error code of a key the queue does not hold (exit 3)."""
+ARCHIVE_UNAVAILABLE: Final = "archive_unavailable"
+"""The error code of a request the queue must check against the store's archive, which it could not
+ask (exit 5): nothing was changed."""
 INVALID_ITEM_UPDATE: Final = "invalid_item_update"
 """The error code of an update whose fields do not validate (exit 2)."""
 DISPATCH_MISMATCH: Final = "dispatch_mismatch"
@@ -168,6 +171,10 @@ class QueueState(BaseModel):
     """What the queue keeps of the items it archived (``contracts.queue_archive``)."""
     archive_after_seconds: int = Field(default=DEFAULT_ARCHIVE_AFTER_SECONDS, ge=0)
     """How long an ended item stays unchanged before the queue archives it."""
+    tombstones_kept: int = Field(default=DEFAULT_TOMBSTONES_KEPT, ge=1)
+    """How many of ``archived`` the queue keeps; it forgets older ones when it continues as new."""
+    tombstones_forgotten: int = Field(default=0, ge=0)
+    """How many tombstones the queue has forgotten: when any, it asks the store what they told it."""
 
 
 def _digest(data: Any) -> str:
@@ -482,6 +489,9 @@ class QueueView(BaseModel):
     store holds the item)."""
     archived_count: int = 0
     """How many items the queue has archived."""
+    tombstones_forgotten: int = 0
+    """How many of those the queue no longer keeps a tombstone of: a key it does not know may name
+    one of them, which the store's archive finds."""
 
 
 class RefusalDetail(BaseModel):

@@ -62,6 +62,7 @@ class ActivityName(StrEnum):
     PREPARE_BEYOND_SCAN = "prepare_beyond_scan"
     CHECK_BEYOND_QUOTES = "check_beyond_quotes"
     ARCHIVE_QUEUE_ITEMS = "archive_queue_items"
+    FIND_ARCHIVED_QUEUE_ITEMS = "find_archived_queue_items"
 
 
 # The signals, updates and queries each workflow handles, one enum per workflow: the handler's

@@ -26,6 +26,7 @@ from contracts.queue_dispatch import dispatch_run_input
 from contracts.queue_items import QueueItem, QueueRefusalCode, QueueRefused, QueueSettings, RoundVerdict
 from contracts.queue_keys import KeyAllocator
 from contracts.queue_messages import (
+    ARCHIVE_UNAVAILABLE,
     INVALID_ITEM_UPDATE,
     UNKNOWN_ITEM,
     DispatchRequest,
@@ -60,6 +61,8 @@ def refusal(code: str, message: str, extra: dict[str, Any] | None = None) -> Ope
         return NotFound(code, message)
     if code in _INVALID:
         return InvalidInput(code, message)
+    if code == ARCHIVE_UNAVAILABLE:
+        return ServiceUnavailable(code, message)
     return Refused(code, message)
 
 

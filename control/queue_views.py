@@ -131,6 +131,7 @@ def listing_json(
         "settings": view.settings.model_dump(mode="json"),
         "main_writes": [write.model_dump(mode="json") for write in view.main_writes],
         "archived_count": view.archived_count,
+        "tombstones_forgotten": view.tombstones_forgotten,
     }
 
 

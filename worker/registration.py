@@ -123,6 +123,7 @@ def activities_for(
     prune = WorktreePruneActivities(config, store)
     research = ResearchActivities(config, store)
     coordination = CoordinationActivities(config)
+    archive = QueueArchiveActivities(store)
     return [
         routing.capture_contract,
         models.call_model,
@@ -153,7 +154,8 @@ def activities_for(
         IntakeSweepActivities(store).list_intake_repositories,
         IntakeSweepActivities(store).request_intake_scan,
         IntakeSweepActivities(store).check_intake_sweep,
-        QueueArchiveActivities(store).archive_queue_items,
+        archive.archive_queue_items,
+        archive.find_archived_queue_items,
     ]
 
 

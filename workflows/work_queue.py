@@ -123,7 +123,12 @@ with workflow.unsafe.imports_passed_through():
     from contracts.temporal_names import ActivityName, QueueMessage, RunMessage, WorkflowType
     from contracts.ui_summaries import queue_details, run_summary
     from workflows.authorization import check_action
-    from workflows.queue_archive import archive_ended
+    from workflows.queue_archive import (
+        ArchiveUnavailable,
+        archive_ended,
+        archived_in_store,
+        forget_old_tombstones,
+    )
     from workflows.queue_intake import (
         PATCH_BEYOND,
         PATCH_INTAKE,
@@ -220,6 +225,7 @@ class WorkQueueWorkflow:
     def __init__(self, state: QueueState) -> None:
         self._items: dict[str, QueueItem] = {item.key: item for item in state.items}
         self._archived: list[ArchivedItem] = list(state.archived)  # workflows/queue_archive.py
+        self._tombstones_forgotten = state.tombstones_forgotten
         self._allocator: KeyAllocator = state.allocator
         self._settings: QueueSettings = state.settings
         self._settings_changes = list(state.settings_changes)
@@ -294,6 +300,7 @@ class WorkQueueWorkflow:
                 if self._guard:
                     await check_base_heads(self)
         await archive_ended(self, self._state.archive_after_seconds)
+        forget_old_tombstones(self, self._state.tombstones_kept)
         await workflow.wait_condition(workflow.all_handlers_finished)
         workflow.continue_as_new(self._carried())
 
@@ -504,6 +511,7 @@ class WorkQueueWorkflow:
                 "base_heads": dict(self._base_heads),
                 "main_writes": list(self._main_writes),
                 "archived": list(self._archived),
+                "tombstones_forgotten": self._tombstones_forgotten,
             }
         )
 
@@ -524,6 +532,11 @@ class WorkQueueWorkflow:
         archived = find_archived(self._archived, key)
         if archived is not None:
             raise archived.refusal(key)
+        if self._tombstones_forgotten:
+            raise _UnknownItem(
+                f"no item {key} in the queue, nor among the items it archived lately: "
+                f"`queue show {key}` also reads the whole archive"
+            )
         raise _UnknownItem(f"no item {key} in the queue")
 
     def _renamed_to(self, key: str) -> str | None:
@@ -824,9 +837,14 @@ class WorkQueueWorkflow:
         )
         if refusal is not None:
             return ItemAnswer(accepted=False, code=refusal[0], message=refusal[1])
+        try:
+            archived = await archived_in_store(self, request_id=request.request_id)
+        except ArchiveUnavailable as error:
+            self._refused(QueueAction.ADD, request.actor, target, error.code, str(error))
+            return ItemAnswer(accepted=False, code=error.code, message=str(error))
         try:  # looked for again: another add with the id may have landed while this one was checked
             earlier = added_with(
-                self._items.values(), request.request_id, request.proposal_digest(), self._archived
+                self._items.values(), request.request_id, request.proposal_digest(), archived
             )
         except QueueRefused as error:
             self._refused(QueueAction.ADD, request.actor, target, error.code, error.message)
@@ -881,13 +899,20 @@ class WorkQueueWorkflow:
                 )
                 return beyond
             scanned, dropped = beyond
+        try:
+            archived = await archived_in_store(
+                self, fingerprints=[finding.fingerprint for finding in scanned.findings]
+            )
+        except ArchiveUnavailable as error:
+            self._refused(QueueAction.INTAKE, request.actor, target, error.code, str(error))
+            return IntakeAnswer(accepted=False, code=error.code, message=str(error))
         applied = apply_intake(
             scanned,
             list(self._items.values()),
             self._allocator,
             at=workflow.now(),
             actor=request.actor,
-            archived=self._archived,
+            archived=archived,
         )
         self._allocator = applied.allocator
         for item in applied.items:
@@ -1162,5 +1187,6 @@ class WorkQueueWorkflow:
             main_writes=list(self._main_writes),
             base_heads=dict(self._base_heads),
             archived=archived,
-            archived_count=len(self._archived),
+            archived_count=len(self._archived) + self._tombstones_forgotten,
+            tombstones_forgotten=self._tombstones_forgotten,
         )

@@ -9,10 +9,12 @@ from typing import TYPE_CHECKING, Any
 from control.commands.common import client, run_async, task_queue
 
 if TYPE_CHECKING:
+    import datetime as dt
+
     from temporalio.client import Client
 
     from contracts.queue_items import QueueItem
-    from contracts.queue_messages import ItemAnswer, SettingsAnswer
+    from contracts.queue_messages import ItemAnswer, QueueView, SettingsAnswer
     from contracts.temporal_names import QueueMessage
 
 
@@ -70,7 +72,29 @@ def queue_state(key: str | None = None) -> Any:
 
 
 def held_item(key: str) -> QueueItem:
-    """The item ``key`` the queue holds (:func:`control.queue.held_in`)."""
+    """The item ``key`` the queue holds (:func:`control.queue.held_in`); a key the queue has forgotten
+    it archived is refused ``item_archived`` from the store's archive."""
     from control.queue import held_in
 
-    return held_in(queue_state(key), key)
+    view = queue_state(key)
+    if not view.items and view.archived is None:
+        found = archived_named(view, key)
+        if found is not None:
+            from contracts.queue_archive import tombstone
+
+            raise tombstone(*found).refusal(key)
+    return held_in(view, key)
+
+
+def archived_named(view: QueueView, key: str) -> tuple[QueueItem, dt.datetime] | None:
+    """The archived item ``key`` names (its key or a former one) in the store's archive, when the
+    queue of ``view`` has forgotten some of its tombstones and holds no item ``key``; else ``None``."""
+    from control.commands.common import open_store
+
+    if not view.tombstones_forgotten or view.renamed_to is not None:
+        return None
+    store = open_store(create=False)
+    if store is None:
+        return None
+    with store:
+        return store.archived_queue_item_named(view.workflow_id, key)

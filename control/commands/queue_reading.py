@@ -39,14 +39,21 @@ def list_command(
 @reading.command("show")
 def show_command(key: KeyArgument, as_json: JsonFlag = False) -> None:
     """An item with its scope, spec completeness, runs, review rounds and events."""
+    from control.commands.queue_messaging import archived_named
     from control.output import emit
     from control.queue import held_in
-    from control.queue_views import attention, item_json, render_item
+    from control.queue_views import attention, iso, item_json, render_item
 
     check_key(key)
     view = queue_state(key)
     if not view.items and view.archived is not None:
         data, item = _from_archive(view.workflow_id, view.archived.key)
+        emit(data, as_json, lambda console: render_item(console, item, archived=data["archived"]))
+        return
+    forgotten = archived_named(view, key) if not view.items else None
+    if forgotten is not None:  # archived long ago: the queue no longer keeps its tombstone
+        item, archived_at = forgotten
+        data = item_json(item, attention=None, archived={"archived_at": iso(archived_at)})
         emit(data, as_json, lambda console: render_item(console, item, archived=data["archived"]))
         return
     item = held_in(view, key)

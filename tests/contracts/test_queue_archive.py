@@ -10,10 +10,14 @@ from pydantic import ValidationError
 from contracts.queue_archive import (
     ARCHIVE_BATCH,
     MAX_ARCHIVED_PER_EXECUTION,
+    MAX_LOOKUP_FINGERPRINTS,
+    ArchivedItem,
+    ArchiveLookup,
     ArchiveRequest,
     archivable,
     batches,
     find_archived,
+    keep_newest,
     tombstone,
 )
 from contracts.queue_items import (
@@ -106,3 +110,21 @@ def test_items_whose_batch_failed_go_back_where_they_were_and_are_no_longer_arch
     _put_back(queue, [second, third], ["Q-1", "ORD-2", "ORD-3"])  # type: ignore[arg-type]
     assert list(queue._items) == ["Q-1", "ORD-2", "ORD-3", "ORD-4"]
     assert queue._items["ORD-2"] == second and queue._archived == []
+
+
+def test_a_queue_keeps_its_newest_tombstones_in_the_order_it_had_them() -> None:
+    def archived(key: str, days: int) -> ArchivedItem:
+        return ArchivedItem(key=key, status=QueueStatus.DONE, archived_at=T0 + dt.timedelta(days=days))
+
+    entries = [archived("ORD-1", 3), archived("ORD-2", 1), archived("ORD-3", 3), archived("ORD-4", 2)]
+    assert [entry.key for entry in keep_newest(entries, 2)] == ["ORD-1", "ORD-3"]
+    assert [entry.key for entry in keep_newest(entries, 3)] == ["ORD-1", "ORD-3", "ORD-4"]
+    assert keep_newest(entries, 10) == entries and keep_newest(entries, 10) is not entries
+
+
+def test_a_lookup_of_the_store_archive_is_bounded_and_checks_what_it_asks_for() -> None:
+    with pytest.raises(ValidationError):
+        ArchiveLookup(queue_id="q", fingerprints=["a" * 64] * (MAX_LOOKUP_FINGERPRINTS + 1))
+    with pytest.raises(ValidationError):
+        ArchiveLookup(queue_id="q", fingerprints=["not a digest"])
+    assert ArchiveLookup(queue_id="q", request_id="r-1").fingerprints == []

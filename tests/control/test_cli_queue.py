@@ -229,9 +229,10 @@ def test_list_shows_counts_the_fleet_line_and_the_keys_ready_to_dispatch(cli: Cl
         "settings",
         "main_writes",
         "archived_count",
+        "tombstones_forgotten",
     }
     assert listing["main_writes"] == []
-    assert listing["archived_count"] == 0  # nothing has ended 30 days ago
+    assert listing["archived_count"] == listing["tombstones_forgotten"] == 0  # nothing ended 30 days ago
     assert listing["grant"] is None  # autopilot off: no standing grant
     assert set(listing["counts"]) == {status.value for status in QueueStatus}
     assert listing["counts"]["approved"] == len(listing["ready"])

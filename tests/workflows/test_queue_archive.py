@@ -6,6 +6,7 @@ archived item is refused ``item_archived``; the execution that archived replays.
 from __future__ import annotations
 
 import datetime as dt
+import json
 from pathlib import Path
 
 import pytest
@@ -83,3 +84,138 @@ async def test_ended_items_are_archived_at_continue_as_new_and_the_queue_keeps_w
         )
         replayed = await replayer.replay_workflow(history, raise_on_replay_failure=False)
         assert replayed.replay_failure is None, replayed.replay_failure
+
+
+@within(150)
+async def test_a_queue_forgets_its_oldest_tombstones_and_asks_the_store_for_what_they_told_it(
+    temporal_client: Client, task_queue: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from activities.intake_scan import scan_repository_at
+    from contracts.errors import NotFound
+    from contracts.intake_diff import apply_intake
+    from contracts.queue_archive import tombstone
+    from contracts.queue_items import ItemProposal, QueueEventKind, QueueItem, new_item
+    from contracts.queue_keys import KeyAllocator
+    from contracts.queue_messages import AddRequest, ItemAnswer, QueueAction
+    from control.commands.queue_messaging import archived_named
+    from control.queue import queue_update
+    from tests.activities.intake_repository import make_intake_repository
+    from tests.workflows.harness import ACTOR, proof
+    from tests.workflows.test_queue_intake import scan
+    from workflows.queue_archive import PATCH_FORGET_TOMBSTONES
+
+    (tmp_path / "git").mkdir()
+    repo = make_intake_repository(tmp_path / "git")
+    long_ago = dt.datetime.now(dt.UTC) - dt.timedelta(days=400)
+    archived_at = long_ago + dt.timedelta(days=40)
+
+    def rejected(item: QueueItem) -> QueueItem:
+        return item.with_event(
+            QueueEventKind.MOVED, long_ago, ACTOR, {"to": "rejected"}, status=QueueStatus.REJECTED
+        )
+
+    # Archived long ago: a scan's finding, an add with a request id, and a proposal renamed at approval.
+    scanned = apply_intake(
+        scan_repository_at(repo, "demo", "main"), [], KeyAllocator(), at=long_ago, actor=ACTOR
+    )
+    found = rejected(scanned.items[0])
+    retried = AddRequest(actor=ACTOR, proposal=ItemProposal(title="Added once"), request_id="add-once")
+    added = rejected(
+        new_item(retried.proposal, key="Q-1", at=long_ago, actor=ACTOR, added_by=retried.added_by())
+    )
+    renamed = rejected(
+        new_item(ItemProposal(title="Renamed"), key="Q-2", at=long_ago, actor=ACTOR).with_event(
+            QueueEventKind.RENAMED, long_ago, ACTOR, {"from": "Q-2", "to": "ORD-1"}, key="ORD-1"
+        )
+    )
+    old = [found, added, renamed]
+    # Ended a month ago, archived at this continue-as-new: the one tombstone the queue keeps.
+    due = rejected(new_item(ItemProposal(title="Due now"), key="Q-3", at=long_ago, actor=ACTOR))
+    due = due.model_copy(update={"updated_at": dt.datetime.now(dt.UTC) - dt.timedelta(days=31)})
+    allocator = scanned.allocator
+    for _ in range(3):
+        allocator, _ = allocator.allocate(None)
+    allocator, _ = allocator.allocate("orders")
+
+    async with queue_bench(temporal_client, task_queue, tmp_path) as q:
+        q.bench.add_repository("demo", repo)
+        q.bench.store.archive_queue_items(q.workflow_id, old, archived_at)
+        await q.start(
+            QueueState(
+                items=[due],
+                archived=[tombstone(item, archived_at) for item in old],
+                allocator=allocator,
+                tombstones_kept=1,
+                continue_as_new_after_events=20,
+                poll_seconds=3600,
+            )
+        )
+        first_run = (await q.client.get_workflow_handle(q.workflow_id).describe()).run_id
+        await q.add_until_continued()
+        view = await q.view()
+        assert (view.archived_count, view.tombstones_forgotten) == (4, 3)
+
+        # A forgotten key: the queue no longer knows it, says where to look, and the store finds it.
+        shown = await q.view("Q-2")
+        assert shown.items == [] and shown.archived is None and shown.renamed_to is None
+        with pytest.raises(NotFound) as unknown:
+            await q.move(QueueMessage.REOPEN, "ORD-1", reason="again")
+        assert unknown.value.code == "unknown_item" and "`queue show ORD-1`" in unknown.value.message
+        monkeypatch.setenv("SPECIALISTS_DATABASE_URL", q.bench.database_url)
+        assert archived_named(shown, "Q-2") == (renamed, archived_at)
+        with pytest.raises(Refused) as archived:
+            await q.move(QueueMessage.REOPEN, "Q-3", reason="again")  # the tombstone kept
+        assert archived.value.code == "item_archived"
+
+        # A scan does not propose the finding an archived item held, though the queue forgot it.
+        again = await scan(q)
+        assert (found.key, QueueStatus.REJECTED) in [(row.key, row.status) for row in again.not_reproposed]
+        assert found.intake is not None
+        assert found.intake.fingerprint not in {
+            item.intake.fingerprint for item in (await q.view()).items if item.intake is not None
+        }
+
+        # Nor does a retried add make a second item: the one it added is archived.
+        signature = proof(q.workflow_id, QueueAction.ADD, actor=ACTOR, digest=retried.digest())
+        with pytest.raises(Refused) as retry:
+            await queue_update(
+                q.client,
+                q.bench.task_queue,
+                QueueMessage.ADD,
+                retried.model_copy(update={"proof": signature}),
+                ItemAnswer,
+            )
+        assert retry.value.code == "item_archived" and "Q-1" in retry.value.message
+
+        # Every execution replays: the first forgot (its patch recorded), the later ones asked the store.
+        replayer = Replayer(
+            workflows=list(WORKFLOWS),
+            data_converter=pydantic_data_converter,
+            workflow_runner=sandbox_runner(),
+        )
+        await q.client.get_workflow_handle(q.workflow_id).terminate("replayed below")
+        histories = []
+        run_id: str | None = first_run
+        while run_id:
+            history = await q.client.get_workflow_handle(q.workflow_id, run_id=run_id).fetch_history()
+            replayed = await replayer.replay_workflow(history, raise_on_replay_failure=False)
+            assert replayed.replay_failure is None, replayed.replay_failure
+            histories.append(history)
+            ended = history.events[-1].workflow_execution_continued_as_new_event_attributes
+            run_id = ended.new_execution_run_id
+        patches = [
+            json.loads(payload.data)["id"]
+            for event in histories[0].events
+            if event.marker_recorded_event_attributes.marker_name == "core_patch"
+            for payload in event.marker_recorded_event_attributes.details["patch-data"].payloads
+        ]
+        assert PATCH_FORGET_TOMBSTONES in patches
+        lookups = [
+            event
+            for history in histories[1:]
+            for event in history.events
+            if event.event_type == EventType.EVENT_TYPE_ACTIVITY_TASK_SCHEDULED
+            and event.activity_task_scheduled_event_attributes.activity_type.name
+            == "find_archived_queue_items"
+        ]
+        assert len(lookups) == 2  # the scan's and the retried add's
