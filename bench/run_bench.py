@@ -193,10 +193,9 @@ class ProjectDriver(Driver):
             created_by=ACTOR,
         )
         run_input = draft.model_copy(update={"request_digest": request_digest(draft)})
-        if run_input.enqueue:  # creating an enqueued run is a protected action
-            proof = self.proof(run_input.run_id, "create", digest=run_input.request_digest)
-            run_input = run_input.model_copy(update={"proof": proof})
-        return run_input
+        # The CLI proves a named creator, as it proves an enqueued (protected) create.
+        proof = self.proof(run_input.run_id, "create", digest=run_input.request_digest)
+        return run_input.model_copy(update={"proof": proof})
 
     def proof(self, run_id: str, action: str, digest: str = "") -> Any:
         """The bench operator's signature of ``action``, as the CLI makes it (``control.actions``)."""

@@ -19,7 +19,8 @@ Pure functions over an item's runs and rounds, each returning a decision and its
   escalation model (the escalation fires once per cycle, recorded with its trigger, the ledger and the
   closure condition); any other FAIL → re-dispatch carrying the findings.
 * **Recovery** (:func:`recovery_decision`): a failed item whose run failed (not one at the review cap,
-  not a parked one) is re-dispatched after the recovery delay, at most twice per cycle.
+  not a parked one, not one whose run a person cancelled) is re-dispatched after the recovery delay,
+  at most twice per cycle.
 """
 
 from __future__ import annotations
@@ -49,6 +50,7 @@ from contracts.queue_items import (
     RunOutcome,
 )
 from contracts.queue_transitions import Mover, QueueMove, apply_move
+from contracts.runs import RunStatus
 
 REVIEW_ROUND_CAP: Final = 5
 """At most this many review rounds per cycle; a FAIL of the last one fails the item."""
@@ -390,12 +392,29 @@ def recoveries_used(item: QueueItem) -> int:
     return sum(1 for run in item.cycle_runs() if run.kind is DispatchKind.RECOVERY)
 
 
+def run_cancelled(item: QueueItem) -> bool:
+    """Whether the failed ``item`` failed because its run was cancelled — by a person: only a person
+    cancels a run — as the ``fail`` move that failed it records (``run_status``)."""
+    if item.status is not QueueStatus.FAILED:
+        return False
+    for event in reversed(item.events):
+        if event.kind is QueueEventKind.MOVED and event.data.get("move") == QueueMove.FAIL.value:
+            return bool(event.data.get("run_status") == RunStatus.CANCELLED.value)
+    return False
+
+
 def recovery_decision(
-    item: QueueItem, *, now: dt.datetime, delay_seconds: int, max_recoveries: int = MAX_RECOVERIES
+    item: QueueItem,
+    *,
+    now: dt.datetime,
+    delay_seconds: int,
+    max_recoveries: int = MAX_RECOVERIES,
+    cancelled_stays: bool = True,
 ) -> RecoveryDecision:
     """Whether the queue re-dispatches the failed ``item``, reading only its status, failure and runs:
     only a ``failed`` item whose run failed; at most ``max_recoveries`` per cycle; due ``delay_seconds``
-    after its last run ended (``wait`` until then). The caller still applies
+    after its last run ended (``wait`` until then); never one whose run a person cancelled (unless not
+    ``cancelled_stays``: queue executions recorded before that rule). The caller still applies
     :func:`contracts.queue_priority.system_dispatch_block` (autopilot, risk, a free slot)."""
     if item.status is not QueueStatus.FAILED:
         return RecoveryDecision(
@@ -404,6 +423,11 @@ def recovery_decision(
     if item.failure is ItemFailure.REVIEW_CAP_REACHED:
         return RecoveryDecision(
             action=RecoveryAction.NONE, reason=f"{item.key} failed at the review cap: a person decides"
+        )
+    if cancelled_stays and run_cancelled(item):
+        return RecoveryDecision(
+            action=RecoveryAction.NONE,
+            reason=f"a person cancelled {item.key}'s run: a person dispatches it again or parks it",
         )
     used = recoveries_used(item)
     if used >= max_recoveries:

@@ -20,6 +20,7 @@ from contracts.errors import OperatorError
 from contracts.model_classes import ModelClass, class_pool_id
 from contracts.models import ModelRecord, is_replay_model
 from contracts.temporal_names import CeilingMessage
+from control.output import utc
 from runtime.settings import Settings
 
 QUERY_TIMEOUT_SECONDS: Final = 2.0
@@ -87,7 +88,7 @@ async def _query(client: Any, task_queue: str, record: ModelRecord | _Pool) -> d
         "rate_limited_total": state.rate_limited_total,
         "reclaimed_total": state.reclaimed_total,
         "max_held": state.max_held,
-        "idle_since": state.idle_since.isoformat() if state.idle_since is not None else None,
+        "idle_since": utc(state.idle_since) if state.idle_since is not None else None,
     }
 
 

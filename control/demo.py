@@ -285,9 +285,8 @@ async def _run_one(
         created_by=DEMO_ACTOR,
     )
     run_input = draft.model_copy(update={"request_digest": request_digest(draft)})
-    if enqueue:
-        proof = proof_for(run_id=run_id, action="create", actor=DEMO_ACTOR, digest=run_input.request_digest)
-        run_input = run_input.model_copy(update={"proof": proof})
+    proof = proof_for(run_id=run_id, action="create", actor=DEMO_ACTOR, digest=run_input.request_digest)
+    run_input = run_input.model_copy(update={"proof": proof})
     view, _ = await create_run(client, run_input, task_queue=settings.task_queue)
     view = await wait_for_view(client, view.run_id, settled, timeout=120)
     if view.status is RunStatus.AWAITING_APPROVAL and view.contract_sha256 is not None:

@@ -32,7 +32,7 @@ from contracts.queue_dispatch import FINDINGS_HEADING
 from contracts.queue_items import ItemProposal, QueueItem, QueueRefused, QueueStatus, ReviewRound
 from contracts.queue_messages import AddRequest, ItemAnswer, MoveRequest, QueueAction, QueueState
 from contracts.temporal_names import QueueMessage
-from control.queue import accept_and_complete, dispatch_request, queue_update, queue_view, reject_failed_run
+from control.queue import accept_and_complete, dispatch_request, queue_update, queue_view, reject_reviewed_run
 
 Sign = Callable[[str, str, str], ActionProof]
 """``sign(target, action, digest)``: the operator's proof (the CLI's :func:`control.actions.proof_for`)."""
@@ -181,7 +181,7 @@ async def run_queue_demo(client: Any, task_queue: str, actor: str, sign: Sign) -
     # 3. Dispatch: its run is analysed and reviewed; the review FAILs round 1.
     async def dispatch(item: QueueItem) -> str:
         request = dispatch_request(item, actor, sign, run_id=new_run_id())
-        rejected = await reject_failed_run(client, item, actor, sign)
+        rejected = await reject_reviewed_run(client, item, actor, sign)
         if rejected is not None:
             story.rejected_run = rejected
             _say(f"  {key}  run {rejected} rejected on its FAIL round (its findings go to the next run)")

@@ -11,6 +11,7 @@ sequences to the operator's screen. ``--json`` output is JSON-escaped already an
 
 from __future__ import annotations
 
+import datetime as dt
 import json
 import re
 import sys
@@ -72,6 +73,12 @@ def safe_text(value: object, style: str = "") -> Text:
     from rich.text import Text
 
     return Text(visible_controls(value), style=style)
+
+
+def utc(value: dt.datetime) -> str:
+    """``value`` as the operator contract writes every time, in JSON and on screen alike: ISO 8601
+    in UTC with ``Z`` (docs/architecture.md "Values")."""
+    return value.astimezone(dt.UTC).isoformat().replace("+00:00", "Z")
 
 
 def print_json(data: Any) -> None:

@@ -9,7 +9,7 @@ from __future__ import annotations
 import json
 from typing import TYPE_CHECKING, Any
 
-from control.output import safe_text, table
+from control.output import safe_text, table, utc
 
 if TYPE_CHECKING:
     from rich.console import Console
@@ -69,7 +69,7 @@ def _rows(record: ProbeRecord) -> list[list[str]]:
         ["anticipated effects", request.anticipated_effects],
     ]
     if record.approved_by is not None:
-        when = record.approved_at.isoformat() if record.approved_at else ""
+        when = utc(record.approved_at) if record.approved_at else ""
         rows.append(["approved by", f"{record.approved_by} at {when}"])
     evidence = record.evidence
     if evidence is not None:

@@ -227,22 +227,39 @@ def judged_run(item: QueueItem) -> str | None:
     return rounds[-1].run_id if rounds else None
 
 
-async def reject_failed_run(
-    client: Client, item: QueueItem, actor: str, sign: Callable[[str, str, str], ActionProof]
+async def reject_reviewed_run(
+    client: Client,
+    item: QueueItem,
+    actor: str,
+    sign: Callable[[str, str, str], ActionProof],
+    *,
+    rejecting_item: bool = False,
 ) -> str | None:
-    """Before a re-dispatch after a FAIL round: reject that round's run with the findings as the note
-    (the run's own protected ``decide``, signed by ``actor``), when it still awaits its decision. The
-    run id rejected, or ``None`` when there was none to reject."""
+    """Before an item leaves the run its latest review round judged — re-dispatched after a FAIL
+    round, a reviewed (PASS) result sent back for another run, or rejected with its item
+    (``rejecting_item``) — reject that run (the run's own protected ``decide``, signed by ``actor``,
+    with a note saying why) when it still awaits its decision, so no run waits for a decision nobody
+    will make. The run id rejected, or ``None`` when there was none to reject."""
+    from contracts.queue_items import QueueStatus
     from contracts.runs import DecisionOutcome, RunStatus
     from control.runs import decide_run, get_view
 
     rounds = item.cycle_rounds()
-    if not rounds or rounds[-1].verdict is not RoundVerdict.FAIL:
+    if not rounds:
         return None
-    run_id = rounds[-1].run_id
+    last = rounds[-1]
+    if last.verdict is RoundVerdict.FAIL:
+        note = f"{item.key}: review round {last.number} FAIL; re-dispatched with its findings"
+        if rejecting_item:
+            note = f"{item.key}: review round {last.number} FAIL; the item was rejected"
+    elif item.status is QueueStatus.HUMAN_REVIEW:
+        outcome = "the item was rejected" if rejecting_item else "the item was sent back for another run"
+        note = f"{item.key}: review round {last.number} PASS, not accepted; {outcome}"
+    else:
+        return None
+    run_id = last.run_id
     if (await get_view(client, run_id)).status is not RunStatus.AWAITING_DECISION:
         return None
-    note = f"{item.key}: review round {rounds[-1].number} FAIL; re-dispatched with its findings"
     await decide_run(client, run_id, actor, DecisionOutcome.REJECTED, note, sign(run_id, "decide", ""))
     return run_id
 
@@ -266,10 +283,18 @@ async def accept_and_complete(
     check_move(item.status, QueueMove.DONE, Mover.OPERATOR, key=item.key)
     run_id = judged_run(item)
     assert run_id is not None  # an item in human-review has a PASS round
-    if (await get_view(client, run_id)).status is RunStatus.AWAITING_DECISION:
+    status = (await get_view(client, run_id)).status
+    if status is RunStatus.AWAITING_DECISION:
         accepted = f"{item.key}: accepted as done (the note is in the item's events)"
         await decide_run(
             client, run_id, actor, DecisionOutcome.ACCEPTED, accepted, sign(run_id, "decide", "")
+        )
+    elif status is not RunStatus.ACCEPTED:  # a person rejected it, or it ended undecided
+        raise Refused(
+            "run_not_accepted",
+            f"{item.key}'s reviewed run {run_id} is {status.value}: its result cannot be accepted as "
+            f"done; `queue dispatch {item.key}` sends the item back for another run, "
+            f"`queue reject {item.key}` rejects it",
         )
     request = DoneRequest(actor=actor, key=item.key, note=note)
     signed = request.model_copy(update={"proof": sign(item.key, QueueAction.DONE, request.digest())})

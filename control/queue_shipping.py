@@ -18,6 +18,7 @@ from contracts.queue_messages import ItemAnswer, QueueAction
 from contracts.shipping import ShipCode, ShipRequest, policy_question
 from contracts.shipping_patch import accepted_run, reviewed_patch
 from contracts.temporal_names import QueueMessage
+from control.output import utc
 
 
 def require_policy(record: RepositoryRecord) -> None:
@@ -32,7 +33,7 @@ def check_shippable(item: QueueItem) -> str:
     if item.shipped is not None:
         raise Refused(
             ShipCode.ALREADY_SHIPPED,
-            f"{item.key} was shipped at {item.shipped.shipped_at.isoformat()} by {item.shipped.shipped_by} "
+            f"{item.key} was shipped at {utc(item.shipped.shipped_at)} by {item.shipped.shipped_by} "
             f"(branch {item.shipped.branch}): an item is shipped once",
         )
     if item.status is not QueueStatus.DONE:

@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from contracts.pass_records import ApprovalControl, PassControls
-from control.output import safe_text, table
+from control.output import safe_text, table, utc
 from control.views import orchestration_rows
 
 if TYPE_CHECKING:
@@ -166,7 +166,7 @@ def render_run(console: Console, view: RunView, extra: dict[str, Any]) -> None:
         table(
             "audit",
             ["seq", "at", "kind", "actor", "data"],
-            [[str(e.seq), e.at.isoformat(), e.kind, e.actor or "-", _short(e.data)] for e in view.audit],
+            [[str(e.seq), utc(e.at), e.kind, e.actor or "-", _short(e.data)] for e in view.audit],
         )
     )
     if "history" in extra:
@@ -222,7 +222,7 @@ def render_list(console: Console, runs: list[RunSummary]) -> None:
                     r.primary or "-",
                     r.reviewer or "-",
                     r.risk.value if r.risk else "-",
-                    r.created_at.isoformat(),
+                    utc(r.created_at),
                     r.title,
                 ]
                 for r in runs
@@ -263,7 +263,7 @@ def render_projection(
     console: Console, summary: RunSummary, events: list[AuditEvent], reason: OperatorError
 ) -> None:
     """The last projected state of a run, labelled as such, with why the workflow was not asked."""
-    at = summary.updated_at.isoformat()
+    at = utc(summary.updated_at)
     console.print(
         safe_text(
             f"{summary.run_id}: the LAST PROJECTED STATE, written at {at}, not the run's current view: "
@@ -281,7 +281,7 @@ def render_projection(
         ["repository", summary.repo_alias or "-"],
         ["title", summary.title],
         ["contract sha256", summary.contract_sha256 or "-"],
-        ["created", summary.created_at.isoformat()],
+        ["created", utc(summary.created_at)],
         ["projected at", at],
     ]
     console.print(table(f"run {summary.run_id} (last projected state)", ["", ""], rows))
@@ -289,6 +289,6 @@ def render_projection(
         table(
             "audit (as projected)",
             ["seq", "at", "kind", "actor", "data"],
-            [[str(e.seq), e.at.isoformat(), e.kind, e.actor or "-", _short(e.data)] for e in events],
+            [[str(e.seq), utc(e.at), e.kind, e.actor or "-", _short(e.data)] for e in events],
         )
     )

@@ -97,6 +97,10 @@ PATCH_RUN_V5 = "run-v5"
 PATCH_CASE_SWEEP_GRANT = "case-sweep-grant"
 """Runs the daily case analysis started carry its schedule's grant in place of a proof
 (docs/architecture.md "Schedules"); asked only by such runs, so no recorded history asks it."""
+PATCH_CREATOR_PROVED = "run-creator-proved"
+"""Runs started since prove the creator they name even when creating them is not protected: a
+``created_by`` is the audit's ``run_created`` actor, so it carries that actor's proof (docs/architecture.md
+"Operator contract"); asked only by a run that names its creator and was started by a client."""
 PATCH_TELLS_QUEUE = "run-tells-its-queue"
 """Runs started since, by a goal queue, signal it ``run_progressed`` when they reach their decision
 and when they end (docs/architecture.md "Goal queue"); asked only by a queue's child run."""
@@ -189,14 +193,15 @@ class SpecialistRunWorkflow:
 
     async def _authorize_creation(self) -> RunStatus | None:
         """Creating a run that is enqueued at once or whose tier the policy picks is a protected
-        action: ``failed`` with the refusal as its error. Histories recorded before this check
-        existed replay without it."""
+        action, and any other creation that names its creator proves it (:meth:`_authorize_creator`):
+        ``failed`` with the refusal as its error. Histories recorded before these checks existed
+        replay without them."""
         run_input = self._state.run_input
-        if not (run_input.enqueue or run_input.automatic) or not self._state.behaviours.has(
-            PATCH_AUTHORIZE_CREATE
-        ):
+        if not (run_input.enqueue or run_input.automatic):
+            refusal = await self._authorize_creator()
+        elif not self._state.behaviours.has(PATCH_AUTHORIZE_CREATE):
             return None
-        if run_input.queue_grant is not None:  # only such inputs take this branch: no patch needed
+        elif run_input.queue_grant is not None:  # only such inputs take this branch: no patch needed
             refusal = await self._authorize_queue_grant(run_input)
         elif run_input.case_grant is not None and workflow.patched(PATCH_CASE_SWEEP_GRANT):
             refusal = await self._authorize_case_grant(run_input)
@@ -210,6 +215,22 @@ class SpecialistRunWorkflow:
             type=refusal.code or RefusalCode.ACTION_REFUSED, message=refusal.message or ""
         )
         return RunStatus.FAILED
+
+    async def _authorize_creator(self) -> ActionResult | None:
+        """A run that is not protected but names its creator (``created_by``, the audit's
+        ``run_created`` actor) carries that actor's proof of the create; the refusal when it does not
+        verify. A run a workflow started (a goal queue's, checked by its queue) and runs started
+        before this check existed are not asked."""
+        run_input = self._state.run_input
+        if (
+            run_input.created_by is None
+            or workflow.info().parent is not None
+            or not workflow.patched(PATCH_CREATOR_PROVED)
+        ):
+            return None
+        return await self._actions.authorize(
+            "create", run_input.created_by, proof=run_input.proof, digest=run_input.request_digest
+        )
 
     async def _authorize_queue_grant(self, run_input: RunInput) -> ActionResult | None:
         """A run the goal queue started by itself carries the queue's standing autopilot grant instead

@@ -105,7 +105,7 @@ with workflow.unsafe.imports_passed_through():
         occupancy,
         record_dispatch,
     )
-    from contracts.queue_review import RecoveryAction, RecoveryDecision, recovery_decision
+    from contracts.queue_review import RecoveryAction, RecoveryDecision, recovery_decision, run_cancelled
     from contracts.queue_routing import check_next, routed_problem
     from contracts.queue_spec import SpecRequest
     from contracts.queue_transitions import Mover, QueueMove, apply_move, check_move
@@ -162,6 +162,9 @@ histories recorded before replay without either."""
 PATCH_LOCAL_READS = "queue-reads-runs-locally"
 """Executions begun since read their runs' progress in a local activity (asked at the first read);
 histories recorded before replay with the ordinary activity."""
+PATCH_CANCELLED_STAYS = "queue-cancelled-run-not-recovered"
+"""Executions since leave a failed item whose run a person cancelled to a person (the autopilot does
+not recover it); asked only of such an item, so no recorded history asks it."""
 READ_TIMEOUT = timedelta(seconds=30)
 READ_RETRY = RetryPolicy(maximum_attempts=3, initial_interval=timedelta(milliseconds=500))
 _STATUS_KEY = SearchAttributeKey.for_keyword(SearchAttribute.SPECIALIST_STATUS)
@@ -199,10 +202,13 @@ def _describe(error: ValidationError) -> str:
 
 def _recovery(item: QueueItem, now: datetime, delay_seconds: int) -> RecoveryDecision:
     """Whether the autopilot recovers the failed ``item`` (:func:`contracts.queue_review.recovery_decision`:
-    not parked, not at the review cap, at most twice per cycle, after the delay); never a high-risk one."""
+    not parked, not at the review cap, not cancelled by a person, at most twice per cycle, after the
+    delay); never a high-risk one."""
     if needs_confirmation(item):
         return RecoveryDecision(action=RecoveryAction.NONE, reason=f"{item.key} is high risk")
-    return recovery_decision(item, now=now, delay_seconds=delay_seconds)
+    # Asked only of an item whose run a person cancelled, so no recorded history asks it.
+    cancelled_stays = run_cancelled(item) and workflow.patched(PATCH_CANCELLED_STAYS)
+    return recovery_decision(item, now=now, delay_seconds=delay_seconds, cancelled_stays=cancelled_stays)
 
 
 def _redispatch_due(item: QueueItem) -> bool:

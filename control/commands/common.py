@@ -9,6 +9,7 @@ never calls them never loads them.
 from __future__ import annotations
 
 import gc
+import re
 import sys
 from collections.abc import Callable, Coroutine
 from typing import TYPE_CHECKING, Annotated, Any, TypeVar
@@ -190,6 +191,40 @@ def parse_tier(value: str | None) -> Tier | None:
     except ValueError:
         allowed = ", ".join(t.value for t in Tier)
         raise InvalidInput("unknown_tier", f"unknown tier {value!r}; use one of: {allowed}") from None
+
+
+def check_note(value: str, *, option: str, code: str, limit: int) -> str:
+    """``value`` of a free-text option kept in an audit trail or an item's events (``--note``,
+    ``--reason``): at most ``limit`` characters (else :class:`InvalidInput` ``<code>_too_long``) and
+    text as the operator contract allows it — line feeds and tabs, no other control, format or
+    separator character (else ``invalid_<code>``, naming the character and where it is)."""
+    from contracts.text_rules import check_multiline
+
+    if len(value) > limit:
+        raise InvalidInput(f"{code}_too_long", f"{option} is {len(value)} characters; the limit is {limit}")
+    try:
+        return check_multiline(value, option)
+    except ValueError as error:
+        raise InvalidInput(f"invalid_{code}", str(error)) from None
+
+
+def require_digest(value: str | None, *, option: str, shown_by: str, code: str) -> str:
+    """``value`` when it is a sha256 digest as the project writes it (64 lowercase hex digits); else
+    :class:`InvalidInput` ``code`` saying what is wrong with it (missing, its length, capitals or
+    other characters) and where the digest is shown."""
+    if value is not None and re.fullmatch(r"[0-9a-f]{64}", value):
+        return value
+    if value is None:
+        given = ""
+    elif len(value) != 64:
+        given = f" (got {len(value)} characters)"
+    elif re.fullmatch(r"[0-9a-fA-F]{64}", value):
+        given = " (got capital letters: digests are written in lowercase)"
+    else:
+        given = " (got characters other than 0-9 and a-f)"
+    raise InvalidInput(
+        code, f"give {option} H: all 64 lowercase hex digits of the digest {shown_by} displays{given}"
+    )
 
 
 def parse_advisory(value: str | None, tier: Tier | None, *, automatic: bool) -> AdvisoryTopic | None:

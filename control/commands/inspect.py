@@ -91,7 +91,7 @@ def _show_projection(run_id: str, unanswered: "OperatorError", as_json: bool, **
     """The run's last projected state, or ``unanswered`` itself when the projection does not know
     the run either (``unknown_run`` exit 3, ``no_worker`` exit 5, ...)."""
     from control import run_views
-    from control.output import emit, safe_text
+    from control.output import emit, safe_text, utc
     from store.run_lookup import projected_run
 
     store = open_store(create=False)
@@ -107,7 +107,7 @@ def _show_projection(run_id: str, unanswered: "OperatorError", as_json: bool, **
     needs_workflow = [name for name in ("history", "pack", "diff", "recovery") if asked.get(name)]
     sys.stderr.write(
         f"warning: {run_id}: showing its last projected state (written at "
-        f"{summary.updated_at.isoformat()}): {unanswered.message}\n"
+        f"{utc(summary.updated_at)}): {unanswered.message}\n"
     )
 
     def render(console: Any) -> None:

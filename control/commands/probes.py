@@ -6,13 +6,20 @@ confined, in a fresh worktree of its repository while it awaits its decision; ``
 (``probe_running``) until it has finished. Exit codes as for every run command (docs/architecture.md
 "Exit codes"): an unknown probe is 3, a stale digest or a run not awaiting its decision 4."""
 
-import re
 from typing import Annotated, Any
 
 import typer
 
 from contracts.errors import InvalidInput
-from control.commands.common import ActorOption, JsonFlag, RunArgument, client, require_actor, run_async
+from control.commands.common import (
+    ActorOption,
+    JsonFlag,
+    RunArgument,
+    client,
+    require_actor,
+    require_digest,
+    run_async,
+)
 
 app = typer.Typer()
 
@@ -64,12 +71,9 @@ def approve_probe_command(
     from control.runs import UPDATE_ANSWER_SECONDS, approve_probe_run, check_run_id
 
     check_run_id(run_id)
-    if probe_sha256 is None or not re.fullmatch(r"[0-9a-f]{64}", probe_sha256):
-        given = "" if probe_sha256 is None else f" (got {len(probe_sha256)} characters)"
-        raise InvalidInput(
-            "probe_digest_required",
-            f"give --probe-sha256 H: all 64 hex digits of the digest `specialists probes` displays{given}",
-        )
+    probe_sha256 = require_digest(
+        probe_sha256, option="--probe-sha256", shown_by="`specialists probes`", code="probe_digest_required"
+    )
     if not 1 <= index <= 5:
         raise InvalidInput("invalid_probe_index", f"probe {index} does not exist: probes are numbered 1 to 5")
     actor = require_actor(actor, "approve-probe")

@@ -22,6 +22,7 @@ from contracts.errors import InvalidInput
 from control.commands.common import (
     ActorOption,
     JsonFlag,
+    check_note,
     open_configuration_store,
     require_actor,
     run_async,
@@ -142,10 +143,7 @@ def _move(message: QueueMessage, key: str, actor: str | None, reason: str, as_js
     from control.actions import proof_for
 
     check_key(key)
-    if len(reason) > MAX_EVENT_REASON_CHARS:
-        raise InvalidInput(
-            "reason_too_long", f"--reason has {len(reason)} characters; at most {MAX_EVENT_REASON_CHARS}"
-        )
+    reason = check_note(reason, option="--reason", code="reason", limit=MAX_EVENT_REASON_CHARS)
     action = {
         QueueMessage.APPROVE: QueueAction.APPROVE,
         QueueMessage.REJECT: QueueAction.REJECT,
@@ -156,8 +154,30 @@ def _move(message: QueueMessage, key: str, actor: str | None, reason: str, as_js
     actor = require_actor(actor, f"queue {message.value}")
     request = MoveRequest(actor=actor, key=key, reason=reason)
     proof = proof_for(run_id=key, action=action, actor=actor, digest=request.digest())
+    if message is QueueMessage.REJECT:
+        _reject_reviewed_run(key, actor)
     answer = send_item(message, request.model_copy(update={"proof": proof}))
     _emit_item(answer, as_json, with_previous_key=message is QueueMessage.APPROVE)
+
+
+def _reject_reviewed_run(key: str, actor: str) -> None:
+    """Before ``queue reject`` of a reviewed item: its run, still awaiting its decision, is rejected
+    (:func:`control.queue.reject_reviewed_run`)."""
+    from contracts.queue_items import QueueStatus
+    from control.actions import proof_for
+    from control.queue import reject_reviewed_run
+
+    item = held_item(key)
+    if item.status is not QueueStatus.HUMAN_REVIEW:
+        return
+
+    def sign(target: str, action: str, digest: str) -> Any:
+        return proof_for(run_id=target, action=action, actor=actor, digest=digest)
+
+    async def go() -> None:
+        await reject_reviewed_run(await worker_client(task_queue()), item, actor, sign, rejecting_item=True)
+
+    run_async(go())
 
 
 @app.command("approve")
@@ -176,7 +196,8 @@ def reject_command(
     reason: Annotated[str, typer.Option("--reason", help="Why (kept in the item's events).")] = "",
     as_json: JsonFlag = False,
 ) -> None:
-    """Reject a proposal, or a reviewed result and its item. Protected."""
+    """Reject a proposal, or a reviewed result and its item (its run, still awaiting its decision, is
+    rejected first). Protected."""
     from contracts.temporal_names import QueueMessage
 
     _move(QueueMessage.REJECT, key, actor, reason, as_json)
@@ -223,11 +244,11 @@ def dispatch_command(
 
     async def go() -> ItemAnswer:
         from contracts.queue_messages import ItemAnswer
-        from control.queue import queue_update, reject_failed_run
+        from control.queue import queue_update, reject_reviewed_run
 
         temporal = await worker_client(queue)
-        # After a FAIL round its run is rejected first, with the findings the new run carries.
-        await reject_failed_run(temporal, item, signer, sign)
+        # The run the item leaves (a FAIL round's, or a reviewed result sent back) is rejected first.
+        await reject_reviewed_run(temporal, item, signer, sign)
         return await queue_update(temporal, queue, QueueMessage.DISPATCH, request, ItemAnswer)
 
     answer = run_async(go())
@@ -302,10 +323,7 @@ def done_command(
     from control.runs import get_view
 
     check_key(key)
-    if len(note) > MAX_EVENT_REASON_CHARS:
-        raise InvalidInput(
-            "note_too_long", f"--note has {len(note)} characters; at most {MAX_EVENT_REASON_CHARS}"
-        )
+    note = check_note(note, option="--note", code="note", limit=MAX_EVENT_REASON_CHARS)
     actor = require_actor(actor, "queue done")
     item = held_item(key)
     signer = actor

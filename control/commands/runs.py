@@ -17,7 +17,6 @@ up to ``--timeout`` (exit 8, the run left as it is); a run it sees end ``failed`
 ``cancelled`` exits 7 after its final view is printed (docs/architecture.md "Exit codes").
 """
 
-import re
 from typing import Annotated, Any
 
 import typer
@@ -32,6 +31,7 @@ from control.commands.common import (
     actor_registered,
     actor_required,
     actor_signer,
+    check_note,
     client,
     emit_run,
     parse_advisory,
@@ -39,6 +39,7 @@ from control.commands.common import (
     parse_tier,
     progress,
     require_actor,
+    require_digest,
     run_async,
     task_queue,
 )
@@ -95,9 +96,13 @@ def create_command(
             "tier_required", "give --tier recommend|read_only|worktree|pr_ready, or --automatic"
         )
     advisory_topic = parse_advisory(advisory, requested, automatic=automatic)
-    protected = enqueue or automatic
-    if protected:
+    from control.create_flags import check_create_flags
+
+    check_create_flags(requested, enqueue=enqueue, review_wave=review_wave)
+    if enqueue or automatic:
         actor = actor_required(actor, "create with --enqueue or --automatic")
+    elif actor is not None:  # a named creator is proved, not claimed: the audit records who created it
+        actor = actor_required(actor, "create --actor")
     route_override = parse_override(override, override_reason)
     item = parse_model(
         WorkItem, read_json_argument(input_json, what="work item"), what="work item", code="invalid_work_item"
@@ -125,10 +130,9 @@ def create_command(
     # request must satisfy, the run's capture checks: a refusal there comes back below.
     if actor is not None and not actor_registered(actor):
         raise NotFound("unknown_actor", f"actor {actor!r} is not registered")
-    if protected:
+    if actor is not None:
         from control.actions import proof_for
 
-        assert actor is not None
         actor_signer(actor)  # the configured key must be the creator's key in force
         proof = proof_for(run_id=run_id, action="create", actor=actor, digest=run_input.request_digest)
         run_input = run_input.model_copy(update={"proof": proof})
@@ -195,10 +199,7 @@ def decide_command(
 
     if accept == reject:
         raise InvalidInput("decision_required", "give exactly one of --accept or --reject")
-    if len(note) > MAX_NOTE_CHARS:
-        raise InvalidInput(
-            "note_too_long", f"--note is {len(note)} characters; the limit is {MAX_NOTE_CHARS}"
-        )
+    note = check_note(note, option="--note", code="note", limit=MAX_NOTE_CHARS)
     outcome = DecisionOutcome.ACCEPTED if accept else DecisionOutcome.REJECTED
     check_run_id(run_id)
     actor = require_actor(actor, "decide")
@@ -226,10 +227,7 @@ def cancel_command(
     from control.runs import cancel_run, check_run_id
 
     check_run_id(run_id)
-    if len(reason) > MAX_NOTE_CHARS:
-        raise InvalidInput(
-            "reason_too_long", f"--reason is {len(reason)} characters; the limit is {MAX_NOTE_CHARS}"
-        )
+    reason = check_note(reason, option="--reason", code="reason", limit=MAX_NOTE_CHARS)
     actor = require_actor(actor, "cancel")
     proof = proof_for(run_id=run_id, action="cancel", actor=actor)
 
@@ -254,12 +252,9 @@ def approve_command(
     from control.runs import UPDATE_ANSWER_SECONDS, approve_run, check_run_id
 
     check_run_id(run_id)
-    if contract_sha256 is None or not re.fullmatch(r"[0-9a-f]{64}", contract_sha256):
-        given = "" if contract_sha256 is None else f" (got {len(contract_sha256)} characters)"
-        raise InvalidInput(
-            "contract_digest_required",
-            f"give --contract-sha256 H: all 64 hex digits of the digest `show` displays{given}",
-        )
+    contract_sha256 = require_digest(
+        contract_sha256, option="--contract-sha256", shown_by="`show`", code="contract_digest_required"
+    )
     actor = require_actor(actor, "approve")
     proof = proof_for(run_id=run_id, action="approve", actor=actor, digest=contract_sha256)
 

@@ -11,10 +11,12 @@ registered repository; off until enabled).
 JSON: ``list`` prints ``{"schedules": [{"name", "schedule_id", "available", "exists", "paused",
 "note", "interval_seconds", "granted_by", "input_problem", "policy_problem", "next_action_times",
 "recent_actions"}]}``; the other commands print ``{"schedule": {...the same keys}, "action": "enabled |
-paused | resumed | triggered"}``. ``next_action_times`` is empty while a schedule is paused (it starts
-nothing then); ``policy_problem`` says why the automation policy in force gives the case sweep nothing
-to run (every case would be skipped), ``null`` when it may run and for the other kinds. Exit codes:
-2 an unknown name or interval, 3 a schedule not created yet (``unknown_schedule``), 4 refused
+paused | resumed | triggered"}`` (``enable`` adds ``replaced_grant_of``: the person whose standing grant
+it replaced, ``null`` when none or the same person's). ``next_action_times`` is empty while a schedule
+is paused (it starts nothing then); ``policy_problem`` says why the automation policy in force gives
+the case sweep nothing to run (every case would be skipped), ``null`` when it may run and for the
+other kinds. Exit codes: 2 an unknown name or interval, 3 a schedule not created yet
+(``unknown_schedule``), 4 refused
 (``schedule_unavailable``, identity refusals), 5 Temporal unreachable.
 """
 
@@ -277,20 +279,24 @@ def enable_command(
         raise Refused("schedule_unavailable", f"the {kind.value} schedule's workflow is not in this version")
     signer = actor_signer(actor)
 
-    async def apply() -> dict[str, Any]:
+    async def apply() -> tuple[str | None, dict[str, Any]]:
         from control.schedule_setup import enable_schedule
 
         temporal = await client()
         queue = task_queue()
+        before = (await _describe(temporal, kind, queue))["granted_by"]
         await enable_schedule(temporal, kind, signer, queue, every)
-        return await _describe(temporal, kind, queue)
+        return before, await _describe(temporal, kind, queue)
 
-    entry = run_async(apply())
-    # Enabling keeps a paused schedule paused (its interval and grant are replaced): say so.
+    before, entry = run_async(apply())
+    # Enabling keeps a paused schedule paused (its interval and grant are replaced): say so, and
+    # whose standing grant this one replaced when it was another person's.
+    replaced = before if before is not None and before != actor else None
     paused = f"; still paused: `specialists schedules resume {kind.value}` runs it" if entry["paused"] else ""
-    said = f"{entry['schedule_id']} enabled by {actor}: every {entry['interval_seconds']} s{paused}"
+    instead = f"; it replaces {replaced}'s grant: its runs are now created by {actor}" if replaced else ""
+    said = f"{entry['schedule_id']} enabled by {actor}: every {entry['interval_seconds']} s{paused}{instead}"
     emit(
-        {"schedule": entry, "action": "enabled"},
+        {"schedule": entry, "action": "enabled", "replaced_grant_of": replaced},
         as_json,
         lambda console: console.print(safe_text(_said(entry, said))),
     )

@@ -65,7 +65,7 @@ def sign_in_command(
     never leaves this machine); prints the token to paste into the sign-in page."""
     from contracts.identity import sign_delegation
     from control.commands.common import actor_signer
-    from control.output import emit
+    from control.output import emit, utc
     from control.web.sessions import Challenge, delegation_token
 
     actor = actor_required(actor, "signing in to Mission Control")
@@ -77,5 +77,5 @@ def sign_in_command(
         expires_at=challenge.expires_at,
     )
     token = delegation_token(delegation)
-    data = {"token": token, "actor": actor, "expires_at": challenge.expires_at.isoformat()}
+    data = {"token": token, "actor": actor, "expires_at": utc(challenge.expires_at)}
     emit(data, as_json, lambda console: console.print(token, markup=False, highlight=False, soft_wrap=True))

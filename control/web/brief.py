@@ -169,10 +169,12 @@ async def create(
     Raises ``queue_not_allowed`` for an edit or recommend tier, ``no_worker`` and the run's refusals."""
     from contracts.ids import new_run_id
     from contracts.runs import RunInput
+    from control.create_flags import check_create_flags
     from control.runs import create_run, raise_if_creation_refused, request_digest
     from control.temporal import require_worker
 
     requested = Tier(tier)
+    check_create_flags(requested, enqueue=False, review_wave=wave)
     if queue and requested is not Tier.READ_ONLY:
         raise Refused(
             "queue_not_allowed",
@@ -191,9 +193,9 @@ async def create(
         review_wave=wave,
     )
     run_input = draft.model_copy(update={"request_digest": request_digest(draft)})
-    if queue:
-        proof = session.proof(action="create", target=run_input.run_id, digest=run_input.request_digest)
-        run_input = run_input.model_copy(update={"proof": proof})
+    # The session's actor is the run's creator: the create carries their proof, queued or not.
+    proof = session.proof(action="create", target=run_input.run_id, digest=run_input.request_digest)
+    run_input = run_input.model_copy(update={"proof": proof})
     client = await deployment.client()
     await require_worker(client, deployment.task_queue)
     view, _ = await create_run(client, run_input, task_queue=deployment.task_queue)

@@ -217,11 +217,19 @@ async def cancel(deployment: Deployment, session: Session, run_id: str, reason: 
 
 
 def _note(text: str) -> str:
+    """A note or reason from a form: its line breaks as a form sends them (CR LF) written as line
+    feeds, then held to the rules ``specialists decide --note`` holds it to."""
+    from contracts.text_rules import check_multiline
+
+    text = text.replace("\r\n", "\n")
     if len(text) > MAX_NOTE_CHARS:
         raise InvalidInput(
             "note_too_long", f"the note is {len(text)} characters; the limit is {MAX_NOTE_CHARS}"
         )
-    return text
+    try:
+        return check_multiline(text, "the note")
+    except ValueError as error:
+        raise InvalidInput("invalid_note", str(error)) from None
 
 
 def status_of(error: OperatorError) -> int:

@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Any, Final
 from contracts.errors import InvalidInput, NotFound
 from contracts.queue_items import ITEM_KEY_PATTERN, MAX_EVENT_REASON_CHARS, QueueStatus
 from contracts.queue_transitions import Mover, QueueMove, allowed_moves
+from contracts.text_rules import check_multiline
 
 if TYPE_CHECKING:
     from contracts.proofs import ActionProof
@@ -128,18 +129,22 @@ async def move(
         dispatch_request,
         held_in,
         queue_update,
-        reject_failed_run,
+        reject_reviewed_run,
     )
     from control.queue_views import item_json
 
     check_key(key)
     if name not in MOVES:
         raise InvalidInput("invalid_move", f"{name!r} is not a move the board makes")
-    reason = fields.get("reason", "") or fields.get("note", "")
+    reason = (fields.get("reason", "") or fields.get("note", "")).replace("\r\n", "\n")  # a form's CR LF
     if len(reason) > MAX_EVENT_REASON_CHARS:
         raise InvalidInput(
             "reason_too_long", f"the reason has {len(reason)} characters; at most {MAX_EVENT_REASON_CHARS}"
         )
+    try:
+        check_multiline(reason, "the reason")
+    except ValueError as error:
+        raise InvalidInput("invalid_reason", str(error)) from None
 
     def sign(target: str, action: str, digest: str) -> ActionProof:
         return session.proof(action=action, target=target, digest=digest)
@@ -153,7 +158,7 @@ async def move(
             confirm_high_risk=fields.get("confirm_high_risk") == "yes",
             override_capacity=fields.get("override_capacity") == "yes",
         )  # fmt: skip
-        await reject_failed_run(client, item, session.actor, sign)
+        await reject_reviewed_run(client, item, session.actor, sign)
         answer = await queue_update(client, queue, QueueMessage.DISPATCH, request, ItemAnswer)
         assert answer.item is not None
         return item_json(answer.item, run_id=request.run.run_id)
@@ -162,6 +167,8 @@ async def move(
         assert answer.item is not None
         return item_json(answer.item, run_id=run_id)
     message = QueueMessage(name)
+    if message is QueueMessage.REJECT and item.status is QueueStatus.HUMAN_REVIEW:
+        await reject_reviewed_run(client, item, session.actor, sign, rejecting_item=True)
     moved = MoveRequest(actor=session.actor, key=key, reason=reason)
     signed = moved.model_copy(update={"proof": sign(key, QueueAction(f"queue_{name}"), moved.digest())})
     answer = await queue_update(client, queue, message, signed, ItemAnswer)

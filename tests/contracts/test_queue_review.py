@@ -377,6 +377,34 @@ def test_a_failed_run_is_recovered_after_the_delay() -> None:
     assert due.reason == "recovery 1 of 2: re-dispatch"
 
 
+def test_an_item_whose_run_a_person_cancelled_is_left_to_a_person_not_recovered() -> None:
+    from contracts.queue_dispatch import apply_run_state
+    from contracts.queue_messages import RunState
+    from contracts.queue_review import run_cancelled
+    from contracts.runs import RunStatus
+
+    def ended(status: RunStatus) -> QueueItem:
+        loop = Loop()
+        loop.dispatch()
+        state = RunState(run_id=loop.pending(), status=status, error=f"the run was {status.value}")
+        item = apply_run_state(loop.item, state, loop.tick())
+        assert item is not None and item.status is QueueStatus.FAILED
+        return item
+
+    later = AT + dt.timedelta(days=2)
+    cancelled = ended(RunStatus.CANCELLED)
+    assert run_cancelled(cancelled)
+    decision = recovery_decision(cancelled, now=later, delay_seconds=0)
+    assert decision.action is RecoveryAction.NONE
+    assert decision.reason == "a person cancelled ORD-1's run: a person dispatches it again or parks it"
+    # Queue executions recorded before the rule recover it as they did.
+    before = recovery_decision(cancelled, now=later, delay_seconds=0, cancelled_stays=False)
+    assert before.action is RecoveryAction.RECOVER
+    expired = ended(RunStatus.EXPIRED)
+    assert not run_cancelled(expired)
+    assert recovery_decision(expired, now=later, delay_seconds=0).action is RecoveryAction.RECOVER
+
+
 def test_at_most_two_recoveries_per_cycle() -> None:
     loop = failed_loop(["x"])
     for _ in range(2):

@@ -172,6 +172,22 @@ def test_a_configuration_change_signed_with_another_actors_key_is_refused(tmp_pa
     assert _status(cli) == before
 
 
+def test_a_create_that_names_its_creator_needs_their_key_though_the_tier_is_not_protected(
+    tmp_path: Path,
+) -> None:
+    cli = _configured(tmp_path)
+    cli.call("actors", "register", "bob", "--name", "Bob", "--actor", "alice", "--json").ok()
+    item = json.dumps({"title": "Slow orders query", "description": "p95 went from 40 ms to 900 ms"})
+    create = ("create", "--input-json", item, "--tier", "recommend", "--json")
+    cli.without_key().call(*create, "--actor", "alice").error(4, "actor_key_missing")
+    message = cli.call(*create, "--actor", "bob").error(4, "actor_key_mismatch")  # alice's key
+    assert "belongs to 'alice'" in message
+    cli.call(*create, "--actor", "zed").error(3, "unknown_actor")
+    cli.call(*create, "--actor", " ").error(2, "actor_required")
+    cli.call("actors", "deactivate", "bob", "--actor", "alice", "--json").ok()
+    cli.as_actor("bob").call(*create, "--actor", "bob").error(4, "actor_deactivated")
+
+
 def test_missing_key_without_json_is_one_line_on_stderr(tmp_path: Path) -> None:
     result = _configured(tmp_path).without_key().call("policy", "--mode", "off", "--actor", "alice")
     assert result.exit_code == 4, result

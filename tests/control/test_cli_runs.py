@@ -246,6 +246,9 @@ def test_request_id_returns_the_same_run_for_the_same_request(cli: Cli) -> None:
         (["SOR-0000000000000000", "--accept"], 2, "actor_required"),
         (["SOR-0000000000000000", "--actor", "alice"], 2, "decision_required"),
         (["SOR-0000000000000000", "--actor", "alice", "--accept", "--reject"], 2, "decision_required"),
+        (["SOR-0000000000000000", "--actor", "alice", "--accept", "--note", "ok\x1b[2J"], 2, "invalid_note"),
+        (["SOR-0000000000000000", "--actor", "alice", "--accept", "--note", "ok\u202e"], 2, "invalid_note"),
+        (["SOR-0000000000000000", "--actor", "alice", "--accept", "--note", "x" * 2001], 2, "note_too_long"),
     ],
 )
 def test_bad_decide_is_refused(cli: Cli, args: list[str], exit_code: int, code: str) -> None:
@@ -296,6 +299,9 @@ def offline(tmp_path: Path) -> Cli:
             2,
             "advisory_needs_model_passes",
         ),
+        (["--input-json", ITEM, "--tier", "recommend", "--enqueue"], 2, "enqueue_not_allowed"),
+        (["--input-json", ITEM, "--tier", "worktree", "--enqueue"], 2, "enqueue_not_allowed"),
+        (["--input-json", ITEM, "--tier", "recommend", "--review-wave"], 2, "review_wave_needs_analysis"),
     ],
 )
 def test_create_refusals_that_need_no_server(

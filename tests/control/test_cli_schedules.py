@@ -102,6 +102,16 @@ def test_enable_intake_scan_creates_the_schedule_that_list_then_shows(cli: Cli) 
     assert after["granted_by"] == "alice" and after["interval_seconds"] == 6 * 3600
     human = cli.call("schedules", "list")
     assert human.exit_code == 0 and "intake-scan" in human.stdout
+    assert enabled["replaced_grant_of"] is None  # nobody's grant before
+    # Another person enabling it replaces alice's standing grant: said, never silent.
+    cli.call("actors", "register", "bob", "--name", "Bob", "--actor", "alice", "--json").ok()
+    enable = ("schedules", "enable", "intake-scan", "--interval", "6h")
+    by_bob = cli.as_actor("bob").call(*enable, "--actor", "bob", "--json").ok()
+    assert by_bob["replaced_grant_of"] == "alice" and by_bob["schedule"]["granted_by"] == "bob"
+    by_alice = cli.call(*enable, "--actor", "alice")
+    assert by_alice.exit_code == 0
+    assert "it replaces bob's grant: its runs are now created by alice" in by_alice.stdout
+    assert cli.call(*enable, "--actor", "alice", "--json").ok()["replaced_grant_of"] is None
     paused = cli.call("schedules", "pause", "intake-scan", "--actor", "alice", "--json").ok()
     assert paused["schedule"]["paused"] is True
 

@@ -273,7 +273,7 @@ def test_show_falls_back_at_once_to_the_last_projected_state_when_no_worker_poll
     assert "showing its last projected state" in result.stderr
     human = cli.call("show", run_id)
     assert human.exit_code == 0, str(human)
-    assert "LAST PROJECTED STATE, written at 2026-03-01T12:00:00+00:00" in human.stdout
+    assert "LAST PROJECTED STATE, written at 2026-03-01T12:00:00Z" in human.stdout
     assert "no worker is polling task queue" in human.stdout
 
 

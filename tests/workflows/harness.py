@@ -194,7 +194,7 @@ def run_input(
         advisory=advisory,
     )
     inp = draft.model_copy(update={"request_digest": request_digest(draft)})
-    if signed and (enqueue or automatic):
+    if signed:
         signature = proof(inp.run_id, "create", actor=actor, digest=inp.request_digest)
         inp = inp.model_copy(update={"proof": signature})
     return inp

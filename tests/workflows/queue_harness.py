@@ -47,7 +47,7 @@ from control.queue import (
     dispatch_request,
     queue_update,
     queue_view,
-    reject_failed_run,
+    reject_reviewed_run,
 )
 from tests.workflows.harness import ACTOR, Bench, bench, proof, replay_demo, until
 
@@ -139,7 +139,7 @@ class QueueBench:
             confirm_high_risk=confirm_high_risk,
             override_capacity=override_capacity,
         )
-        await reject_failed_run(self.client, item, actor, sign)
+        await reject_reviewed_run(self.client, item, actor, sign)
         return await self._send(QueueMessage.DISPATCH, request)
 
     async def route_next(self, policy: AutomationPolicy, *, actor: str = ACTOR) -> ItemAnswer:
@@ -155,6 +155,18 @@ class QueueBench:
         if request.run is not None:
             self.bench.started.append(request.run.run_id)
         return await self._send(QueueMessage.ROUTE_NEXT, request)
+
+    async def reject(self, key: str, *, actor: str = ACTOR, reason: str = "") -> ItemAnswer:
+        """``specialists queue reject``: a reviewed item's run, still awaiting its decision, is
+        rejected first; then the queue's reject."""
+
+        def sign(target: str, action: str, digest: str) -> ActionProof:
+            return proof(target, action, actor=actor, digest=digest)
+
+        item = await self.item(key)
+        if item.status is QueueStatus.HUMAN_REVIEW:
+            await reject_reviewed_run(self.client, item, actor, sign, rejecting_item=True)
+        return await self.move(QueueMessage.REJECT, key, actor=actor, reason=reason)
 
     async def done(self, key: str, *, actor: str = ACTOR, note: str = "") -> ItemAnswer:
         """``specialists queue done``: accept the reviewed run, then the queue's done."""

@@ -634,6 +634,76 @@ async def test_a_protected_create_with_a_valid_proof_is_authorised_then_captured
     assert view.result is not None and view.review is not None
 
 
+async def _replays(client: Client, run_ids: list[str]) -> None:
+    """Each run's history replays on the workflow code as it is (patch ``run-creator-proved``)."""
+    from temporalio.worker import Replayer
+
+    from worker import WORKFLOWS, sandbox_runner
+
+    replayer = Replayer(
+        workflows=list(WORKFLOWS), data_converter=pydantic_data_converter, workflow_runner=sandbox_runner()
+    )
+    for run_id in run_ids:
+        history = await client.get_workflow_handle(run_id).fetch_history()
+        replayed = await replayer.replay_workflow(history, raise_on_replay_failure=False)
+        assert replayed.replay_failure is None, replayed.replay_failure
+
+
+@pytest.mark.parametrize(
+    ("creator", "signature", "code"),
+    [
+        (ACTOR, "none", "proof_missing"),
+        (ACTOR, "another_actors_key", "proof_invalid"),
+        ("mallory", "own", "unknown_actor"),
+    ],
+)
+@within(30)
+async def test_a_run_that_names_its_creator_without_their_proof_fails_though_creating_it_is_not_protected(
+    temporal_client: Client, task_queue: str, tmp_path: Path, creator: str, signature: str, code: str
+) -> None:
+    async with bench(temporal_client, task_queue, tmp_path) as b, b.worker():
+        register_actor(b.store, "bob", "Bob Operator")
+        inp = run_input(example(SLOW_QUERY), tier=Tier.RECOMMEND, actor=creator, signed=False)
+        claimed = {
+            "none": None,
+            "another_actors_key": proof(inp.run_id, "create", digest=inp.request_digest, key=key_of("bob")),
+            "own": proof(inp.run_id, "create", actor=creator, digest=inp.request_digest),
+        }[signature]
+        inp = inp.model_copy(update={"proof": claimed})
+        b.started.append(inp.run_id)
+        await create_run(temporal_client, inp, task_queue=task_queue)
+        view = await b.terminal(inp.run_id)
+        scheduled = await scheduled_activities(temporal_client, inp.run_id)
+        await _replays(temporal_client, [inp.run_id])
+    assert view.status is RunStatus.FAILED
+    assert view.error is not None and view.error.type == code
+    assert view.contract is None and view.result is None
+    assert refusals(view) == [(creator, "create", code)]
+    assert scheduled == ["authorize_action", "project_run"]
+
+
+@within(30)
+async def test_a_run_that_names_no_creator_needs_no_proof_and_one_that_proves_its_creator_runs(
+    temporal_client: Client, task_queue: str, tmp_path: Path
+) -> None:
+    async with bench(temporal_client, task_queue, tmp_path) as b, b.worker():
+        anonymous = run_input(example(SLOW_QUERY), tier=Tier.RECOMMEND, signed=False)
+        anonymous = anonymous.model_copy(update={"created_by": None})
+        proved = run_input(example(SLOW_QUERY), tier=Tier.RECOMMEND)
+        views = []
+        for inp in (anonymous, proved):
+            b.started.append(inp.run_id)
+            await create_run(temporal_client, inp, task_queue=task_queue)
+            views.append(await b.terminal(inp.run_id))
+        scheduled = [await scheduled_activities(temporal_client, inp.run_id) for inp in (anonymous, proved)]
+        await _replays(temporal_client, [inp.run_id for inp in (anonymous, proved)])
+    assert [view.status for view in views] == [RunStatus.RECOMMENDED, RunStatus.RECOMMENDED]
+    assert [refusals(view) for view in views] == [[], []]
+    assert [view.audit[0].actor for view in views] == [None, ACTOR]
+    assert "authorize_action" not in scheduled[0]
+    assert scheduled[1][:2] == ["authorize_action", "capture_contract"]
+
+
 # ------------------------------------------------------------------------------------ crash safety
 
 
@@ -728,8 +798,9 @@ async def test_an_approval_sent_while_no_worker_runs_completes_once_a_worker_sta
     assert [e.kind for e in view.audit].count("approved") == 1
     assert refusals(view) == []
     assert await accepted_updates(temporal_client, run_id) == 1
-    # One authorisation for the approval and one for the cancel: nothing was applied twice.
-    assert scheduled.count("authorize_action") == 2
+    # One authorisation each for the named creator, the approval and the cancel: nothing was
+    # applied twice.
+    assert scheduled.count("authorize_action") == 3
 
 
 # ------------------------------------------------------------------------------------ token hygiene

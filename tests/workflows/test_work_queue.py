@@ -464,6 +464,45 @@ async def test_a_run_is_followed_across_continue_as_new_and_judged_once(
         ]
 
 
+@within(150)
+async def test_a_reviewed_result_a_person_rejected_is_never_done_and_no_run_is_left_awaiting_its_decision(
+    temporal_client: Client, task_queue: str, tmp_path: Path
+) -> None:
+    from contracts.runs import DecisionOutcome
+    from control.runs import decide_run
+
+    async with queue_bench(temporal_client, task_queue, tmp_path, poll_seconds=0.2) as q:
+        key = (await q.add(SLOW_QUERY_ITEM)).item.key  # type: ignore[union-attr]
+        await q.move(QueueMessage.APPROVE, key)
+        await q.dispatch(key)
+        first = (await q.until_status(key, QueueStatus.HUMAN_REVIEW, timeout=45)).runs[-1].run_id
+        # A person rejects the reviewed run itself: the item cannot be done on it.
+        await decide_run(
+            q.client, first, ACTOR, DecisionOutcome.REJECTED, "not this", proof(first, "decide", actor=ACTOR)
+        )
+        with pytest.raises(Refused) as not_accepted:
+            await q.done(key)
+        assert not_accepted.value.code == "run_not_accepted"
+        assert f"{first} is rejected" in not_accepted.value.message
+        assert (await q.item(key)).status is QueueStatus.HUMAN_REVIEW
+
+        # Sent back for another run, then rejected with its item: each reviewed run is rejected.
+        await q.dispatch(key)
+        item = await q.until_status(key, QueueStatus.HUMAN_REVIEW, timeout=45)
+        second = item.runs[-1].run_id
+        await q.dispatch(key)
+        item = await q.until_status(key, QueueStatus.HUMAN_REVIEW, timeout=45)
+        third = item.runs[-1].run_id
+        assert len({first, second, third}) == 3
+        await q.reject(key, reason="not worth it")
+        assert (await q.item(key)).status is QueueStatus.REJECTED
+        for run_id, why in ((second, "sent back for another run"), (third, "the item was rejected")):
+            view = await get_view(q.client, run_id)
+            assert view.status is RunStatus.REJECTED, run_id
+            decided = [entry for entry in view.audit if entry.kind == "decided"]
+            assert decided and why in str(decided[-1].data), decided
+
+
 @within(90)
 async def test_a_failed_item_is_parked_where_nothing_retries_it_and_released_into_a_new_cycle(
     temporal_client: Client, task_queue: str, tmp_path: Path

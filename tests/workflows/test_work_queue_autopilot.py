@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import asyncio
 import datetime as dt
+import json
 from pathlib import Path
 
 import pytest
@@ -23,6 +24,7 @@ from tests.store.git_repository import make_working_tree
 from tests.workflows.harness import (
     ACTOR,
     FailingProvider,
+    SlowProvider,
     bench,
     events,
     example,
@@ -246,6 +248,50 @@ async def test_a_failed_item_is_recovered_by_the_queue_after_the_delay_at_most_t
         started = [run.at for run in item.runs]
         for previous_end, start in zip(ended, started[1:], strict=False):
             assert previous_end is not None and start - previous_end >= dt.timedelta(seconds=1)
+
+
+@within(90)
+async def test_an_item_whose_run_a_person_cancelled_is_not_recovered_by_the_autopilot(
+    temporal_client: Client, task_queue: str, tmp_path: Path
+) -> None:
+    slow = SlowProvider(3)  # the run is still analysing when the person cancels it
+    async with queue_bench(temporal_client, task_queue, tmp_path, providers={"replay": slow}) as q:
+        await q.start(QueueState(poll_seconds=0.2, settings=QueueSettings(recovery_delay_seconds=0)))
+        await q.autopilot(True)
+        key = await _approved(q)
+        active = await q.until_status(key, QueueStatus.ACTIVE, timeout=30)
+        run_id = _run_of(active)
+        q.bench.started.append(run_id)
+        assert await asyncio.to_thread(slow.started.wait, 30)
+        await q.bench.cancel(run_id, "wrong repository")
+        failed = await q.until_status(key, QueueStatus.FAILED, timeout=60)
+        assert failed.events[-1].data["run_status"] == "cancelled"
+        await asyncio.sleep(2.0)  # far past the delay of 0 s: nothing recovers it
+        item = await q.item(key)
+        assert item.status is QueueStatus.FAILED and [run.run_id for run in item.runs] == [run_id]
+        # The queue's history, which asked patch queue-cancelled-run-not-recovered, replays.
+        from temporalio.contrib.pydantic import pydantic_data_converter
+        from temporalio.worker import Replayer
+
+        from worker import WORKFLOWS, sandbox_runner
+
+        handle = q.client.get_workflow_handle(q.workflow_id)
+        await handle.terminate("replayed below")
+        replayer = Replayer(
+            workflows=list(WORKFLOWS),
+            data_converter=pydantic_data_converter,
+            workflow_runner=sandbox_runner(),
+        )
+        history = await handle.fetch_history()
+        patches = [
+            json.loads(payload.data)["id"]
+            for event in history.events
+            if event.marker_recorded_event_attributes.marker_name == "core_patch"
+            for payload in event.marker_recorded_event_attributes.details["patch-data"].payloads
+        ]
+        assert "queue-cancelled-run-not-recovered" in patches
+        replayed = await replayer.replay_workflow(history, raise_on_replay_failure=False)
+        assert replayed.replay_failure is None, replayed.replay_failure
 
 
 @within(90)
