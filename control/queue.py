@@ -32,6 +32,7 @@ from contracts.queue_messages import (
     DispatchRequest,
     DoneRequest,
     ItemAnswer,
+    MoveRequest,
     QueueAction,
     QueueQuery,
     QueueState,
@@ -262,6 +263,47 @@ async def reject_reviewed_run(
         return None
     await decide_run(client, run_id, actor, DecisionOutcome.REJECTED, note, sign(run_id, "decide", ""))
     return run_id
+
+
+async def dispatch_item(
+    client: Client,
+    task_queue: str,
+    item: QueueItem,
+    request: DispatchRequest,
+    actor: str,
+    sign: Callable[[str, str, str], ActionProof],
+) -> ItemAnswer:
+    """``queue dispatch``: a FAIL round's run is rejected first (its findings go into the new run's
+    task); a reviewed (PASS) run sent back from ``human-review`` only once the queue accepted the
+    dispatch, so a refused dispatch (a full queue, an unconfirmed high risk) leaves the reviewed
+    result as it was (:func:`reject_reviewed_run`)."""
+    from contracts.queue_items import QueueStatus
+
+    sent_back = item.status is QueueStatus.HUMAN_REVIEW
+    if not sent_back:
+        await reject_reviewed_run(client, item, actor, sign)
+    answer = await queue_update(client, task_queue, QueueMessage.DISPATCH, request, ItemAnswer)
+    if sent_back:
+        await reject_reviewed_run(client, item, actor, sign)
+    return answer
+
+
+async def reject_item(
+    client: Client,
+    task_queue: str,
+    item: QueueItem,
+    request: MoveRequest,
+    actor: str,
+    sign: Callable[[str, str, str], ActionProof],
+) -> ItemAnswer:
+    """``queue reject`` of ``item`` (the signed ``request``): once the queue rejected a reviewed item,
+    its run, still awaiting its decision, is rejected too (:func:`reject_reviewed_run`)."""
+    from contracts.queue_items import QueueStatus
+
+    answer = await queue_update(client, task_queue, QueueMessage.REJECT, request, ItemAnswer)
+    if item.status is QueueStatus.HUMAN_REVIEW:
+        await reject_reviewed_run(client, item, actor, sign, rejecting_item=True)
+    return answer
 
 
 async def accept_and_complete(

@@ -154,30 +154,30 @@ def _move(message: QueueMessage, key: str, actor: str | None, reason: str, as_js
     actor = require_actor(actor, f"queue {message.value}")
     request = MoveRequest(actor=actor, key=key, reason=reason)
     proof = proof_for(run_id=key, action=action, actor=actor, digest=request.digest())
-    if message is QueueMessage.REJECT:
-        _reject_reviewed_run(key, actor)
-    answer = send_item(message, request.model_copy(update={"proof": proof}))
+    signed = request.model_copy(update={"proof": proof})
+    answer = _reject(key, actor, signed) if message is QueueMessage.REJECT else send_item(message, signed)
     _emit_item(answer, as_json, with_previous_key=message is QueueMessage.APPROVE)
 
 
-def _reject_reviewed_run(key: str, actor: str) -> None:
-    """Before ``queue reject`` of a reviewed item: its run, still awaiting its decision, is rejected
-    (:func:`control.queue.reject_reviewed_run`)."""
+def _reject(key: str, actor: str, request: Any) -> ItemAnswer:
+    """``queue reject``: a reviewed item's run, still awaiting its decision, is rejected once the
+    queue rejected the item (:func:`control.queue.reject_item`)."""
     from contracts.queue_items import QueueStatus
+    from contracts.temporal_names import QueueMessage
     from control.actions import proof_for
-    from control.queue import reject_reviewed_run
+    from control.queue import reject_item
 
     item = held_item(key)
     if item.status is not QueueStatus.HUMAN_REVIEW:
-        return
+        return send_item(QueueMessage.REJECT, request)
 
     def sign(target: str, action: str, digest: str) -> Any:
         return proof_for(run_id=target, action=action, actor=actor, digest=digest)
 
-    async def go() -> None:
-        await reject_reviewed_run(await worker_client(task_queue()), item, actor, sign, rejecting_item=True)
+    async def go() -> ItemAnswer:
+        return await reject_item(await worker_client(task_queue()), task_queue(), item, request, actor, sign)
 
-    run_async(go())
+    return run_async(go())
 
 
 @app.command("approve")
@@ -220,7 +220,6 @@ def dispatch_command(
     read_only run is created enqueued; a worktree or pr_ready run still waits for its digest-bound
     approval and execute, shown as the item's attention. Protected."""
     from contracts.ids import new_run_id
-    from contracts.temporal_names import QueueMessage
     from control.actions import proof_for
     from control.queue import dispatch_request
 
@@ -243,13 +242,10 @@ def dispatch_command(
     queue = task_queue()
 
     async def go() -> ItemAnswer:
-        from contracts.queue_messages import ItemAnswer
-        from control.queue import queue_update, reject_reviewed_run
+        from control.queue import dispatch_item
 
-        temporal = await worker_client(queue)
-        # The run the item leaves (a FAIL round's, or a reviewed result sent back) is rejected first.
-        await reject_reviewed_run(temporal, item, signer, sign)
-        return await queue_update(temporal, queue, QueueMessage.DISPATCH, request, ItemAnswer)
+        # The run the item leaves (a FAIL round's, or a reviewed result sent back) is rejected.
+        return await dispatch_item(await worker_client(queue), queue, item, request, signer, sign)
 
     answer = run_async(go())
     from control.output import emit

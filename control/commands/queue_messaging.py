@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from contracts.errors import NotFound
 from control.commands.common import client, run_async, task_queue
 
 if TYPE_CHECKING:
@@ -35,6 +36,8 @@ def queue_id() -> str:
 
 
 def send_item(message: QueueMessage, request: Any) -> ItemAnswer:
+    """Send an item update; a key the queue no longer knows but the store's archive does is refused
+    ``item_archived`` (exit 4), as a key whose tombstone the queue keeps is."""
     from contracts.queue_messages import ItemAnswer
     from control.queue import queue_update
 
@@ -43,7 +46,18 @@ def send_item(message: QueueMessage, request: Any) -> ItemAnswer:
     async def go() -> ItemAnswer:
         return await queue_update(await worker_client(queue), queue, message, request, ItemAnswer)
 
-    return run_async(go())
+    try:
+        return run_async(go())
+    except NotFound as error:  # a key the queue forgot it archived is refused as archived
+        key = getattr(request, "key", None)
+        if error.code != "unknown_item" or not isinstance(key, str):
+            raise
+        found = archived_named(queue_state(key), key)
+        if found is None:
+            raise
+        from contracts.queue_archive import tombstone
+
+        raise tombstone(*found).refusal(key) from None
 
 
 def send_settings(message: QueueMessage, request: Any) -> tuple[SettingsAnswer, Any]:

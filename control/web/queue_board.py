@@ -126,10 +126,11 @@ async def move(
     from contracts.temporal_names import QueueMessage
     from control.queue import (
         accept_and_complete,
+        dispatch_item,
         dispatch_request,
         held_in,
         queue_update,
-        reject_reviewed_run,
+        reject_item,
     )
     from control.queue_views import item_json
 
@@ -158,8 +159,7 @@ async def move(
             confirm_high_risk=fields.get("confirm_high_risk") == "yes",
             override_capacity=fields.get("override_capacity") == "yes",
         )  # fmt: skip
-        await reject_reviewed_run(client, item, session.actor, sign)
-        answer = await queue_update(client, queue, QueueMessage.DISPATCH, request, ItemAnswer)
+        answer = await dispatch_item(client, queue, item, request, session.actor, sign)
         assert answer.item is not None
         return item_json(answer.item, run_id=request.run.run_id)
     if name == QueueMove.DONE.value:
@@ -167,10 +167,11 @@ async def move(
         assert answer.item is not None
         return item_json(answer.item, run_id=run_id)
     message = QueueMessage(name)
-    if message is QueueMessage.REJECT and item.status is QueueStatus.HUMAN_REVIEW:
-        await reject_reviewed_run(client, item, session.actor, sign, rejecting_item=True)
     moved = MoveRequest(actor=session.actor, key=key, reason=reason)
     signed = moved.model_copy(update={"proof": sign(key, QueueAction(f"queue_{name}"), moved.digest())})
-    answer = await queue_update(client, queue, message, signed, ItemAnswer)
+    if message is QueueMessage.REJECT:  # a reviewed item's run is rejected with it
+        answer = await reject_item(client, queue, item, signed, session.actor, sign)
+    else:
+        answer = await queue_update(client, queue, message, signed, ItemAnswer)
     assert answer.item is not None
     return item_json(answer.item)

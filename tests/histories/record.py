@@ -216,7 +216,8 @@ def _input(
     automatic: bool = False,
     signed: bool = True,
 ) -> RunInput:
-    """A create request; with ``enqueue`` or ``automatic`` it carries a proof unless ``signed`` is off."""
+    """A create request by alice, carrying her proof of the create unless ``signed`` is off (the run
+    proves a named creator, and an enqueued or automatic create is protected)."""
     draft = RunInput(
         run_id=new_run_id(),
         work_item=item,
@@ -227,7 +228,7 @@ def _input(
         created_by="alice",
     )
     run_input = draft.model_copy(update={"request_digest": request_digest(draft)})
-    if signed and (enqueue or automatic):
+    if signed:
         proof = _proof(run_input.run_id, "create", digest=run_input.request_digest)
         run_input = run_input.model_copy(update={"proof": proof})
     return run_input

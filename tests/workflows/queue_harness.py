@@ -44,10 +44,11 @@ from contracts.queue_transitions import Mover, QueueMove, apply_move
 from contracts.temporal_names import QueueMessage, WorkflowType
 from control.queue import (
     accept_and_complete,
+    dispatch_item,
     dispatch_request,
     queue_update,
     queue_view,
-    reject_reviewed_run,
+    reject_item,
 )
 from tests.workflows.harness import ACTOR, Bench, bench, proof, replay_demo, until
 
@@ -139,8 +140,7 @@ class QueueBench:
             confirm_high_risk=confirm_high_risk,
             override_capacity=override_capacity,
         )
-        await reject_reviewed_run(self.client, item, actor, sign)
-        return await self._send(QueueMessage.DISPATCH, request)
+        return await dispatch_item(self.client, self.bench.task_queue, item, request, actor, sign)
 
     async def route_next(self, policy: AutomationPolicy, *, actor: str = ACTOR) -> ItemAnswer:
         """``specialists queue route-next`` under ``policy``: the next approved item routed with the
@@ -164,9 +164,10 @@ class QueueBench:
             return proof(target, action, actor=actor, digest=digest)
 
         item = await self.item(key)
-        if item.status is QueueStatus.HUMAN_REVIEW:
-            await reject_reviewed_run(self.client, item, actor, sign, rejecting_item=True)
-        return await self.move(QueueMessage.REJECT, key, actor=actor, reason=reason)
+        request = MoveRequest(actor=actor, key=key, reason=reason)
+        signature = proof(key, QueueAction.REJECT, actor=actor, digest=request.digest())
+        signed = request.model_copy(update={"proof": signature})
+        return await reject_item(self.client, self.bench.task_queue, item, signed, actor, sign)
 
     async def done(self, key: str, *, actor: str = ACTOR, note: str = "") -> ItemAnswer:
         """``specialists queue done``: accept the reviewed run, then the queue's done."""
