@@ -26,5 +26,6 @@ def check_create_flags(tier: Tier | None, *, enqueue: bool, review_wave: bool) -
     if review_wave and tier is Tier.RECOMMEND:
         raise InvalidInput(
             "review_wave_needs_analysis",
-            "--review-wave asks for more reviewers of an analysis; a recommend run makes none to review",
+            "a review wave (--review-wave) asks for more reviewers of an analysis; a recommend run "
+            "makes none to review",
         )

@@ -102,7 +102,7 @@ def create_command(
     if enqueue or automatic:
         actor = actor_required(actor, "create with --enqueue or --automatic")
     elif actor is not None:  # a named creator is proved, not claimed: the audit records who created it
-        actor = actor_required(actor, "create --actor")
+        actor = actor_required(actor, "naming the run's creator")
     route_override = parse_override(override, override_reason)
     item = parse_model(
         WorkItem, read_json_argument(input_json, what="work item"), what="work item", code="invalid_work_item"
