@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import datetime as dt
 from collections.abc import Callable
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from temporalio.client import Client, WithStartWorkflowOperation, WorkflowUpdateFailedError
 from temporalio.common import WorkflowIDConflictPolicy
@@ -45,6 +45,9 @@ from contracts.queue_messages import (
 from contracts.refusals import RefusalCode
 from contracts.temporal_names import QueueMessage, WorkflowType
 from contracts.ui_summaries import queue_summary
+
+if TYPE_CHECKING:
+    from store.store import Store
 
 QUERY_TIMEOUT = dt.timedelta(seconds=10)
 Answer = TypeVar("Answer", ItemAnswer, SettingsAnswer, IntakeAnswer)
@@ -263,6 +266,18 @@ async def reject_reviewed_run(
         return None
     await decide_run(client, run_id, actor, DecisionOutcome.REJECTED, note, sign(run_id, "decide", ""))
     return run_id
+
+
+def require_item_repository(store: Store, item: QueueItem) -> None:
+    """Before an approval: an item of an edit tier (worktree, pr_ready) names a registered, active
+    repository, as its run's capture will require (``unknown_repository`` exit 3,
+    ``repository_deactivated`` exit 4), so an approved item does not fail at its first dispatch. A
+    read_only item may name one that is not registered: its run is analysed without it."""
+    from contracts.policy import APPROVAL_TIERS
+    from store.repositories import require_active
+
+    if item.tier in APPROVAL_TIERS and item.repo_alias is not None:
+        require_active(store.get_repository(item.repo_alias))
 
 
 async def dispatch_item(

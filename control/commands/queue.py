@@ -30,7 +30,14 @@ from control.commands.common import (
 )
 from control.commands.queue_args import InputJson, KeyArgument, check_key
 from control.commands.queue_intake import intake
-from control.commands.queue_messaging import held_item, queue_id, queue_state, send_item, worker_client
+from control.commands.queue_messaging import (
+    check_item_repository,
+    held_item,
+    queue_id,
+    queue_state,
+    send_item,
+    worker_client,
+)
 from control.commands.queue_reading import reading
 from control.commands.queue_settings import settings
 from control.commands.queue_shipping import shipping
@@ -155,6 +162,8 @@ def _move(message: QueueMessage, key: str, actor: str | None, reason: str, as_js
     request = MoveRequest(actor=actor, key=key, reason=reason)
     proof = proof_for(run_id=key, action=action, actor=actor, digest=request.digest())
     signed = request.model_copy(update={"proof": proof})
+    if message is QueueMessage.APPROVE:
+        check_item_repository(key)
     answer = _reject(key, actor, signed) if message is QueueMessage.REJECT else send_item(message, signed)
     _emit_item(answer, as_json, with_previous_key=message is QueueMessage.APPROVE)
 

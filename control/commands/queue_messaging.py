@@ -112,3 +112,13 @@ def archived_named(view: QueueView, key: str) -> tuple[QueueItem, dt.datetime] |
         return None
     with store:
         return store.archived_queue_item_named(view.workflow_id, key)
+
+
+def check_item_repository(key: str) -> None:
+    """Before ``queue approve``: :func:`control.queue.require_item_repository` with the store."""
+    from control.commands.common import open_configuration_store
+    from control.queue import require_item_repository
+
+    item = held_item(key)
+    with open_configuration_store() as store:
+        require_item_repository(store, item)

@@ -131,6 +131,7 @@ async def move(
         held_in,
         queue_update,
         reject_item,
+        require_item_repository,
     )
     from control.queue_views import item_json
 
@@ -153,6 +154,11 @@ async def move(
     client = await deployment.client()
     queue = deployment.task_queue
     item = held_in(await _view(deployment, key), key)
+    if name == QueueMove.APPROVE.value:
+        store = deployment.store()
+        if store is not None:
+            with store:
+                require_item_repository(store, item)
     if name == QueueMove.DISPATCH.value:
         request = dispatch_request(
             item, session.actor, sign, run_id=new_run_id(),

@@ -184,6 +184,22 @@ def test_approval_names_every_gap_then_renames_the_completed_proposal(cli: Cli) 
     assert new_key in gone["message"]
 
 
+def test_an_edit_tier_item_is_approved_only_on_a_registered_repository(cli: Cli) -> None:
+    key = add(cli, complete("Fix the slow orders query", tier="worktree", repo_alias="nowhere"))["item"][
+        "key"
+    ]
+    refused = refusal(
+        cli.call("queue", "approve", key, "--actor", "alice", "--json"), 3, "unknown_repository"
+    )
+    assert "nowhere" in refused["message"]
+    assert cli.call("queue", "show", key, "--json").ok()["item"]["status"] == "proposal"
+    # A read_only item may name one: its run is analysed without the repository.
+    key = add(cli, complete("Audit the slow orders query", repo_alias="nowhere"))["item"]["key"]
+    assert (
+        cli.call("queue", "approve", key, "--actor", "alice", "--json").ok()["item"]["status"] == "approved"
+    )
+
+
 def test_a_refused_move_names_the_status_and_the_allowed_moves(cli: Cli) -> None:
     key = add(cli, complete("Approve then reject"))["item"]["key"]
     cli.call("queue", "approve", key, "--actor", "alice", "--json").ok()
