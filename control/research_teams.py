@@ -7,6 +7,7 @@ docs/architecture.md "Exit codes".
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import datetime as dt
 import re
@@ -192,7 +193,9 @@ async def get_team(client: Client, team_id: str) -> TeamView:
         view: TeamView = await handle.query(TeamMessage.VIEW, result_type=TeamView, rpc_timeout=QUERY_TIMEOUT)
         return view
     except RPCError as error:
-        if error.status in (RPCStatusCode.DEADLINE_EXCEEDED, RPCStatusCode.UNAVAILABLE):
+        # The server holds a query until a worker takes it; at the RPC's timeout it answers
+        # DEADLINE_EXCEEDED or CANCELLED ("Timeout expired").
+        if error.status in _NO_ANSWER:
             raise ServiceUnavailable(
                 "no_worker",
                 f"no worker answered for team {team_id}: start one with `specialists worker` "
@@ -211,9 +214,23 @@ async def wait_for_team(
     timeout: float | None = 15.0,
     on_change: Callable[[TeamView], None] | None = None,
 ) -> TeamView:
-    """Poll the team's view until ``done(view)`` or ``timeout`` seconds (``None`` = no limit)."""
+    """Poll the team's view until ``done(view)`` or ``timeout`` seconds (``None`` = no limit). While
+    no worker answers (one was stopped or killed and another takes the team over) the view is asked
+    for again every second within ``timeout``; ``no_worker`` only once it has passed."""
+    loop = asyncio.get_running_loop()
+    deadline = None if timeout is None else loop.time() + timeout
+
+    async def answered() -> TeamView:
+        while True:
+            try:
+                return await get_team(client, team_id)
+            except ServiceUnavailable as error:
+                if error.code != "no_worker" or (deadline is not None and loop.time() >= deadline):
+                    raise
+            await asyncio.sleep(1.0)
+
     return await poll_view(
-        lambda: get_team(client, team_id),
+        answered,
         done,
         status=lambda v: v.status,
         timeout=timeout,
