@@ -12,8 +12,16 @@ every activity the run schedules, one child workflow (with as many no-op activit
 ``ModelJob`` child, and a ``decide`` update whose handler runs one no-op activity where the run's
 ``authorize_action`` runs. Both are driven the same way: start, poll the status query every
 ``--poll-interval`` seconds until ``awaiting_decision``, send ``decide``, wait for the result — with at
-most ``--concurrency`` runs in flight. Blocks run in the order baseline, project, project, baseline
-(half the runs each) so a server that slows as closed workflows pile up favours neither side.
+most ``--concurrency`` runs in flight. The target's ratio is the project's throughput over this plain
+baseline's.
+
+Same visibility. A third side runs the baseline on the same worker with what the run shows and
+carries but does not compute: its start search attribute and memo, an upsert of the same search
+attributes in the same workflow task wherever the run upserts its own, and payloads of the run's
+sizes. Its difference from the plain baseline is what visibility and payload bytes cost a run; the
+project against it is what is left for the workflow's own code and its activities' work. Blocks run
+in the order baseline, same-visibility, project, project, same-visibility, baseline (half the runs
+each) so a server that slows as closed workflows pile up favours no side.
 
 Attribution. Both workers count, by thread CPU, where the bench process's CPU goes
 (``bench/cpu_account.py``): the sandbox building each workflow instance, its activations, and each
@@ -66,6 +74,7 @@ ACTOR = "bench-operator"
 MODEL = "replay:demo"
 PROJECT_QUEUE = "bench-project"
 BASELINE_QUEUE = "bench-baseline"
+SAME_VISIBILITY = "baseline_same_visibility"
 TEMPLATE_QUEUE = "bench-template"
 RESUME_QUEUE = "bench-resume"
 AWAITING = "awaiting_decision"  # RunStatus.AWAITING_DECISION, and the baseline's status there
@@ -282,26 +291,44 @@ class ProjectDriver(Driver):
 
 
 class BaselineDriver(Driver):
-    """``BenchBaselineRun`` with the plan read from the project's warm-up histories."""
+    """``BenchBaselineRun`` with a plan read from the project's warm-up histories: the plain one, or
+    (``shape.same_visibility``) the one that also upserts, carries and starts as the run does."""
 
     def __init__(
         self,
         client: Client,
         poll_interval: float,
-        plans: dict[str, list[str]],
+        shapes: dict[str, RunShape],
         account: CpuAccount | None = None,
+        *,
+        same_visibility: bool = False,
     ) -> None:
         super().__init__(client, poll_interval, account)
-        self.plans = plans
+        self.shapes = shapes
+        self.same_visibility = same_visibility
+
+    def plan(self, tier: str) -> list[str]:
+        shape = self.shapes[tier]
+        return shape.visible_plan if self.same_visibility else shape.plan
 
     async def start(self, tier: str, index: int) -> WorkflowHandle[Any, Any]:
+        from temporalio.common import SearchAttributeKey, SearchAttributePair, TypedSearchAttributes
+
         from bench.run_baseline import BaselineRunWorkflow
 
+        shape = self.shapes[tier]
+        options: dict[str, Any] = {}
+        if self.same_visibility:
+            options["memo"] = {key: "x" * size for key, size in shape.memo_bytes.items()}
+            options["search_attributes"] = TypedSearchAttributes(
+                [SearchAttributePair(SearchAttributeKey.for_keyword(key), "s") for key in shape.start_keys]
+            )
         return await self.client.start_workflow(
             BaselineRunWorkflow.run,
-            self.plans[tier],
+            self.plan(tier),
             id=f"BENCH-{uuid.uuid4().hex[:16].upper()}",
             task_queue=BASELINE_QUEUE,
+            **options,
         )
 
     async def status(self, handle: WorkflowHandle[Any, Any]) -> str:
@@ -315,8 +342,9 @@ class BaselineDriver(Driver):
         await handle.execute_update(BaselineRunWorkflow.decide, ACTOR)
 
     def check_result(self, tier: str, result: Any) -> None:
-        if result != "done":
-            raise RuntimeError(f"baseline run ended {result!r}")
+        size = self.shapes[tier].result_bytes if self.same_visibility else 0
+        if result != ("x" * size if size else "done"):
+            raise RuntimeError(f"baseline run ended {str(result)[:40]!r}")
 
 
 async def _bounded(count: int, concurrency: int, one: Callable[[int], Awaitable[Sample]]) -> list[Sample]:
@@ -406,6 +434,39 @@ def _cpu_ratio_without_bodies(project: dict[str, Any], baseline: dict[str, Any])
     return round(without_bodies(baseline) / without_bodies(project), 3)
 
 
+def _tier_report(sides: dict[str, dict[str, Any]]) -> dict[str, Any]:
+    """One tier's sides and ratios: the target's (project over the plain baseline) and, against the
+    same-visibility baseline, what is left once upserts and payload sizes are the same on both."""
+    project, baseline, visible = sides["project"], sides["baseline"], sides[SAME_VISIBILITY]
+    ratio = project["runs_per_s"] / baseline["runs_per_s"]
+
+    def cpu_ms(side: dict[str, Any], part: str) -> float:
+        return float(side["cpu_s_per_run"][part]) * 1000
+
+    return {
+        "project": project,
+        "baseline": baseline,
+        SAME_VISIBILITY: visible,
+        "throughput_ratio": round(ratio, 3),
+        "latency_p50_ratio": round(project["latency_ms_p50"] / baseline["latency_ms_p50"], 2),
+        "target_ratio": TARGET_THROUGHPUT_RATIO,
+        "target_met": ratio >= TARGET_THROUGHPUT_RATIO,
+        "cpu_ratio_without_activity_bodies": _cpu_ratio_without_bodies(project, baseline),
+        "throughput_ratio_same_visibility": round(project["runs_per_s"] / visible["runs_per_s"], 3),
+        "cpu_ratio_without_activity_bodies_same_visibility": _cpu_ratio_without_bodies(project, visible),
+        # What the upserts, memo and payload sizes alone cost per run: same-visibility minus plain.
+        "visibility_and_payload_cpu_ms_per_run": {
+            part: round(cpu_ms(visible, part) - cpu_ms(baseline, part), 1)
+            for part in ("server", "bench_process")
+        },
+    }
+
+
+def _printable(plan: list[str]) -> list[str]:
+    """A plan as the report shows it: the input's padding by its size."""
+    return [f"pad:<{len(step) - 4} bytes>" if step.startswith("pad:") else step for step in plan]
+
+
 # --------------------------------------------------------------------------------------------------
 # Histories: the plan the baseline mirrors, and where a run's time goes
 
@@ -419,24 +480,79 @@ async def _events(client: Client, workflow_id: str) -> list[Any]:
     return list(history.events)
 
 
-async def _plan_from_history(client: Client, workflow_id: str) -> list[str]:
+@dataclass
+class RunShape:
+    """What a baseline mirrors of one tier's warm-up run (``bench/run_baseline.py``)."""
+
+    plan: list[str]
+    """Activities, children and the decision, tiny payloads, no search attributes."""
+    visible_plan: list[str]
+    """The same, with the run's own upserts and payload sizes."""
+    memo_bytes: dict[str, int]
+    start_keys: list[str]
+    result_bytes: int
+
+
+def _payload_bytes(payloads: Any) -> int:
+    return sum(len(payload.data) for payload in payloads.payloads)
+
+
+def _json_string_bytes(size: int) -> int:
+    """The length of a string whose JSON encoding (quotes included) is ``size`` bytes."""
+    return max(size - 2, 0)
+
+
+async def _shape_from_history(client: Client, workflow_id: str) -> RunShape:
     """The run's shape: ``activity`` per activity, ``child:N+L`` per child (N activities, L local ones),
-    ``decision`` for an activity scheduled by an update handler (the ``decide`` authorisation)."""
+    ``decision`` for an activity scheduled by an update handler (the ``decide`` authorisation); and
+    the same-visibility plan, which adds each ``upsert`` of the run's own search attributes (the
+    ``TemporalChangeVersion`` that a patch marker brings is the workflow's own cost, not mirrored) and
+    the sizes of every payload the run's own history carries."""
     from temporalio.api.enums.v1 import EventType
 
     plan: list[str] = []
+    visible: list[str] = []
     updates_open = 0
+    memo_bytes: dict[str, int] = {}
+    start_keys: list[str] = []
+    input_bytes = result_bytes = 0
     for event in await _events(client, workflow_id):
         kind = event.event_type
-        if kind == EventType.EVENT_TYPE_WORKFLOW_EXECUTION_UPDATE_ACCEPTED:
+        if kind == EventType.EVENT_TYPE_WORKFLOW_EXECUTION_STARTED:
+            started = event.workflow_execution_started_event_attributes
+            input_bytes = _payload_bytes(started.input)
+            memo_bytes = {
+                key: _json_string_bytes(len(payload.data)) for key, payload in started.memo.fields.items()
+            }
+            start_keys = sorted(started.search_attributes.indexed_fields)
+        elif kind == EventType.EVENT_TYPE_WORKFLOW_EXECUTION_COMPLETED:
+            completed = event.workflow_execution_completed_event_attributes
+            result_bytes = _json_string_bytes(_payload_bytes(completed.result))
+        elif kind == EventType.EVENT_TYPE_WORKFLOW_EXECUTION_UPDATE_ACCEPTED:
             updates_open += 1
         elif kind == EventType.EVENT_TYPE_WORKFLOW_EXECUTION_UPDATE_COMPLETED:
             updates_open = max(updates_open - 1, 0)
+        elif kind == EventType.EVENT_TYPE_UPSERT_WORKFLOW_SEARCH_ATTRIBUTES:
+            fields = event.upsert_workflow_search_attributes_event_attributes.search_attributes.indexed_fields
+            keys = sorted(key for key in fields if key != "TemporalChangeVersion")
+            if keys:
+                visible.append("upsert:" + ",".join(keys))
         elif kind == EventType.EVENT_TYPE_ACTIVITY_TASK_SCHEDULED:
-            plan.append("decision" if updates_open else "activity")
+            step = "decision" if updates_open else "activity"
+            plan.append(step)
+            if step == "decision":
+                visible.append(step)
+            else:
+                scheduled = event.activity_task_scheduled_event_attributes
+                visible.append(f"activity:{_payload_bytes(scheduled.input)}:{{result:{event.event_id}}}")
+        elif kind == EventType.EVENT_TYPE_ACTIVITY_TASK_COMPLETED:
+            done = event.activity_task_completed_event_attributes
+            marker = f"{{result:{done.scheduled_event_id}}}"
+            size = str(_json_string_bytes(_payload_bytes(done.result)))
+            visible = [step.replace(marker, size) for step in visible]
         elif kind == EventType.EVENT_TYPE_START_CHILD_WORKFLOW_EXECUTION_INITIATED:
-            child_id = event.start_child_workflow_execution_initiated_event_attributes.workflow_id
-            child_events = await _events(client, child_id)
+            initiated = event.start_child_workflow_execution_initiated_event_attributes
+            child_events = await _events(client, initiated.workflow_id)
             activities = sum(
                 1 for e in child_events if e.event_type == EventType.EVENT_TYPE_ACTIVITY_TASK_SCHEDULED
             )
@@ -447,7 +563,23 @@ async def _plan_from_history(client: Client, workflow_id: str) -> list[str]:
                 and e.marker_recorded_event_attributes.marker_name == "core_local_activity"
             )
             plan.append(f"child:{activities}+{local}")
-    return plan
+            visible.append(
+                f"child:{activities}+{local}:{_payload_bytes(initiated.input)}:{{child:{event.event_id}}}"
+            )
+        elif kind == EventType.EVENT_TYPE_CHILD_WORKFLOW_EXECUTION_COMPLETED:
+            done_child = event.child_workflow_execution_completed_event_attributes
+            marker = f"{{child:{done_child.initiated_event_id}}}"
+            size = str(_json_string_bytes(_payload_bytes(done_child.result)))
+            visible = [step.replace(marker, size) for step in visible]
+    visible.append(f"result:{result_bytes}")
+    # The run's input is its size again: the plan padded up to it.
+    padding = input_bytes - len(json.dumps(visible)) - len(', "pad:"')
+    if padding > 0:
+        visible.append("pad:" + "x" * padding)
+    unresolved = [step for step in visible if "{" in step]
+    if unresolved:
+        raise RuntimeError(f"{workflow_id}: steps without a completion in its history: {unresolved}")
+    return RunShape(plan, visible, memo_bytes, start_keys, result_bytes)
 
 
 @dataclass
@@ -869,10 +1001,14 @@ async def _bench(args: argparse.Namespace, server: DevServer, state: Path) -> di
             # Warm-up: opens the store (and migrates it), loads the catalog, fills the sandbox's
             # module cache; its histories give the baseline its plan.
             warm_ids = {tier: (await project.run_once(tier, 0)).run_id for tier in tiers}
-            plans = {tier: await _plan_from_history(client, run_id) for tier, run_id in warm_ids.items()}
-            baseline = BaselineDriver(client, args.poll_interval, plans, baseline_account)
+            shapes = {tier: await _shape_from_history(client, run_id) for tier, run_id in warm_ids.items()}
+            baseline = BaselineDriver(client, args.poll_interval, shapes, baseline_account)
+            visible = BaselineDriver(
+                client, args.poll_interval, shapes, baseline_account, same_visibility=True
+            )
             for tier in tiers:
                 await baseline.run_once(tier, 0)
+                await visible.run_once(tier, 0)
 
             sequential: dict[str, Any] = {}
             for tier in tiers:
@@ -886,29 +1022,19 @@ async def _bench(args: argparse.Namespace, server: DevServer, state: Path) -> di
 
             throughput: dict[str, Any] = {}
             profile: dict[str, Any] = {}
+            drivers: dict[str, Driver] = {
+                "baseline": baseline,
+                SAME_VISIBILITY: visible,
+                "project": project,
+            }
             for tier, runs in tiers.items():
-                sides = {"project": Side(), "baseline": Side()}
+                sides = {name: Side() for name in drivers}
                 first, second = runs // 2, runs - runs // 2
-                for name, count in (("baseline", first), ("project", first), ("project", second)):
-                    driver = project if name == "project" else baseline
-                    await _block(driver, tier, count, args.concurrency, server.pid or 0, sides[name])
-                await _block(baseline, tier, second, args.concurrency, server.pid or 0, sides["baseline"])
-                project_report = _side_report(sides["project"])
-                baseline_report = _side_report(sides["baseline"])
-                ratio = project_report["runs_per_s"] / baseline_report["runs_per_s"]
-                throughput[tier] = {
-                    "project": project_report,
-                    "baseline": baseline_report,
-                    "throughput_ratio": round(ratio, 3),
-                    "latency_p50_ratio": round(
-                        project_report["latency_ms_p50"] / baseline_report["latency_ms_p50"], 2
-                    ),
-                    "target_ratio": TARGET_THROUGHPUT_RATIO,
-                    "target_met": ratio >= TARGET_THROUGHPUT_RATIO,
-                    "cpu_ratio_without_activity_bodies": _cpu_ratio_without_bodies(
-                        project_report, baseline_report
-                    ),
-                }
+                order = [*drivers, *reversed(drivers)]  # baseline, visible, project, project, ...
+                for position, name in enumerate(order):
+                    count = first if position < len(drivers) else second
+                    await _block(drivers[name], tier, count, args.concurrency, server.pid or 0, sides[name])
+                throughput[tier] = _tier_report({name: _side_report(side) for name, side in sides.items()})
                 sample = args.profile_sample
                 profile[tier] = {
                     name: await _profile(client, [s.run_id for s in side.samples[-sample:]])
@@ -923,10 +1049,20 @@ async def _bench(args: argparse.Namespace, server: DevServer, state: Path) -> di
                         "retry policy); for each ModelJob child, a child workflow running the same number "
                         "of no-op activities; where the run's decide handler runs authorize_action, a "
                         "decide update whose handler runs one no-op activity. Tiny string payloads, no "
-                        "search attribute "
-                        "upserts, no memo; the status query returns a string"
+                        "search attribute upserts, no memo; the status query returns a string"
                     ),
-                    "plans": plans,
+                    "plans": {tier: shape.plan for tier, shape in shapes.items()},
+                },
+                baseline_same_visibility={
+                    "description": (
+                        "The same baseline on the same worker, plus what the run shows and carries but "
+                        "does not compute: its start search attribute and memo, an upsert of the same "
+                        "keyword search attributes in the same workflow task wherever the run upserts its "
+                        "own (not the TemporalChangeVersion a patch marker brings), and payloads of the "
+                        "run's sizes (its input and result, each activity's input and result, each "
+                        "child's input and result)"
+                    ),
+                    "plans": {tier: _printable(shape.visible_plan) for tier, shape in shapes.items()},
                 },
                 sequential_latency=sequential,
                 throughput=throughput,

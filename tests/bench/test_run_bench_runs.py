@@ -29,6 +29,7 @@ def test_run_bench_prints_its_measurements_as_json(tmp_path: Path) -> None:
     assert set(report) == {
         "config",
         "baseline",
+        "baseline_same_visibility",
         "sequential_latency",
         "throughput",
         "profile",
@@ -45,17 +46,29 @@ def test_run_bench_prints_its_measurements_as_json(tmp_path: Path) -> None:
         "child:1+1",
         "child:1+1",
     ]  # the call, and the context pack as a local activity (a replay model takes no lease)
+    # The same-visibility plan: the same steps, with the run's own upserts and payload sizes.
+    visible = report["baseline_same_visibility"]["plans"]
+    for tier in ("recommend", "read_only"):
+        added = ("upsert:", "result:", "pad:")
+        kinds = [step.split(":")[0] for step in visible[tier] if not step.startswith(added)]
+        assert kinds == [step.split(":")[0] for step in plans[tier]]
+        assert any(step.startswith("upsert:") and "SpecialistStatus" in step for step in visible[tier])
+        assert not any("TemporalChangeVersion" in step for step in visible[tier])
+        assert int(visible[tier][-2 if visible[tier][-1].startswith("pad:") else -1].split(":")[1]) > 1000
 
     for tier in ("recommend", "read_only"):
         row = report["throughput"][tier]
-        assert set(row["project"]) == SIDE_KEYS
-        assert set(row["baseline"]) == SIDE_KEYS
-        assert row["project"]["runs"] == row["baseline"]["runs"] == report["config"][f"{tier}_runs_per_side"]
+        for side in ("project", "baseline", "baseline_same_visibility"):
+            assert set(row[side]) == SIDE_KEYS
+            assert row[side]["runs"] == report["config"][f"{tier}_runs_per_side"]
         assert row["project"]["runs_per_s"] > 0 and row["baseline"]["runs_per_s"] > 0
         assert row["throughput_ratio"] > 0
         assert isinstance(row["target_met"], bool)
         assert row["cpu_ratio_without_activity_bodies"] > 0
-        for side in ("project", "baseline"):
+        assert row["throughput_ratio_same_visibility"] > 0
+        assert row["cpu_ratio_without_activity_bodies_same_visibility"] > 0
+        assert set(row["visibility_and_payload_cpu_ms_per_run"]) == {"server", "bench_process"}
+        for side in ("project", "baseline", "baseline_same_visibility"):
             places = row[side]["bench_process_cpu_ms_per_run_by_place"]
             assert set(places) == PLACES
             assert places["workflow_instance_creation"] > 0 and places["workflow_activations"] > 0
@@ -65,13 +78,18 @@ def test_run_bench_prints_its_measurements_as_json(tmp_path: Path) -> None:
         assert set(row["baseline"]["bench_process_cpu_ms_per_run_by_place"]["activity_bodies"]) <= {
             "bench_noop"
         }
-        assert set(report["profile"][tier]) == {"project", "baseline"}
+        assert set(report["profile"][tier]) == {"project", "baseline", "baseline_same_visibility"}
     # The baseline mirrors the project's activities one for one.
     project = report["profile"]["read_only"]["project"]["per_run"]
     baseline = report["profile"]["read_only"]["baseline"]["per_run"]
     project_activities = sum(v for k, v in project.items() if k.startswith("activity:"))
     assert baseline["activity:bench_noop"] == project_activities
     assert baseline["child_workflows"] == project["child_workflows"] == 2
+    # The same-visibility baseline upserts where the run upserts its own search attributes.
+    visible_profile = report["profile"]["read_only"]["baseline_same_visibility"]["per_run"]
+    assert visible_profile["activity:bench_noop"] == project_activities
+    assert 0 < visible_profile["search_attribute_upserts"] < project["search_attribute_upserts"]
+    assert "search_attribute_upserts" not in baseline
 
     resume = report["resume"]
     assert len(resume["samples"]) == 1
