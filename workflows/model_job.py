@@ -24,7 +24,9 @@ leased call's activity timeout is the model's own timeout plus a margin; it must
 
 Runs started before attempts were driven here (no ``PATCH_ATTEMPTS_IN_WORKFLOW`` marker) let
 Temporal retry the activity instead, hold no leases and report one attempt per model. Jobs started
-since ``PATCH_JOB_V5`` record that one marker for both behaviours (``workflows/patches.py``).
+since ``PATCH_JOB_V6`` record that one marker for every behaviour; jobs started under
+``PATCH_JOB_V5`` (which stood for the first two) ask ``PATCH_CLASS_POOLS`` at their first leased call
+(``workflows/patches.py``).
 """
 
 import asyncio
@@ -97,8 +99,12 @@ PATCH_CLASS_POOLS = "model-job-class-pools"
 """A leased call asks its model class's pool for a lease before its model's ceiling
 (``contracts.model_classes``), and gives both back."""
 PATCH_JOB_V5 = "model-job-v5"
-"""Both behaviours above under one marker: jobs started since record only this one (the older ids
-are asked only by jobs recorded before it; docs/architecture.md "Temporal conventions")."""
+"""Attempts in the workflow and the local prepare under one marker: jobs started under it ask the
+older ids of neither (docs/architecture.md "Temporal conventions")."""
+PATCH_JOB_V6 = "model-job-v6"
+"""Every behaviour above under one marker, asked in the job's first workflow task: jobs started since
+record only this one (a leased call's class pools no longer cost a marker of its own, and its
+``TemporalChangeVersion`` upsert a visibility write, at the first call)."""
 
 
 def _count_fallback(model_id: str, error_type: str) -> None:
@@ -134,6 +140,11 @@ class ModelJobWorkflow:
         self._granted: set[str] = set()
         self._pack_task: asyncio.Future[ContextPackResult] | None = None
         self._local_prepare = False
+        # The job's marker, asked in its first workflow task before any command (as in run()).
+        self._behaviours = Behaviours(
+            PATCH_JOB_V6, previous=PATCH_JOB_V5, added_since_previous=(PATCH_CLASS_POOLS,)
+        )
+        self._class_pools: bool | None = None  # asked once, at the first leased call
 
     @workflow.signal(name=ModelJobMessage.LEASE_GRANTED)
     def lease_granted(self, grant: LeaseGranted) -> None:
@@ -148,7 +159,7 @@ class ModelJobWorkflow:
                 job.kind.value, job.profile_id, f"run {job.run_id} · chain {' → '.join(job.model.chain)}"
             )
         )
-        behaviours = Behaviours(PATCH_JOB_V5)
+        behaviours = self._behaviours
         if not behaviours.has(PATCH_ATTEMPTS_IN_WORKFLOW):
             return await self._run_with_activity_retries(job)
         self._local_prepare = behaviours.has(PATCH_LOCAL_PREPARE)
@@ -247,6 +258,12 @@ class ModelJobWorkflow:
             ),
         )
 
+    def _has_class_pools(self) -> bool:
+        """Whether leased calls take their class's pool lease (``PATCH_CLASS_POOLS``)."""
+        if self._class_pools is None:
+            self._class_pools = self._behaviours.has(PATCH_CLASS_POOLS)
+        return self._class_pools
+
     async def _build_pack(self, job: ModelJobInput) -> ContextPackResult:
         """The job's context pack, built once by an activity (so it is in this job's history).
         Raises the job's failure (no attempts) when the pack cannot be built, e.g. too large."""
@@ -291,9 +308,7 @@ class ModelJobWorkflow:
                 assert self._pack_task is not None
                 self._pack = await self._pack_task
             if requested:
-                model_class = (
-                    (job.model_class or ModelClass.CORE) if workflow.patched(PATCH_CLASS_POOLS) else None
-                )
+                model_class = (job.model_class or ModelClass.CORE) if self._has_class_pools() else None
                 call = LeaseCall(
                     model_id=model_id,
                     lease_id=lease_id,

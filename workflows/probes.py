@@ -61,7 +61,7 @@ def record_probes(state: RunState) -> None:
     result = state.result
     if result is None or not result.probe_requests or state.contract.tier is not Tier.READ_ONLY:
         return
-    if not workflow.patched(PATCH_PROBE_REQUESTS):
+    if not state.behaviours.has(PATCH_PROBE_REQUESTS):
         return
     state.probes = probe_records(state.run_input.run_id, state.contract_sha256, list(result.probe_requests))
     state.audit.record(AuditKind.PROBES_REQUESTED, data={"probes": probe_listing(state.probes)})

@@ -68,6 +68,7 @@ with workflow.unsafe.imports_passed_through():
     from workflows.authorization import ProtectedActions
     from workflows.patches import Behaviours
     from workflows.probes import (
+        PATCH_PROBE_REQUESTS,
         handle_probe_approval,
         probes_pending,
         record_probes,
@@ -88,8 +89,9 @@ _BOOKKEEPING_RETRY = RetryPolicy(maximum_attempts=3, initial_interval=timedelta(
 _PROJECTION_RETRY = RetryPolicy(maximum_attempts=5, initial_interval=timedelta(milliseconds=200))
 
 # workflow.patched() ids: each marks a change to logic that recorded histories already exercise
-# (and run_jobs.PATCH_AUDIT_MODEL_ATTEMPTS). Runs started since PATCH_RUN_V5 record that one marker
-# and have every behaviour; the older ids are asked only by runs recorded before it
+# (and run_jobs.PATCH_AUDIT_MODEL_ATTEMPTS). Runs started since PATCH_RUN_V6 record that one marker
+# and have every behaviour; runs started under PATCH_RUN_V5 ask only the ids added after it
+# (RUN_V5_LATER); the older ids are asked only by runs recorded before both
 # (docs/architecture.md "Temporal conventions").
 PATCH_AUTHORIZE_CREATE = "authorize-protected-create"
 PATCH_ONE_UPSERT_PER_TASK = "one-search-attribute-upsert-per-task"
@@ -104,6 +106,17 @@ PATCH_CREATOR_PROVED = "run-creator-proved"
 PATCH_TELLS_QUEUE = "run-tells-its-queue"
 """Runs started since, by a goal queue, signal it ``run_progressed`` when they reach their decision
 and when they end (docs/architecture.md "Goal queue"); asked only by a queue's child run."""
+RUN_V5_LATER = (
+    PATCH_CASE_SWEEP_GRANT,
+    PATCH_CREATOR_PROVED,
+    PATCH_TELLS_QUEUE,
+    PATCH_PROBE_REQUESTS,
+    PATCH_REVIEW_WAVES,
+)
+"""The ids that came after PATCH_RUN_V5, each asked where its behaviour is first reached — later
+than the first workflow task, where its ``TemporalChangeVersion`` upsert cost a visibility write."""
+PATCH_RUN_V6 = "run-v6"
+"""Every behaviour above under one marker, asked in the first workflow task."""
 
 
 @workflow.defn(name=WorkflowType.SPECIALIST_RUN, versioning_behavior=pinned())
@@ -114,13 +127,12 @@ class SpecialistRunWorkflow:
     def __init__(self, run_input: RunInput) -> None:
         # Everything a handler may touch is set here, so a signal or update that arrives in the first
         # workflow task (before run() starts) finds initialised state.
-        # The run's marker (PATCH_RUN_V5; before it, PATCH_ONE_UPSERT_PER_TASK) is asked in the
-        # first workflow task, where the patch's own search attribute (TemporalChangeVersion) costs
-        # no visibility write of its own, as an upsert in any later task but the closing one does
-        # (docs/architecture.md "Temporal conventions").
-        self._state = RunState(
-            run_input, workflow.now(), Behaviours(PATCH_RUN_V5), enqueued=run_input.enqueue
-        )
+        # The run's marker (PATCH_RUN_V6; before it, PATCH_RUN_V5 or PATCH_ONE_UPSERT_PER_TASK) is
+        # asked in the first workflow task, where the patch's own search attribute
+        # (TemporalChangeVersion) costs no visibility write of its own, as an upsert in any later
+        # task but the closing one does (docs/architecture.md "Temporal conventions").
+        behaviours = Behaviours(PATCH_RUN_V6, previous=PATCH_RUN_V5, added_since_previous=RUN_V5_LATER)
+        self._state = RunState(run_input, workflow.now(), behaviours, enqueued=run_input.enqueue)
         self._state.one_upsert_per_task = self._state.behaviours.has(PATCH_ONE_UPSERT_PER_TASK)
         self._actions = ProtectedActions(run_input.run_id, self._state.audit, self._refused)
         self._tells_queue: bool | None = None  # asked once, when the run first tells its queue
@@ -203,7 +215,7 @@ class SpecialistRunWorkflow:
             return None
         elif run_input.queue_grant is not None:  # only such inputs take this branch: no patch needed
             refusal = await self._authorize_queue_grant(run_input)
-        elif run_input.case_grant is not None and workflow.patched(PATCH_CASE_SWEEP_GRANT):
+        elif run_input.case_grant is not None and self._state.behaviours.has(PATCH_CASE_SWEEP_GRANT):
             refusal = await self._authorize_case_grant(run_input)
         else:
             refusal = await self._actions.authorize(
@@ -225,7 +237,7 @@ class SpecialistRunWorkflow:
         if (
             run_input.created_by is None
             or workflow.info().parent is not None
-            or not workflow.patched(PATCH_CREATOR_PROVED)
+            or not self._state.behaviours.has(PATCH_CREATOR_PROVED)
         ):
             return None
         return await self._actions.authorize(
@@ -358,7 +370,7 @@ class SpecialistRunWorkflow:
             orchestration is not None
             and orchestration.shape is ReviewShape.WAVE
             and orchestration.roster
-            and workflow.patched(PATCH_REVIEW_WAVES)
+            and state.behaviours.has(PATCH_REVIEW_WAVES)
         ):
             # docs/architecture.md "Orchestration": the frozen roster, joined before the decision.
             if await run_wave(state, orchestration.roster, deadline, change) is None:
@@ -688,7 +700,7 @@ class SpecialistRunWorkflow:
         if parent is None or not parent.workflow_id.startswith(QUEUE_ID_PREFIX):
             return
         if self._tells_queue is None:
-            self._tells_queue = workflow.patched(PATCH_TELLS_QUEUE)
+            self._tells_queue = self._state.behaviours.has(PATCH_TELLS_QUEUE)
         if not self._tells_queue:
             return
         try:

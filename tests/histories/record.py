@@ -13,8 +13,10 @@ Histories recorded before an earlier change are kept beside them and replay too:
 protected create was authorised, ``v2/`` before model jobs drove each attempt themselves and runs
 audited every attempt, ``v3/`` before a job's pack and lease requests were local activities and the
 ceiling answered lease requests by update, ``v4/`` before a run upserted its search attributes at most
-once per workflow task, ``v5/`` before a run and a job each recorded one consolidated patch marker
-(each with the ``workflow-ids.json`` it ran under).
+once per workflow task, ``v5/`` before a run and a job each recorded one consolidated patch marker,
+``v6/`` before the ids that came after those markers joined ``run-v6`` and ``model-job-v6`` (with a
+goal queue's run and a review wave's run, recorded from the tests that drive them; each directory
+with the ``workflow-ids.json`` it ran under).
 """
 
 from __future__ import annotations

@@ -15,7 +15,11 @@ recordings stay and replay too, each proving a change sits behind its patch mark
 - ``v4/``: before a run upserted its search attributes at most once per workflow task, its final
   status in the task that closes it (its own ``workflow-ids.json``);
 - ``v5/``: before a run and a ``ModelJob`` each recorded one consolidated patch marker
-  (``PATCH_RUN_V5``, ``PATCH_JOB_V5``) instead of one per behaviour (its own ``workflow-ids.json``).
+  (``PATCH_RUN_V5``, ``PATCH_JOB_V5``) instead of one per behaviour (its own ``workflow-ids.json``);
+- ``v6/``: before the patches that came after those (a named creator's proof, a leased call's class
+  pools, …) joined ``PATCH_RUN_V6`` and ``PATCH_JOB_V6``: a run or job recorded then asks each of
+  them at its first use, a marker and a ``TemporalChangeVersion`` upsert of its own (its own
+  ``workflow-ids.json``).
 
 ``queue/intake/`` holds a ``WorkQueue`` that took intake scans (``python -m
 tests.histories.record_queue_intake``, patch ``queue-intake-scan``).
@@ -61,19 +65,30 @@ from temporalio.worker import Replayer
 from tests.workflows.harness import within
 from tests.workflows.research_harness import payload_text
 from worker import WORKFLOWS, sandbox_runner
-from workflows.model_ceiling import PATCH_LEASE_RECORDS
-from workflows.model_job import PATCH_ATTEMPTS_IN_WORKFLOW, PATCH_JOB_V5, PATCH_LOCAL_PREPARE
+from workflows.model_ceiling import PATCH_LEASE_RECORDS, PATCH_RAMP
+from workflows.model_job import (
+    PATCH_ATTEMPTS_IN_WORKFLOW,
+    PATCH_CLASS_POOLS,
+    PATCH_JOB_V5,
+    PATCH_JOB_V6,
+    PATCH_LOCAL_PREPARE,
+)
 from workflows.probes import PATCH_PROBE_REQUESTS
 from workflows.queue_archive import PATCH_ARCHIVE_ENDED
 from workflows.queue_intake import PATCH_BEYOND, PATCH_INTAKE, PATCH_SCHEDULED_INTAKE
 from workflows.queue_spec import PATCH_SPEC
 from workflows.research_team import PATCH_COORDINATED
+from workflows.review_wave import PATCH_REVIEW_WAVES
 from workflows.run_jobs import PATCH_AUDIT_MODEL_ATTEMPTS
 from workflows.specialist_run import (
     PATCH_AUTHORIZE_CREATE,
     PATCH_CASE_SWEEP_GRANT,
+    PATCH_CREATOR_PROVED,
     PATCH_ONE_UPSERT_PER_TASK,
     PATCH_RUN_V5,
+    PATCH_RUN_V6,
+    PATCH_TELLS_QUEUE,
+    RUN_V5_LATER,
 )
 from workflows.work_queue import PATCH_AUTOPILOT, PATCH_ITEM_STATUS, PATCH_LOCAL_READS, PATCH_TRACK_RUNS
 
@@ -85,6 +100,7 @@ V2 = sorted((HISTORIES / "v2").glob("*.json"))
 V3 = sorted(path for path in (HISTORIES / "v3").glob("*.json") if path.name != WORKFLOW_IDS)
 V4 = sorted(path for path in (HISTORIES / "v4").glob("*.json") if path.name != WORKFLOW_IDS)
 V5 = sorted(path for path in (HISTORIES / "v5").glob("*.json") if path.name != WORKFLOW_IDS)
+V6 = sorted(path for path in (HISTORIES / "v6").glob("*.json") if path.name != WORKFLOW_IDS)
 TEAMS = sorted(path for path in (HISTORIES / "teams").glob("*.json") if path.name != WORKFLOW_IDS)
 TEAMS_V1 = sorted(path for path in (HISTORIES / "teams" / "v1").glob("*.json") if path.name != WORKFLOW_IDS)
 QUEUE = sorted(path for path in (HISTORIES / "queue").glob("*.json") if path.name != WORKFLOW_IDS)
@@ -115,6 +131,7 @@ ALL = [
     *V3,
     *V4,
     *V5,
+    *V6,
     *TEAMS,
     *TEAMS_V1,
     *QUEUE,
@@ -151,7 +168,8 @@ V2_PATHS = V1_PATHS | {
 V3_PATHS = V2_PATHS | {"accepted_after_retry", "accepted_under_ceiling"}
 V4_PATHS = V3_PATHS | {"executed_accepted", "executed_failed_closed"}
 V5_PATHS = V4_PATHS | {"worktree_pruned"}
-CURRENT_PATHS = V5_PATHS
+V6_PATHS = V5_PATHS | {"queue_run", "review_wave"}
+CURRENT_PATHS = V5_PATHS  # the run paths tests.histories.record drives
 # Paths whose run is created enqueued or automatic: the create is a protected action.
 PROTECTED_CREATE_PATHS = {
     "rejected",
@@ -205,6 +223,7 @@ def test_a_history_is_recorded_for_every_run_path() -> None:
     assert _names(V3) == V3_PATHS
     assert _names(V4) == V4_PATHS
     assert _names(V5) == V5_PATHS
+    assert _names(V6) == V6_PATHS
     assert _names(TEAMS) == TEAM_PATHS | {"coordinator"}
     assert _names(TEAMS_V1) == TEAM_PATHS
 
@@ -223,13 +242,27 @@ def _expected_run_patches(
 def test_current_histories_carry_one_consolidated_patch_and_older_ones_predate_theirs() -> None:
     for path in CURRENT:
         if path.stem.endswith(".ceiling"):  # the ModelCeiling workflow: no acquire for a held lease
-            assert _patches(path) == [], path.name
-        elif "." in path.stem:  # a ModelJob child: one marker for both of its behaviours
-            assert _patches(path) == [PATCH_JOB_V5], path.name
+            assert _patches(path) == [PATCH_RAMP], path.name
+        elif "." in path.stem:  # a ModelJob child: one marker for every behaviour
+            assert _patches(path) == [PATCH_JOB_V6], path.name
         elif path.stem == "worktree_pruned":  # the WorktreePrune workflow
             assert _patches(path) == [], path.name
         else:  # a run: one marker for every behaviour, whatever its path reaches
-            assert _patches(path) == [PATCH_RUN_V5], path.name
+            assert _patches(path) == [PATCH_RUN_V6], path.name
+    for path in V6:  # the previous marker, then each later id the path reached
+        if path.stem.endswith(".ceiling") or path.stem == "worktree_pruned":
+            continue
+        first, *later = _patches(path)
+        if "." in path.stem:
+            assert first == PATCH_JOB_V5 and set(later) <= {PATCH_CLASS_POOLS}, path.name
+        else:
+            assert first == PATCH_RUN_V5 and set(later) <= set(RUN_V5_LATER), path.name
+    v6_patches = {patch for path in V6 for patch in _patches(path)}
+    assert {PATCH_CREATOR_PROVED, PATCH_CLASS_POOLS} <= v6_patches
+    # A goal queue's run that told its queue, and a run whose review was a wave (recorded from the
+    # tests that drive them, before run-v6).
+    assert _patches(HISTORIES / "v6" / "queue_run.json") == [PATCH_RUN_V5, PATCH_TELLS_QUEUE]
+    assert _patches(HISTORIES / "v6" / "review_wave.json") == [PATCH_RUN_V5, PATCH_REVIEW_WAVES]
     for path in V5:
         if path.stem.endswith(".ceiling") or path.stem == "worktree_pruned":
             assert _patches(path) == [], path.name
@@ -257,6 +290,7 @@ def test_current_histories_carry_one_consolidated_patch_and_older_ones_predate_t
     assert PATCH_LEASE_RECORDS not in {patch for path in ALL for patch in _patches(path)}
     older = [*V1, *V2, *V3, *V4, *V5, *TEAMS, *TEAMS_V1, *QUEUE, *QUEUE_V1, *QUEUE_V3]
     assert not {PATCH_RUN_V5, PATCH_JOB_V5} & {patch for path in older for patch in _patches(path)}
+    assert not {PATCH_RUN_V6, PATCH_JOB_V6} & {patch for path in [*older, *V6] for patch in _patches(path)}
     job_patches = [PATCH_ATTEMPTS_IN_WORKFLOW, PATCH_LOCAL_PREPARE]
     for path in TEAMS:
         expected = (
@@ -282,13 +316,17 @@ def test_a_run_and_each_of_its_jobs_record_one_patch_marker_and_one_change_versi
             continue
         assert (len(_patches(path)), _change_version_upserts(path)) == (1, 1), path.name
     # The same read_only path before: one marker and one upsert for each behaviour it reached.
-    events = {name: len(_events(name)) for name in ("accepted.json", "v5/accepted.json")}
-    assert (len(_patches(HISTORIES / "v5" / "accepted.json")), events["v5/accepted.json"]) == (2, 111)
-    assert events["accepted.json"] == events["v5/accepted.json"] - 2
+    assert (len(_patches(HISTORIES / "v5" / "accepted.json")), len(_events("v5/accepted.json"))) == (2, 111)
     for job in ("analysis", "review"):
         old = HISTORIES / "v5" / f"accepted.{job}.json"
         assert (len(_patches(old)), _change_version_upserts(old)) == (2, 2)
-        assert len(_events(f"accepted.{job}.json")) == len(_events(f"v5/accepted.{job}.json")) - 2
+        assert len(_events(f"v6/accepted.{job}.json")) == len(_events(f"v5/accepted.{job}.json")) - 2
+    # Runs that prove their creator, and jobs whose call is leased: before run-v6 and model-job-v6,
+    # each later id cost its own marker and upsert.
+    for name in ("recommended.json", "accepted.json", "accepted_after_retry.analysis.json"):
+        old = HISTORIES / "v6" / name
+        assert (len(_patches(old)), _change_version_upserts(old)) == (2, 2), name
+        assert len(_events(name)) == len(_events(f"v6/{name}")) - 2, name
 
 
 def _upserts_by_task(path: Path) -> list[list[list[str]]]:

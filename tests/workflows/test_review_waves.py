@@ -41,7 +41,8 @@ from tests.workflows.harness import (
     within,
 )
 from worker import WORKFLOWS, sandbox_runner
-from workflows.review_wave import CAPACITY_BACKOFF, PATCH_REVIEW_WAVES
+from workflows.review_wave import CAPACITY_BACKOFF
+from workflows.specialist_run import PATCH_RUN_V6
 
 TEMPLATE = recorded_response("analysis", "database-optimizer", example(SLOW_QUERY).title)
 CODE = ["file:src/export.py", "file:tests/test_export.py", "file:.ci/run"]
@@ -131,7 +132,9 @@ async def _wave_run(
         decided = await b.decide(view.run_id, DecisionOutcome.ACCEPTED)
         assert decided.accepted, decided
         final = await b.terminal(view.run_id, timeout=30)
-    assert PATCH_REVIEW_WAVES in await _replays(client, view.run_id)
+    # The wave runs under the run's one marker (run-v6); a run recorded under run-v5 asked
+    # review-waves of its own (tests/histories/v6/review_wave.json replays).
+    assert await _replays(client, view.run_id) == [PATCH_RUN_V6]
     return view, final
 
 
@@ -239,8 +242,9 @@ async def test_a_wave_of_one_pass_and_a_single_review_stay_one_reviewer(
     assert single.contract is not None and single.contract.orchestration is not None
     assert single.contract.orchestration.shape is ReviewShape.SINGLE and single.wave is None
     assert single.review is not None and single.review.role == "backend-architect"
-    assert PATCH_REVIEW_WAVES in await _replays(temporal_client, waved.run_id)
-    assert PATCH_REVIEW_WAVES not in await _replays(temporal_client, single.run_id)
+    # Both under the run's one marker; each replays.
+    assert await _replays(temporal_client, waved.run_id) == [PATCH_RUN_V6]
+    assert await _replays(temporal_client, single.run_id) == [PATCH_RUN_V6]
 
 
 @within(90)
@@ -346,4 +350,4 @@ async def test_an_advisory_pass_asked_for_runs_on_the_advisory_model_in_its_clas
         "advisory", "high", ["test:adviser"],
     )  # fmt: skip
     assert started[2]["controls_requested"]["approval"] == "not_required"
-    assert PATCH_REVIEW_WAVES in await _replays(temporal_client, view.run_id)
+    assert await _replays(temporal_client, view.run_id) == [PATCH_RUN_V6]

@@ -662,7 +662,9 @@ async def test_a_run_tells_its_queue_when_it_reaches_its_decision_so_the_queue_n
             if event.marker_recorded_event_attributes.marker_name == "core_patch"
             for payload in event.marker_recorded_event_attributes.details["patch-data"].payloads
         ]
-        assert patches[-1] == "run-tells-its-queue"  # behind its patch, asked by a queue's run only
+        # Under the run's one marker (run-v6); a run recorded under run-v5 asked run-tells-its-queue
+        # of its own (tests/histories/v6/queue_run.json replays).
+        assert patches == ["run-v6"]
         # That history replays on the workflow code as it is.
         replayer = Replayer(
             workflows=list(WORKFLOWS),
