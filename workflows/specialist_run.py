@@ -113,8 +113,8 @@ RUN_V5_LATER = (
     PATCH_PROBE_REQUESTS,
     PATCH_REVIEW_WAVES,
 )
-"""The ids that came after PATCH_RUN_V5, each asked where its behaviour is first reached — later
-than the first workflow task, where its ``TemporalChangeVersion`` upsert cost a visibility write."""
+"""The ids that came after PATCH_RUN_V5, each asked where its behaviour is first reached: a marker
+and a ``TemporalChangeVersion`` upsert each (after the first workflow task, a visibility write)."""
 PATCH_RUN_V6 = "run-v6"
 """Every behaviour above under one marker, asked in the first workflow task."""
 
