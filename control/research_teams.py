@@ -213,20 +213,32 @@ async def wait_for_team(
     *,
     timeout: float | None = 15.0,
     on_change: Callable[[TeamView], None] | None = None,
+    on_unanswered: Callable[[ServiceUnavailable | None], None] | None = None,
 ) -> TeamView:
     """Poll the team's view until ``done(view)`` or ``timeout`` seconds (``None`` = no limit). While
     no worker answers (one was stopped or killed and another takes the team over) the view is asked
-    for again every second within ``timeout``; ``no_worker`` only once it has passed."""
+    for again every second within ``timeout``; ``no_worker`` only once it has passed.
+    ``on_unanswered`` hears when answers stop (the error) and when they come back (``None``)."""
     loop = asyncio.get_running_loop()
     deadline = None if timeout is None else loop.time() + timeout
+    silent = False
 
     async def answered() -> TeamView:
+        nonlocal silent
         while True:
             try:
-                return await get_team(client, team_id)
+                view = await get_team(client, team_id)
             except ServiceUnavailable as error:
                 if error.code != "no_worker" or (deadline is not None and loop.time() >= deadline):
                     raise
+                if not silent and on_unanswered is not None:
+                    on_unanswered(error)
+                silent = True
+            else:
+                if silent and on_unanswered is not None:
+                    on_unanswered(None)
+                silent = False
+                return view
             await asyncio.sleep(1.0)
 
     return await poll_view(

@@ -65,6 +65,7 @@ def team_start_command(
     (protected)."""
     from contracts.research_teams import TeamStartInput
     from control.actions import proof_for
+    from control.commands.waiting import unanswered
     from control.inputs import parse_model, read_json_argument
     from control.keys import require_signer
     from control.research_teams import (
@@ -108,7 +109,14 @@ def team_start_command(
         temporal = await client()
         view, deduplicated = await start_team(temporal, team, task_queue=queue)
         if wait and not settled(view):
-            view = await wait_for_team(temporal, team_id, settled, timeout=None, on_change=_progress(as_json))
+            view = await wait_for_team(
+                temporal,
+                team_id,
+                settled,
+                timeout=None,
+                on_change=_progress(as_json),
+                on_unanswered=unanswered(team_id),
+            )
         return view, deduplicated
 
     view, deduplicated = run_async(go())

@@ -33,14 +33,15 @@ def check_timeout(wait: bool, timeout: int | None) -> None:
         raise InvalidInput("timeout_needs_wait", "--timeout SECONDS bounds --wait: give --wait too")
 
 
-def unanswered(run_id: str) -> "Callable[[ServiceUnavailable | None], None]":
-    """What ``--wait`` says on stderr when answers stop (and when they come back)."""
+def unanswered(waited_on: str) -> "Callable[[ServiceUnavailable | None], None]":
+    """What ``--wait`` says on stderr when answers stop (and when they come back) about
+    ``waited_on`` (a run's or a team's id)."""
 
     def say(error: "ServiceUnavailable | None") -> None:
         if error is None:
-            sys.stderr.write(f"{run_id}: answering again\n")
+            sys.stderr.write(f"{waited_on}: answering again\n")
         else:
-            sys.stderr.write(f"{run_id}: still waiting, nobody answers ({error.message})\n")
+            sys.stderr.write(f"{waited_on}: still waiting, nobody answers ({error.message})\n")
         sys.stderr.flush()
 
     return say

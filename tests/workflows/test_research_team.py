@@ -1,5 +1,6 @@
 """Research teams (``ResearchTeam``): six blinded stages to ``awaiting_human_review``, the stops,
-adjudication, the job budget, cancel, blinding, start bounds, a lost worker and the deadline."""
+adjudication, the job budget, cancel, blinding, start bounds, a lost worker (and a wait that says
+so) and the deadline."""
 
 from __future__ import annotations
 
@@ -19,7 +20,7 @@ from temporalio.common import SearchAttributeKey
 from temporalio.testing import WorkflowEnvironment
 
 from catalog.loader import DEFAULT_CATALOG_PATH
-from contracts.errors import ErrorType, Refused
+from contracts.errors import ErrorType, Refused, ServiceUnavailable
 from contracts.research import EvidenceInput, EvidenceKind
 from contracts.research_teams import (
     MAX_TEAM_JOBS,
@@ -27,7 +28,7 @@ from contracts.research_teams import (
     TeamStatus,
     TeamView,
 )
-from control.research_teams import raise_if_start_refused
+from control.research_teams import raise_if_start_refused, settled, wait_for_team
 from infra.devserver import DevServer
 from tests.workflows.harness import ACTOR, bench, within, worker_process
 from tests.workflows.research_harness import (
@@ -398,22 +399,33 @@ async def test_a_start_without_a_valid_proof_is_refused_and_nothing_runs(
 # --------------------------------------------------------------------------------- lost worker
 
 
-@within(120)
+@within(150)
 async def test_a_team_survives_its_worker_being_killed_mid_team_and_a_new_worker_finishes_it(
     temporal_dev_server: DevServer, temporal_client: Client, task_queue: str, tmp_path: Path
 ) -> None:
     state_dir = tmp_path / "state"
+    heard: list[ServiceUnavailable | None] = []
     async with bench(temporal_client, task_queue, tmp_path) as b:
         case = create_case(b)
         async with worker_process(temporal_dev_server, task_queue, state_dir, environment=CYCLE) as pid:
             team_id = (await start(b, case.case_id)).team_id
             await until_team(b, team_id, lambda v: v.jobs_used >= 5, timeout=60)
             os.kill(pid, signal.SIGKILL)
-        # No worker now: the team waits in Temporal (its workflow still runs).
+        # No worker now: the team waits in Temporal (its workflow still runs), and a wait on it
+        # (team-start --wait's) says that nobody answers, then keeps asking.
         description = await temporal_client.get_workflow_handle(team_id).describe()
+        waiting = asyncio.create_task(
+            wait_for_team(b.client, team_id, settled, timeout=120, on_unanswered=heard.append)
+        )
+        while not heard:
+            await asyncio.sleep(0.2)
+        assert not waiting.done()
         async with worker_process(temporal_dev_server, task_queue, state_dir, environment=CYCLE):
+            settled_view = await waiting
             view = await ended(b, team_id, timeout=90)
     assert description.close_time is None
+    assert [error.code if error else None for error in heard] == ["no_worker", None]
+    assert settled_view.status is TeamStatus.AWAITING_HUMAN_REVIEW
     assert view.status is TeamStatus.AWAITING_HUMAN_REVIEW, view.error
     assert view.jobs_used == 12
     assert all(s.analysis is not None and s.review is not None for s in view.stages)
