@@ -299,7 +299,7 @@ async def dispatch_item(
         await reject_reviewed_run(client, item, actor, sign)
     answer = await queue_update(client, task_queue, QueueMessage.DISPATCH, request, ItemAnswer)
     if sent_back:
-        await reject_reviewed_run(client, item, actor, sign)
+        await _reject_after_move(client, item, answer, "dispatched again", actor, sign)
     return answer
 
 
@@ -317,8 +317,40 @@ async def reject_item(
 
     answer = await queue_update(client, task_queue, QueueMessage.REJECT, request, ItemAnswer)
     if item.status is QueueStatus.HUMAN_REVIEW:
-        await reject_reviewed_run(client, item, actor, sign, rejecting_item=True)
+        await _reject_after_move(client, item, answer, "rejected", actor, sign, rejecting_item=True)
     return answer
+
+
+async def _reject_after_move(
+    client: Client,
+    item: QueueItem,
+    answer: ItemAnswer,
+    moved: str,
+    actor: str,
+    sign: Callable[[str, str, str], ActionProof],
+    *,
+    rejecting_item: bool = False,
+) -> None:
+    """:func:`reject_reviewed_run` once the queue has already ``moved`` the item: an error keeps its
+    code and exit code, and its message says that the move stands and how to finish by hand (the
+    command is not to be run again: the queue would refuse the move it already made)."""
+    try:
+        await reject_reviewed_run(client, item, actor, sign, rejecting_item=rejecting_item)
+    except OperatorError as error:
+        rounds = item.cycle_rounds()
+        run_id = rounds[-1].run_id if rounds else "its reviewed run"
+        key = answer.item.key if answer.item is not None else item.key
+        status = f" (now {answer.item.status.value})" if answer.item is not None else ""
+        # The same class (so code and exit code) and any structured data it carries.
+        told = type(error).__new__(type(error))
+        told.__dict__.update(error.__dict__)
+        told.message = (
+            f"{key} was {moved}{status}, but its reviewed run {run_id} was not rejected: "
+            f"{error.message}; reject the run itself with `specialists decide {run_id} --reject "
+            f"--actor {actor}`"
+        )
+        told.args = (told.message,)
+        raise told from None
 
 
 async def accept_and_complete(

@@ -8,7 +8,7 @@ from __future__ import annotations
 import contextlib
 import datetime as dt
 import json
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -156,11 +156,20 @@ class QueueBench:
             self.bench.started.append(request.run.run_id)
         return await self._send(QueueMessage.ROUTE_NEXT, request)
 
-    async def reject(self, key: str, *, actor: str = ACTOR, reason: str = "") -> ItemAnswer:
-        """``specialists queue reject``: a reviewed item's run, still awaiting its decision, is
-        rejected first; then the queue's reject."""
+    async def reject(
+        self,
+        key: str,
+        *,
+        actor: str = ACTOR,
+        reason: str = "",
+        run_sign: Callable[[str, str, str], ActionProof] | None = None,
+    ) -> ItemAnswer:
+        """``specialists queue reject``: the queue's reject, then a reviewed item's run, still
+        awaiting its decision, is rejected too (signed by ``run_sign``, by default ``actor``'s key)."""
 
         def sign(target: str, action: str, digest: str) -> ActionProof:
+            if run_sign is not None:
+                return run_sign(target, action, digest)
             return proof(target, action, actor=actor, digest=digest)
 
         item = await self.item(key)

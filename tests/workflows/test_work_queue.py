@@ -464,6 +464,33 @@ async def test_a_run_is_followed_across_continue_as_new_and_judged_once(
         ]
 
 
+@within(90)
+async def test_an_item_rejected_whose_run_cannot_be_rejected_stays_rejected_and_the_error_says_how_to_finish(
+    temporal_client: Client, task_queue: str, tmp_path: Path
+) -> None:
+    from contracts.identity import ActorKey
+
+    stranger = ActorKey.generate()  # a key nobody holds: the run refuses the decision it signs
+
+    def unheld(target: str, action: str, digest: str) -> ActionProof:
+        return proof(target, action, actor=ACTOR, digest=digest, key=stranger)
+
+    async with queue_bench(temporal_client, task_queue, tmp_path, poll_seconds=0.2) as q:
+        key = (await q.add(SLOW_QUERY_ITEM)).item.key  # type: ignore[union-attr]
+        await q.move(QueueMessage.APPROVE, key)
+        await q.dispatch(key)
+        run_id = (await q.until_status(key, QueueStatus.HUMAN_REVIEW, timeout=45)).runs[-1].run_id
+        with pytest.raises(Refused) as refused:
+            await q.reject(key, reason="not worth it", run_sign=unheld)
+        # The refusal keeps the run's own code; its message says the move stands and how to finish.
+        assert refused.value.code == "actor_key_unknown"
+        message = refused.value.message
+        assert message.startswith(f"{key} was rejected (now rejected), but its reviewed run {run_id} was not")
+        assert f"reject the run itself with `specialists decide {run_id} --reject --actor {ACTOR}`" in message
+        assert (await q.item(key)).status is QueueStatus.REJECTED
+        assert (await get_view(q.client, run_id)).status is RunStatus.AWAITING_DECISION
+
+
 @within(150)
 async def test_a_reviewed_result_a_person_rejected_is_never_done_and_no_run_is_left_awaiting_its_decision(
     temporal_client: Client, task_queue: str, tmp_path: Path
