@@ -30,8 +30,14 @@ _RETRY = RetryPolicy(maximum_attempts=3, initial_interval=timedelta(milliseconds
 def noop_activity(step: str) -> str:
     """Does nothing (a sync activity, in the worker's thread pool like the project's): returns its
     input, or ``out`` bytes for an input ``label|out|padding``."""
-    _, sized, rest = step.partition("|")
-    return "x" * int(rest.partition("|")[0]) if sized else step
+    out = _output(step)
+    return step if out is None else out
+
+
+def _output(sized: str) -> str | None:
+    """The ``out`` bytes an input ``label|out|padding`` asks for (``None`` for one without sizes)."""
+    _, bar, rest = sized.partition("|")
+    return "x" * int(rest.partition("|")[0]) if bar else None
 
 
 def _sized(label: str, sizes: str) -> str:
@@ -49,8 +55,7 @@ class BaselineChildWorkflow:
 
     @workflow.run
     async def run(self, shape: str) -> str:
-        counts, _, rest = shape.partition("|")
-        activities, _, local = counts.partition("+")
+        activities, _, local = shape.partition("|")[0].partition("+")
         await asyncio.gather(
             *(
                 workflow.execute_local_activity(
@@ -63,7 +68,8 @@ class BaselineChildWorkflow:
             await workflow.execute_activity(
                 noop_activity, f"child-{index}", start_to_close_timeout=_SHORT, retry_policy=_RETRY
             )
-        return "x" * int(rest.partition("|")[0]) if rest else "done"
+        out = _output(shape)
+        return "done" if out is None else out
 
 
 @workflow.defn(name="BenchBaselineRun")
@@ -91,11 +97,9 @@ class BaselineRunWorkflow:
                 )
             elif kind == "child":
                 counts, _, sizes = rest.partition(":")
-                size_in, _, size_out = sizes.partition(":")
-                shape = f"{counts}|{size_out}|{'x' * int(size_in)}" if sizes else counts
                 await workflow.execute_child_workflow(
                     BaselineChildWorkflow.run,
-                    shape,
+                    _sized(counts, sizes),
                     id=f"{workflow.info().workflow_id}-c{index}",
                     task_queue=workflow.info().task_queue,
                 )

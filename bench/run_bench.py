@@ -511,7 +511,10 @@ async def _shape_from_history(client: Client, workflow_id: str) -> RunShape:
     from temporalio.api.enums.v1 import EventType
 
     plan: list[str] = []
-    visible: list[str] = []
+    # Same-visibility steps; an activity or child step waits for its result's size, by the event id
+    # that scheduled it, to be written as "<step>:<in>:<out>".
+    visible: list[str | tuple[str, int]] = []
+    result_sizes: dict[int, int] = {}
     updates_open = 0
     memo_bytes: dict[str, int] = {}
     start_keys: list[str] = []
@@ -544,12 +547,10 @@ async def _shape_from_history(client: Client, workflow_id: str) -> RunShape:
                 visible.append(step)
             else:
                 scheduled = event.activity_task_scheduled_event_attributes
-                visible.append(f"activity:{_payload_bytes(scheduled.input)}:{{result:{event.event_id}}}")
+                visible.append((f"activity:{_payload_bytes(scheduled.input)}", event.event_id))
         elif kind == EventType.EVENT_TYPE_ACTIVITY_TASK_COMPLETED:
             done = event.activity_task_completed_event_attributes
-            marker = f"{{result:{done.scheduled_event_id}}}"
-            size = str(_json_string_bytes(_payload_bytes(done.result)))
-            visible = [step.replace(marker, size) for step in visible]
+            result_sizes[done.scheduled_event_id] = _json_string_bytes(_payload_bytes(done.result))
         elif kind == EventType.EVENT_TYPE_START_CHILD_WORKFLOW_EXECUTION_INITIATED:
             initiated = event.start_child_workflow_execution_initiated_event_attributes
             child_events = await _events(client, initiated.workflow_id)
@@ -563,23 +564,20 @@ async def _shape_from_history(client: Client, workflow_id: str) -> RunShape:
                 and e.marker_recorded_event_attributes.marker_name == "core_local_activity"
             )
             plan.append(f"child:{activities}+{local}")
-            visible.append(
-                f"child:{activities}+{local}:{_payload_bytes(initiated.input)}:{{child:{event.event_id}}}"
-            )
+            visible.append((f"child:{activities}+{local}:{_payload_bytes(initiated.input)}", event.event_id))
         elif kind == EventType.EVENT_TYPE_CHILD_WORKFLOW_EXECUTION_COMPLETED:
-            done_child = event.child_workflow_execution_completed_event_attributes
-            marker = f"{{child:{done_child.initiated_event_id}}}"
-            size = str(_json_string_bytes(_payload_bytes(done_child.result)))
-            visible = [step.replace(marker, size) for step in visible]
-    visible.append(f"result:{result_bytes}")
-    # The run's input is its size again: the plan padded up to it.
-    padding = input_bytes - len(json.dumps(visible)) - len(', "pad:"')
-    if padding > 0:
-        visible.append("pad:" + "x" * padding)
-    unresolved = [step for step in visible if "{" in step]
+            child = event.child_workflow_execution_completed_event_attributes
+            result_sizes[child.initiated_event_id] = _json_string_bytes(_payload_bytes(child.result))
+    unresolved = [step for step in visible if isinstance(step, tuple) and step[1] not in result_sizes]
     if unresolved:
         raise RuntimeError(f"{workflow_id}: steps without a completion in its history: {unresolved}")
-    return RunShape(plan, visible, memo_bytes, start_keys, result_bytes)
+    steps = [step if isinstance(step, str) else f"{step[0]}:{result_sizes[step[1]]}" for step in visible]
+    steps.append(f"result:{result_bytes}")
+    # The run's input is its size again: the plan padded up to it.
+    padding = input_bytes - len(json.dumps(steps)) - len(', "pad:"')
+    if padding > 0:
+        steps.append("pad:" + "x" * padding)
+    return RunShape(plan, steps, memo_bytes, start_keys, result_bytes)
 
 
 @dataclass

@@ -7,7 +7,7 @@ Exit codes follow docs/architecture.md "Exit codes": 2 invalid input (nothing wr
 
 from __future__ import annotations
 
-from typing import ClassVar, Final
+from typing import ClassVar, Final, Self
 
 
 class OperatorError(Exception):
@@ -23,6 +23,15 @@ class OperatorError(Exception):
     def to_json(self) -> dict[str, dict[str, str]]:
         """The ``--json`` error shape: ``{"error": {"code", "message"}}``."""
         return {"error": {"code": self.code, "message": self.message}}
+
+    def restated(self, message: str) -> Self:
+        """The same error — class (so exit code), code and any data a subclass carries — with
+        ``message`` in place of its own: what a caller that knows more tells the operator."""
+        told = type(self).__new__(type(self))
+        told.__dict__.update(self.__dict__)
+        told.message = message
+        told.args = (message,)
+        return told
 
 
 class InvalidInput(OperatorError):

@@ -337,20 +337,13 @@ async def _reject_after_move(
     try:
         await reject_reviewed_run(client, item, actor, sign, rejecting_item=rejecting_item)
     except OperatorError as error:
-        rounds = item.cycle_rounds()
-        run_id = rounds[-1].run_id if rounds else "its reviewed run"
-        key = answer.item.key if answer.item is not None else item.key
-        status = f" (now {answer.item.status.value})" if answer.item is not None else ""
-        # The same class (so code and exit code) and any structured data it carries.
-        told = type(error).__new__(type(error))
-        told.__dict__.update(error.__dict__)
-        told.message = (
-            f"{key} was {moved}{status}, but its reviewed run {run_id} was not rejected: "
-            f"{error.message}; reject the run itself with `specialists decide {run_id} --reject "
-            f"--actor {actor}`"
-        )
-        told.args = (told.message,)
-        raise told from None
+        run_id = item.cycle_rounds()[-1].run_id  # it raises only once it found the round's run
+        now = answer.item
+        moved_to = f"{now.key} was {moved} (now {now.status.value})" if now else f"{item.key} was {moved}"
+        raise error.restated(
+            f"{moved_to}, but its reviewed run {run_id} was not rejected: {error.message}; reject the "
+            f"run itself with `specialists decide {run_id} --reject --actor {actor}`"
+        ) from None
 
 
 async def accept_and_complete(

@@ -45,7 +45,7 @@ from contracts.runs import AuditEvent
 from contracts.search_attributes import SearchAttribute
 from contracts.temporal_names import CoordinatorMessage, TeamMessage, WorkflowType
 from contracts.ui_summaries import team_summary
-from control.temporal import describe_memo, poll_view, temporal_error
+from control.temporal import describe_memo, patiently, poll_view, temporal_error
 from store.research import check_case_id
 
 TEAM_WORKFLOW: Final = WorkflowType.RESEARCH_TEAM
@@ -220,27 +220,12 @@ async def wait_for_team(
     for again every second within ``timeout``; ``no_worker`` only once it has passed.
     ``on_unanswered`` hears when answers stop (the error) and when they come back (``None``)."""
     loop = asyncio.get_running_loop()
-    deadline = None if timeout is None else loop.time() + timeout
-    silent = False
-
-    async def answered() -> TeamView:
-        nonlocal silent
-        while True:
-            try:
-                view = await get_team(client, team_id)
-            except ServiceUnavailable as error:
-                if error.code != "no_worker" or (deadline is not None and loop.time() >= deadline):
-                    raise
-                if not silent and on_unanswered is not None:
-                    on_unanswered(error)
-                silent = True
-            else:
-                if silent and on_unanswered is not None:
-                    on_unanswered(None)
-                silent = False
-                return view
-            await asyncio.sleep(1.0)
-
+    answered = patiently(
+        lambda: get_team(client, team_id),
+        codes=frozenset({"no_worker"}),
+        deadline=None if timeout is None else loop.time() + timeout,
+        on_unanswered=on_unanswered,
+    )
     return await poll_view(
         answered,
         done,

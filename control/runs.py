@@ -55,7 +55,7 @@ from contracts.runs import (
 from contracts.search_attributes import SearchAttribute
 from contracts.temporal_names import RunMessage, WorkflowType
 from contracts.ui_summaries import run_summary
-from control.temporal import START_WORKER_HINT, describe_memo, poll_view, require_worker
+from control.temporal import START_WORKER_HINT, describe_memo, patiently, poll_view, require_worker
 
 RUN_WORKFLOW = WorkflowType.SPECIALIST_RUN
 QUERY_TIMEOUT = dt.timedelta(seconds=10)
@@ -271,7 +271,6 @@ async def wait_for_view(
     loop = asyncio.get_running_loop()
     deadline = None if timeout is None else loop.time() + timeout
     last: tuple[RunView, RunProgress] | None = None
-    unanswered = False
 
     def query_timeout() -> dt.timedelta:
         if deadline is None:
@@ -289,29 +288,14 @@ async def wait_for_view(
         last = (view, RunProgress(status=view.status, audit_events=len(view.audit)))
         return view
 
-    async def fetch() -> RunView:
-        nonlocal unanswered
-        while True:
-            try:
-                view = await ask()
-            except ServiceUnavailable as error:
-                if not patient or error.code not in UNANSWERED_CODES:
-                    raise
-                if not unanswered and on_unanswered is not None:
-                    on_unanswered(error)
-                unanswered = True
-                fallback = last[0] if last is not None else initial
-                if deadline is not None and loop.time() >= deadline:
-                    if fallback is None:
-                        raise
-                    return fallback
-                pause = RETRY_SECONDS if deadline is None else min(RETRY_SECONDS, deadline - loop.time())
-                await asyncio.sleep(max(0.0, pause))
-                continue
-            if unanswered and on_unanswered is not None:
-                on_unanswered(None)
-            unanswered = False
-            return view
+    fetch = patiently(
+        ask,
+        codes=UNANSWERED_CODES if patient else frozenset(),
+        deadline=deadline,
+        on_unanswered=on_unanswered,
+        fallback=lambda: last[0] if last is not None else initial,
+        retry_seconds=RETRY_SECONDS,
+    )
 
     view = await poll_view(
         fetch,

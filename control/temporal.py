@@ -112,6 +112,50 @@ async def describe_memo(handle: WorkflowHandle[Any, Any]) -> dict[str, Any] | No
     return dict(await description.memo())
 
 
+def patiently(
+    ask: Callable[[], Awaitable[V]],
+    *,
+    codes: frozenset[str],
+    deadline: float | None,
+    on_unanswered: Callable[[ServiceUnavailable | None], None] | None = None,
+    fallback: Callable[[], V | None] = lambda: None,
+    retry_seconds: float = 1.0,
+) -> Callable[[], Awaitable[V]]:
+    """``ask``, asked again every ``retry_seconds`` while it raises :class:`ServiceUnavailable` with
+    one of ``codes`` (nobody answers: a worker or the server is restarting), until ``deadline`` (a
+    loop time; ``None``: no limit), where ``fallback()`` is returned or, when it is ``None``, the
+    error raised. ``on_unanswered`` hears when answers stop (the error) and when they come back
+    (``None``). What ``--wait`` polls with (:func:`poll_view`)."""
+    loop = asyncio.get_running_loop()
+    unanswered = False
+
+    async def fetch() -> V:
+        nonlocal unanswered
+        while True:
+            try:
+                view = await ask()
+            except ServiceUnavailable as error:
+                if error.code not in codes:
+                    raise
+                if not unanswered and on_unanswered is not None:
+                    on_unanswered(error)
+                unanswered = True
+                if deadline is not None and loop.time() >= deadline:
+                    kept = fallback()
+                    if kept is None:
+                        raise
+                    return kept
+                pause = retry_seconds if deadline is None else min(retry_seconds, deadline - loop.time())
+                await asyncio.sleep(max(0.0, pause))
+                continue
+            if unanswered and on_unanswered is not None:
+                on_unanswered(None)
+            unanswered = False
+            return view
+
+    return fetch
+
+
 async def poll_view(
     fetch: Callable[[], Awaitable[V]],
     done: Callable[[V], bool],

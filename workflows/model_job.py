@@ -144,7 +144,6 @@ class ModelJobWorkflow:
         self._behaviours = Behaviours(
             PATCH_JOB_V6, previous=PATCH_JOB_V5, added_since_previous=(PATCH_CLASS_POOLS,)
         )
-        self._class_pools: bool | None = None  # asked once, at the first leased call
 
     @workflow.signal(name=ModelJobMessage.LEASE_GRANTED)
     def lease_granted(self, grant: LeaseGranted) -> None:
@@ -258,12 +257,6 @@ class ModelJobWorkflow:
             ),
         )
 
-    def _has_class_pools(self) -> bool:
-        """Whether leased calls take their class's pool lease (``PATCH_CLASS_POOLS``)."""
-        if self._class_pools is None:
-            self._class_pools = self._behaviours.has(PATCH_CLASS_POOLS)
-        return self._class_pools
-
     async def _build_pack(self, job: ModelJobInput) -> ContextPackResult:
         """The job's context pack, built once by an activity (so it is in this job's history).
         Raises the job's failure (no attempts) when the pack cannot be built, e.g. too large."""
@@ -308,7 +301,8 @@ class ModelJobWorkflow:
                 assert self._pack_task is not None
                 self._pack = await self._pack_task
             if requested:
-                model_class = (job.model_class or ModelClass.CORE) if self._has_class_pools() else None
+                pooled = self._behaviours.has(PATCH_CLASS_POOLS)
+                model_class = (job.model_class or ModelClass.CORE) if pooled else None
                 call = LeaseCall(
                     model_id=model_id,
                     lease_id=lease_id,
