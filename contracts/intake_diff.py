@@ -16,6 +16,9 @@ For each finding, in the scan's order, the first rule that holds decides:
 5. otherwise → a **new proposal** (``added`` event naming the fingerprint and commit), or
    **refused** with the reason when no proposal can be made of it.
 
+A scan an ``intake-scan`` sweep asked for names the sweep (``"sweep": <its workflow id>``) in every
+event it writes: the actor is then the person who enabled the schedule, not one who ran the scan.
+
 A scan never approves, dispatches or moves an item. Pure: no I/O.
 """
 
@@ -74,9 +77,12 @@ def apply_intake(
     at: dt.datetime,
     actor: str | None,
     archived: Iterable[ArchivedItem] = (),
+    sweep: str | None = None,
 ) -> IntakeApplied:
     """The queue after the findings of ``result`` (see the module docstring): new proposals, updated
-    proposals and recorded changes, with the answer listing each finding once."""
+    proposals and recorded changes, with the answer listing each finding once; every event names
+    ``sweep`` when a sweep asked for the scan."""
+    via: dict[str, Any] = {"sweep": sweep} if sweep is not None else {}
     alias = result.repo_alias
     held = {item.key: item for item in items}
     found = {finding.fingerprint for finding in result.findings}
@@ -156,13 +162,13 @@ def apply_intake(
                 lists["refused"].append(outcome(finding, problem, item.key, item.status))
                 continue
             if item.status is QueueStatus.PROPOSAL:
-                changed[item.key] = _updated(item, alias, finding, at=at, actor=actor)
+                changed[item.key] = _updated(item, alias, finding, at=at, actor=actor, via=via)
                 lists["updated"].append(
                     outcome(finding, f"its source changed: {item.key} updated", item.key, item.status)
                 )
             else:
                 changed[item.key] = item.with_event(
-                    QueueEventKind.INTAKE_CHANGED, at, actor, _change_data(item, finding)
+                    QueueEventKind.INTAKE_CHANGED, at, actor, {**_change_data(item, finding), **via}
                 )
                 lists["recorded"].append(
                     outcome(
@@ -183,7 +189,7 @@ def apply_intake(
         except Refused as error:
             lists["refused"].append(outcome(finding, f"no key: {error.message}"))
             continue
-        item = _new_item(alias, finding, key=key, at=at, actor=actor)
+        item = _new_item(alias, finding, key=key, at=at, actor=actor, via=via)
         changed[key] = item
         lists["proposed"].append(outcome(finding, "new proposal", key, item.status))
     answer = IntakeAnswer(
@@ -201,10 +207,16 @@ def apply_intake(
 
 
 def _new_item(
-    alias: str, finding: IntakeFinding, *, key: str, at: dt.datetime, actor: str | None
+    alias: str,
+    finding: IntakeFinding,
+    *,
+    key: str,
+    at: dt.datetime,
+    actor: str | None,
+    via: dict[str, Any],
 ) -> QueueItem:
     proposal = finding_proposal(alias, finding)
-    data = {"key": key, "intake": finding.fingerprint, "commit": finding.commit}
+    data = {"key": key, "intake": finding.fingerprint, "commit": finding.commit, **via}
     event = QueueEvent(seq=1, at=at, kind=QueueEventKind.ADDED, actor=actor, data=data)
     return QueueItem.model_validate(
         {
@@ -231,7 +243,13 @@ def _change_data(item: QueueItem, finding: IntakeFinding) -> dict[str, Any]:
 
 
 def _updated(
-    item: QueueItem, alias: str, finding: IntakeFinding, *, at: dt.datetime, actor: str | None
+    item: QueueItem,
+    alias: str,
+    finding: IntakeFinding,
+    *,
+    at: dt.datetime,
+    actor: str | None,
+    via: dict[str, Any],
 ) -> QueueItem:
     """The proposal ``item`` with its changed source: what it took from the old source is replaced,
     what the operator wrote is kept."""
@@ -247,7 +265,7 @@ def _updated(
     changes["scope"] = scope
     kept = [ref for ref in item.evidence if ref not in old.evidence and ref not in fresh.evidence]
     changes["evidence"] = [*fresh.evidence, *kept][:MAX_EVIDENCE_REFS]
-    data = {**_change_data(item, finding), "fields": fields}
+    data = {**_change_data(item, finding), "fields": fields, **via}
     try:
         return item.with_event(QueueEventKind.INTAKE_UPDATED, at, actor, data, **changes)
     except ValidationError:  # the operator's sections and the new quote no longer fit together

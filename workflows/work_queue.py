@@ -165,6 +165,9 @@ histories recorded before replay with the ordinary activity."""
 PATCH_CANCELLED_STAYS = "queue-cancelled-run-not-recovered"
 """Executions since leave a failed item whose run a person cancelled to a person (the autopilot does
 not recover it); asked only of such an item, so no recorded history asks it."""
+PATCH_SWEEP_NAMED = "queue-intake-names-sweep"
+"""Executions since name the asking sweep in the events of a scan an ``intake-scan`` sweep asked for;
+asked only of such a scan, histories recorded before replay without the name."""
 READ_TIMEOUT = timedelta(seconds=30)
 READ_RETRY = RetryPolicy(maximum_attempts=3, initial_interval=timedelta(milliseconds=500))
 _STATUS_KEY = SearchAttributeKey.for_keyword(SearchAttribute.SPECIALIST_STATUS)
@@ -912,6 +915,9 @@ class WorkQueueWorkflow:
         except ArchiveUnavailable as error:
             self._refused(QueueAction.INTAKE, request.actor, target, error.code, str(error))
             return IntakeAnswer(accepted=False, code=error.code, message=str(error))
+        sweep = None
+        if request.scheduled is not None and workflow.patched(PATCH_SWEEP_NAMED):
+            sweep = request.scheduled.sweep_workflow_id
         applied = apply_intake(
             scanned,
             list(self._items.values()),
@@ -919,6 +925,7 @@ class WorkQueueWorkflow:
             at=workflow.now(),
             actor=request.actor,
             archived=archived,
+            sweep=sweep,
         )
         self._allocator = applied.allocator
         for item in applied.items:

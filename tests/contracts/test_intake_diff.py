@@ -19,9 +19,11 @@ AT = dt.datetime(2026, 12, 4, tzinfo=dt.UTC)
 
 
 def _scan(
-    repo: Path, items: list[QueueItem], allocator: KeyAllocator
+    repo: Path, items: list[QueueItem], allocator: KeyAllocator, *, sweep: str | None = None
 ) -> tuple[dict[str, QueueItem], KeyAllocator, object]:
-    applied = apply_intake(scan_repository_at(repo, "demo", "main"), items, allocator, at=AT, actor="alice")
+    applied = apply_intake(
+        scan_repository_at(repo, "demo", "main"), items, allocator, at=AT, actor="alice", sweep=sweep
+    )
     held = {item.key: item for item in items}
     held.update({item.key: item for item in applied.items})
     return held, applied.allocator, applied.answer
@@ -111,3 +113,38 @@ def test_a_changed_source_of_an_item_past_proposal_is_recorded_once(tmp_path: Pa
     assert after[key].intake == approved.intake  # the approved contract is untouched
     again, _, second = _scan(repo, list(after.values()), allocator)
     assert second.recorded == [] and again[key] == after[key]
+
+
+def test_a_sweeps_scan_names_the_sweep_in_every_event_it_writes_and_a_persons_scan_names_none(
+    tmp_path: Path,
+) -> None:
+    repo = make_intake_repository(tmp_path)
+    by_hand, _, _ = _scan(repo, [], KeyAllocator())
+    assert all("sweep" not in item.events[0].data for item in by_hand.values())
+    sweep = "intake-sweep-1"
+    items, allocator, _ = _scan(repo, [], KeyAllocator(), sweep=sweep)
+    added = [item.events[0] for item in items.values()]
+    assert {(event.kind, event.actor, event.data["sweep"]) for event in added} == {
+        (QueueEventKind.ADDED, "alice", sweep)
+    }
+    # A proposal whose source changed (intake_updated) and an item past proposal (intake_changed).
+    todo = next(k for k, item in items.items() if item.intake and item.intake.quote.startswith("# TODO"))
+    branch = next(k for k, item in items.items() if item.intake and item.intake.path == "feature")
+    items[branch] = items[branch].model_copy(update={"status": QueueStatus.APPROVED})
+    text = (repo / "src" / "app.py").read_text().replace("the empty order list", "an empty order list")
+    (repo / "src" / "app.py").write_text(text)
+    git(repo, "commit", "--quiet", "--no-gpg-sign", "-am", "reword")
+    git(repo, "switch", "--quiet", "feature")
+    (repo / "more.txt").write_text("more\n")
+    git(repo, "add", "more.txt")
+    git(repo, "commit", "--quiet", "--no-gpg-sign", "-m", "more")
+    git(repo, "switch", "--quiet", "main")
+    after, _, _ = _scan(repo, list(items.values()), allocator, sweep="intake-sweep-2")
+    assert (after[todo].events[-1].kind, after[todo].events[-1].data["sweep"]) == (
+        QueueEventKind.INTAKE_UPDATED,
+        "intake-sweep-2",
+    )
+    assert (after[branch].events[-1].kind, after[branch].events[-1].data["sweep"]) == (
+        QueueEventKind.INTAKE_CHANGED,
+        "intake-sweep-2",
+    )

@@ -110,6 +110,8 @@ async def test_the_intake_schedule_exists_only_once_enabled_and_two_sweeps_propo
     assert len(fingerprints) == len(set(fingerprints)) == len(view.items)
     assert all(item.repo_alias == "demo" for item in view.items)
     assert all(item.events[0].actor == ACTOR for item in view.items)
+    # ... and each proposal's event names the sweep that made it (the first: the second proposed none).
+    assert {item.events[0].data["sweep"] for item in view.items} == {seen[0]}
 
 
 def _grant(task_queue: str, kind: ScheduleKind, *, signed_target: str | None = None) -> ScheduleGrant:

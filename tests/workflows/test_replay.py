@@ -29,8 +29,9 @@ tests.histories.record_queue_intake``, patch ``queue-intake-scan``).
 ``queue/beyond/`` holds a ``WorkQueue`` that took two beyond-source scans and the first pass's
 ``ModelJob`` (``python -m tests.histories.record_queue_beyond``, patch ``queue-intake-beyond``).
 ``intake_sweep/`` holds an ``IntakeSweep`` of the ``intake-scan`` schedule and the ``WorkQueue`` that
-took the scans of two such sweeps (``python -m tests.histories.record_intake_sweep``, patch
-``queue-scheduled-intake``; its own ``workflow-ids.json``).
+took the scans of two such sweeps (``python -m tests.histories.record_intake_sweep``, patches
+``queue-scheduled-intake`` and ``queue-intake-names-sweep``; its own ``workflow-ids.json``);
+``intake_sweep/v1/`` the same as recorded before the scan's events named the sweep.
 ``queue/`` holds the ``WorkQueue`` histories (``python -m tests.histories.record_queue``): an execution
 that ends in continue-as-new, the one after it, and a queue that dispatches a run and follows it (its
 own ``workflow-ids.json``), one whose autopilot fills its slot by itself and one whose autopilot
@@ -90,7 +91,13 @@ from workflows.specialist_run import (
     PATCH_TELLS_QUEUE,
     RUN_V5_LATER,
 )
-from workflows.work_queue import PATCH_AUTOPILOT, PATCH_ITEM_STATUS, PATCH_LOCAL_READS, PATCH_TRACK_RUNS
+from workflows.work_queue import (
+    PATCH_AUTOPILOT,
+    PATCH_ITEM_STATUS,
+    PATCH_LOCAL_READS,
+    PATCH_SWEEP_NAMED,
+    PATCH_TRACK_RUNS,
+)
 
 HISTORIES = Path(__file__).resolve().parent.parent / "histories"
 WORKFLOW_IDS = "workflow-ids.json"  # not a history: which id each current recording ran under
@@ -124,6 +131,9 @@ SCHEDULES = sorted(path for path in (HISTORIES / "schedules").glob("*.json") if 
 INTAKE_SWEEP = sorted(
     path for path in (HISTORIES / "intake_sweep").glob("*.json") if path.name != WORKFLOW_IDS
 )
+INTAKE_SWEEP_V1 = sorted(
+    path for path in (HISTORIES / "intake_sweep" / "v1").glob("*.json") if path.name != WORKFLOW_IDS
+)
 ALL = [
     *CURRENT,
     *V1,
@@ -145,6 +155,7 @@ ALL = [
     *PROBES,
     *SCHEDULES,
     *INTAKE_SWEEP,
+    *INTAKE_SWEEP_V1,
 ]
 TEAM_PATHS = {"completed", "adjudicated", "blocked_retried_stopped", "cancelled", "invalidated"}
 
@@ -519,6 +530,11 @@ def test_the_intake_sweep_histories_scan_through_the_queue_under_the_schedules_g
     # Each scheduled scan is authorised by the grant and the running sweep, then scanned.
     assert _accepted_updates("intake_sweep/queue.json") == ["intake", "intake"]
     assert PATCH_SCHEDULED_INTAKE in _patches(HISTORIES / "intake_sweep" / "queue.json")
+    # Since the scan's events name the sweep; the recording from before replays without the marker.
+    assert PATCH_SWEEP_NAMED in _patches(HISTORIES / "intake_sweep" / "queue.json")
+    assert [path.name for path in INTAKE_SWEEP_V1] == ["queue.json", "sweep.json"]
+    assert PATCH_SCHEDULED_INTAKE in _patches(HISTORIES / "intake_sweep" / "v1" / "queue.json")
+    assert PATCH_SWEEP_NAMED not in _patches(HISTORIES / "intake_sweep" / "v1" / "queue.json")
     queue_activities = [
         event["activityTaskScheduledEventAttributes"]["activityType"]["name"]  # type: ignore[index]
         for event in _events("intake_sweep/queue.json")
