@@ -15,28 +15,21 @@ the item meanwhile) and applied in the same workflow task, so each move is atomi
 
 ``run`` follows the dispatched runs and, with autopilot on, dispatches by itself under the operator's
 standing grant: re-dispatches after a FAIL, recoveries after their delay and approved items, into free
-slots (docs/architecture.md "Goal queue", its autopilot). Once the history holds
+slots (docs/architecture.md "Goal queue", its autopilot; ``workflows/queue_following.py`` follows the
+runs, ``workflows/queue_autopilot.py`` picks and dispatches). Once the history holds
 ``continue_as_new_after_events`` events, or the server suggests it, it waits for every handler to
 finish and continues as new with the whole state.
 """
 
 from __future__ import annotations
 
-import asyncio
 from collections.abc import Callable
-from datetime import datetime, timedelta
+from datetime import timedelta
 from typing import Any, TypeVar
 
 from pydantic import ValidationError
 from temporalio import workflow
-from temporalio.common import (
-    RetryPolicy,
-    SearchAttributeKey,
-    SearchAttributePair,
-    TypedSearchAttributes,
-)
-from temporalio.exceptions import ActivityError, ApplicationError
-from temporalio.workflow import ParentClosePolicy
+from temporalio.exceptions import ApplicationError
 
 with workflow.unsafe.imports_passed_through():
     from contracts.intake import BeyondDrop, IntakeAnswer, IntakeRequest
@@ -46,11 +39,8 @@ with workflow.unsafe.imports_passed_through():
     from contracts.queue_approval import approve, spec_completeness
     from contracts.queue_archive import ArchivedItem, find_archived
     from contracts.queue_dispatch import (
-        apply_run_state,
         check_no_pending_run,
-        dispatch_run_input,
         dispatch_run_problem,
-        tracked_run,
     )
     from contracts.queue_items import (
         ItemUpdate,
@@ -60,8 +50,6 @@ with workflow.unsafe.imports_passed_through():
         QueueRefused,
         QueueSettings,
         QueueStatus,
-        RoundVerdict,
-        RunOutcome,
         added_with,
         apply_update,
         new_item,
@@ -90,44 +78,43 @@ with workflow.unsafe.imports_passed_through():
         RefusalDetail,
         RefusedAction,
         RouteNextRequest,
-        RunIds,
         RunProgressed,
-        RunStates,
         SettingsAnswer,
         SettingsChange,
         UpdateItemRequest,
     )
     from contracts.queue_priority import (
-        autopilot_picks,
         check_manual_dispatch,
-        dispatch_sort_key,
-        needs_confirmation,
         occupancy,
         record_dispatch,
     )
-    from contracts.queue_review import RecoveryAction, RecoveryDecision, recovery_decision, run_cancelled
     from contracts.queue_routing import check_next, routed_problem
     from contracts.queue_spec import SpecRequest
     from contracts.queue_transitions import Mover, QueueMove, apply_move, check_move
     from contracts.refusals import RefusalCode
     from contracts.runs import (
         AuthorizeRequest,
-        QueueGrant,
-        QueueItemStatusUpdate,
-        QueueVerdict,
-        RunInput,
         RunStatus,
     )
-    from contracts.search_attributes import SearchAttribute
     from contracts.shipping import ShipRequest
-    from contracts.temporal_names import ActivityName, QueueMessage, RunMessage, WorkflowType
-    from contracts.ui_summaries import queue_details, run_summary
+    from contracts.temporal_names import QueueMessage, WorkflowType
+    from contracts.ui_summaries import queue_details
     from workflows.authorization import check_action
     from workflows.queue_archive import (
         ArchiveUnavailable,
         archive_ended,
         archived_in_store,
         forget_old_tombstones,
+    )
+    from workflows.queue_autopilot import fill_slots, next_wake, picks
+    from workflows.queue_following import (
+        items_to_tell,
+        latest_told,
+        live_run_status,
+        read_progress,
+        start_run,
+        tell_item_statuses,
+        tracked_runs,
     )
     from workflows.queue_intake import (
         PATCH_BEYOND,
@@ -140,7 +127,6 @@ with workflow.unsafe.imports_passed_through():
     from workflows.queue_shipping import (
         PATCH_MAIN_WRITE_GUARD,
         check_base_heads,
-        guarded_aliases,
         ship,
         validate_ship,
     )
@@ -159,21 +145,9 @@ PATCH_ITEM_STATUS = "queue-item-status-on-runs"
 """Executions begun since the runs show their item's status start each run with the
 ``QueueItemStatus`` search attribute and signal the item's latest run when the status changes;
 histories recorded before replay without either."""
-PATCH_LOCAL_READS = "queue-reads-runs-locally"
-"""Executions begun since read their runs' progress in a local activity (asked at the first read);
-histories recorded before replay with the ordinary activity."""
-PATCH_CANCELLED_STAYS = "queue-cancelled-run-not-recovered"
-"""Executions since leave a failed item whose run a person cancelled to a person (the autopilot does
-not recover it); asked only of such an item, so no recorded history asks it."""
 PATCH_SWEEP_NAMED = "queue-intake-names-sweep"
 """Executions since name the asking sweep in the events of a scan an ``intake-scan`` sweep asked for;
 asked only of such a scan, histories recorded before replay without the name."""
-READ_TIMEOUT = timedelta(seconds=30)
-READ_RETRY = RetryPolicy(maximum_attempts=3, initial_interval=timedelta(milliseconds=500))
-_STATUS_KEY = SearchAttributeKey.for_keyword(SearchAttribute.SPECIALIST_STATUS)
-_ITEM_STATUS_KEY = SearchAttributeKey.for_keyword(SearchAttribute.QUEUE_ITEM_STATUS)
-_CLOSED_WITH_ITEM = frozenset({QueueStatus.DONE, QueueStatus.REJECTED})
-"""Item statuses whose run a person closed before the queue's move: nothing is told to it."""
 
 
 class _UnknownItem(Exception):
@@ -201,29 +175,6 @@ def _describe(error: ValidationError) -> str:
             message = "unknown key (not allowed)"
         parts.append(f"{location}: {message}")
     return "; ".join(parts)
-
-
-def _recovery(item: QueueItem, now: datetime, delay_seconds: int) -> RecoveryDecision:
-    """Whether the autopilot recovers the failed ``item`` (:func:`contracts.queue_review.recovery_decision`:
-    not parked, not at the review cap, not cancelled by a person, at most twice per cycle, after the
-    delay); never a high-risk one."""
-    if needs_confirmation(item):
-        return RecoveryDecision(action=RecoveryAction.NONE, reason=f"{item.key} is high risk")
-    # Asked only of an item whose run a person cancelled, so no recorded history asks it.
-    cancelled_stays = run_cancelled(item) and workflow.patched(PATCH_CANCELLED_STAYS)
-    return recovery_decision(item, now=now, delay_seconds=delay_seconds, cancelled_stays=cancelled_stays)
-
-
-def _redispatch_due(item: QueueItem) -> bool:
-    """True for an item left in ``ai-review`` by a FAIL round (not at the cap, not handed to a person)
-    whose last run the autopilot started and none is pending: the autopilot re-dispatches it (never a
-    high-risk one) with the findings."""
-    if item.status is not QueueStatus.AI_REVIEW or needs_confirmation(item):
-        return False
-    rounds, runs = item.cycle_rounds(), item.cycle_runs()
-    if not rounds or rounds[-1].verdict is not RoundVerdict.FAIL or not runs:
-        return False
-    return runs[-1].autopilot and all(run.outcome is not RunOutcome.PENDING for run in runs)
 
 
 @workflow.defn(name=WorkflowType.WORK_QUEUE, versioning_behavior=auto_upgrade())
@@ -267,12 +218,12 @@ class WorkQueueWorkflow:
                 await workflow.wait_condition(
                     lambda: (
                         self._should_continue_as_new()
-                        or (tracks and bool(self._tracked()))
-                        or bool(self._picks())
+                        or (tracks and bool(tracked_runs(self)))
+                        or bool(picks(self))
                         or self._rearm
-                        or bool(self._items_to_tell())
+                        or bool(items_to_tell(self))
                     ),
-                    timeout=self._next_wake(),
+                    timeout=next_wake(self),
                 )
             except TimeoutError:
                 if self._guard:
@@ -283,18 +234,18 @@ class WorkQueueWorkflow:
                 continue
             if self._should_continue_as_new():
                 break
-            if self._picks():  # first: a free slot waits for nothing the runs are told
-                await self._fill_slots()
+            if picks(self):  # first: a free slot waits for nothing the runs are told
+                await fill_slots(self)
                 continue
-            if self._items_to_tell():
-                await self._tell_item_statuses()
+            if items_to_tell(self):
+                await tell_item_statuses(self)
                 continue
             try:  # a durable timer, cut short when the history has grown enough or a slot can be filled
                 await workflow.wait_condition(
                     lambda: (
                         self._should_continue_as_new()
-                        or bool(self._picks())
-                        or bool(self._items_to_tell())
+                        or bool(picks(self))
+                        or bool(items_to_tell(self))
                         or self._progressed
                     ),
                     timeout=timedelta(seconds=self._state.poll_seconds),
@@ -303,200 +254,15 @@ class WorkQueueWorkflow:
                     break
                 if self._progressed:  # never set in histories recorded before runs told their queue
                     self._progressed = False
-                    await self._read_progress()
+                    await read_progress(self)
             except TimeoutError:
-                await self._read_progress()
+                await read_progress(self)
                 if self._guard:
                     await check_base_heads(self)
         await archive_ended(self, self._state.archive_after_seconds)
         forget_old_tombstones(self, self._state.tombstones_kept)
         await workflow.wait_condition(workflow.all_handlers_finished)
         workflow.continue_as_new(self._carried())
-
-    def _picks(self) -> list[str]:
-        """The approved items the autopilot dispatches now, in priority order (none with autopilot
-        off, without a grant, or in an execution recorded before the autopilot dispatched)."""
-        if not self._autopilot or self._grant is None:
-            return []
-        free = occupancy(self._items.values(), self._settings.slots).free
-        if free <= 0:  # the same answer, without sorting every item (the wait conditions ask often)
-            return []
-        pool = [item for item in self._items.values() if item.key not in self._unbuildable]
-        redo = sorted((item for item in pool if _redispatch_due(item)), key=dispatch_sort_key)
-        now, delay = workflow.now(), self._settings.recovery_delay_seconds
-        recover = sorted(
-            (item for item in pool if _recovery(item, now, delay).action is RecoveryAction.RECOVER),
-            key=dispatch_sort_key,
-        )
-        picks = [*redo, *recover]
-        return [*(item.key for item in picks), *autopilot_picks(pool, self._settings)][:free]
-
-    def _next_wake(self) -> timedelta | None:
-        """When the idle wait ends by itself: the next recovery due, and, in an execution that guards
-        the base branches while an open item references a repository, the next check of their heads."""
-        recovery = self._until_next_recovery()
-        if not self._guard or not guarded_aliases(self._items):
-            return recovery
-        check = timedelta(seconds=self._state.main_write_check_seconds)
-        return check if recovery is None else min(recovery, check)
-
-    def _until_next_recovery(self) -> timedelta | None:
-        """How long until the earliest recovery waiting for its delay is due (``None`` when none
-        waits, or the autopilot may not dispatch): the run loop's durable timer."""
-        if not self._autopilot or self._grant is None:
-            return None
-        now, delay = workflow.now(), self._settings.recovery_delay_seconds
-        due = [
-            decision.due_at
-            for item in self._items.values()
-            if item.key not in self._unbuildable
-            and (decision := _recovery(item, now, delay)).action is RecoveryAction.WAIT
-            and decision.due_at is not None
-        ]
-        return max(min(due) - now, timedelta(milliseconds=1)) if due else None
-
-    async def _fill_slots(self) -> None:
-        """Dispatch the picked items (docs/architecture.md "Goal queue"): each move is made before any
-        start is awaited, so no update can take the same slot or item meanwhile; each run is built by
-        the same contract as a manual dispatch, created by the granting actor and carrying the queue's
-        grant instead of a proof (the run checks it)."""
-        grant = self._grant
-        assert grant is not None
-        at = workflow.now()
-        runs: list[tuple[str, RunInput]] = []
-        verdicts: list[tuple[str, QueueVerdict]] = []
-        for key in self._picks():
-            item = self._items[key]
-            run_id = "SOR-" + workflow.uuid4().hex[:16].upper()
-            queue_grant = QueueGrant(
-                queue_workflow_id=workflow.info().workflow_id,
-                item_key=key,
-                granted_by=grant.granted_by,
-                granted_at=grant.granted_at,
-            )
-            try:
-                run = dispatch_run_input(item, run_id=run_id, actor=grant.granted_by, queue_grant=queue_grant)
-            except QueueRefused as error:  # its work item does not fit: an operator must act
-                self._unbuildable.add(key)
-                self._refused(QueueAction.DISPATCH, None, key, error.code, error.message)
-                continue
-            if item.status is QueueStatus.AI_REVIEW:  # after a FAIL: its run is rejected on the verdict
-                failed = item.cycle_rounds()[-1]
-                verdict = QueueVerdict(
-                    queue_workflow_id=workflow.info().workflow_id, item_key=key, round=failed.number
-                )
-                verdicts.append((failed.run_id, verdict))
-            self._items[key] = record_dispatch(
-                item, run_id=run_id, mover=Mover.SYSTEM, actor=grant.granted_by, at=at, autopilot=True
-            )
-            runs.append((key, run))
-        for run_id, verdict in verdicts:
-            try:  # the run verifies the verdict itself; one that has ended ignores it
-                await workflow.get_external_workflow_handle(run_id).signal(RunMessage.QUEUE_VERDICT, verdict)
-            except Exception as error:
-                workflow.logger.info("could not send the verdict to %s: %s", run_id, error)
-        for key, run in runs:
-            await self._start_run(key, run)
-
-    def _status_notices(self) -> list[tuple[str, QueueItemStatusUpdate]]:
-        """The latest runs whose item's status changed since they were last told (none in executions
-        recorded before runs showed it): not a run that failed, nor one a person closed with the item
-        (done, rejected)."""
-        return [
-            (item.runs[-1].run_id, QueueItemStatusUpdate(item_key=item.key, status=item.status))
-            for item in self._items_to_tell()
-        ]
-
-    def _items_to_tell(self) -> list[QueueItem]:
-        """The items of :meth:`_status_notices` (cheap: what the run loop's wait conditions ask)."""
-        if not self._item_status:
-            return []
-        told = self._told
-        return [
-            item
-            for item in self._items.values()
-            if item.runs
-            and item.status not in _CLOSED_WITH_ITEM
-            and item.runs[-1].outcome is not RunOutcome.FAILED
-            and told.get(item.runs[-1].run_id) is not item.status
-        ]
-
-    async def _tell_item_statuses(self) -> None:
-        """Signal each run of :meth:`_status_notices` its item's status (all at once); a run that has
-        closed meanwhile cannot be told and is not asked again."""
-        notices = self._status_notices()
-        for run_id, notice in notices:
-            self._told[run_id] = notice.status
-        results = await asyncio.gather(
-            *(
-                workflow.get_external_workflow_handle(run_id).signal(RunMessage.QUEUE_ITEM_STATUS, notice)
-                for run_id, notice in notices
-            ),
-            return_exceptions=True,
-        )
-        for (run_id, _), result in zip(notices, results, strict=True):
-            if isinstance(result, BaseException):
-                workflow.logger.info("could not tell %s its item's status: %s", run_id, result)
-
-    async def _start_run(self, key: str, run: RunInput) -> None:
-        """Start ``run`` as a child workflow the queue abandons on continue-as-new (it lives on its
-        own), showing its item's status from the start (``active``) where this execution does."""
-        attributes = [SearchAttributePair(_STATUS_KEY, RunStatus.ROUTING.value)]
-        if self._item_status:
-            attributes.append(SearchAttributePair(_ITEM_STATUS_KEY, QueueStatus.ACTIVE.value))
-            self._told[run.run_id] = QueueStatus.ACTIVE
-        summary = None
-        if self._item_status:  # what the Temporal UI lists the run as
-            tier = run.requested_tier.value if run.requested_tier else None
-            summary = run_summary(run.work_item.title, tier, key)
-        await workflow.start_child_workflow(
-            WorkflowType.SPECIALIST_RUN,
-            run,
-            id=run.run_id,
-            static_summary=summary,
-            task_queue=workflow.info().task_queue,
-            parent_close_policy=ParentClosePolicy.ABANDON,
-            memo={"request_digest": run.request_digest, "title": run.work_item.title},
-            search_attributes=TypedSearchAttributes(attributes),
-        )
-
-    def _tracked(self) -> list[str]:
-        return [run_id for item in self._items.values() if (run_id := tracked_run(item)) is not None]
-
-    async def _read_progress(self) -> None:
-        """Read the status of every tracked run and move its item on (docs/architecture.md "Goal
-        queue"); a read that fails through its retries is tried again at the next poll."""
-        run_ids = self._tracked()
-        if not run_ids:
-            return
-        if self._reads_locally is None:
-            self._reads_locally = workflow.patched(PATCH_LOCAL_READS)
-        # A local activity: no round trip through the server to schedule, start and complete it.
-        execute = workflow.execute_local_activity if self._reads_locally else workflow.execute_activity
-        try:
-            states: RunStates = await execute(
-                ActivityName.READ_RUN_PROGRESS,
-                RunIds(run_ids=run_ids),
-                result_type=RunStates,
-                start_to_close_timeout=READ_TIMEOUT,
-                retry_policy=READ_RETRY,
-            )
-        except ActivityError as error:
-            workflow.logger.info("could not read the queue's runs: %s", error)
-            return
-        at = workflow.now()
-        for state in states.states:
-            if state.status is not None:
-                self._run_status[state.run_id] = state.status
-            for key, item in list(self._items.items()):
-                moved = apply_run_state(item, state, at, self._settings.escalation_model)
-                if moved is not None:
-                    self._items[key] = moved
-
-    def _latest_told(self) -> dict[str, QueueStatus]:
-        """What the items' latest runs were told: all that is worth carrying across continue-as-new."""
-        latest = {item.runs[-1].run_id for item in self._items.values() if item.runs}
-        return {run_id: status for run_id, status in self._told.items() if run_id in latest}
 
     def _should_continue_as_new(self) -> bool:
         info = workflow.info()
@@ -514,20 +280,15 @@ class WorkQueueWorkflow:
                 "settings_changes": list(self._settings_changes),
                 "refusals": list(self._refusals),
                 "runs": self._state.runs + 1,
-                "run_status": self._live_run_status(),
+                "run_status": live_run_status(self),
                 "autopilot_grant": self._grant,
-                "told_status": self._latest_told(),
+                "told_status": latest_told(self),
                 "base_heads": dict(self._base_heads),
                 "main_writes": list(self._main_writes),
                 "archived": list(self._archived),
                 "tombstones_forgotten": self._tombstones_forgotten,
             }
         )
-
-    def _live_run_status(self) -> dict[str, RunStatus]:
-        """The last status read of every run still tracked (the others are history)."""
-        tracked = set(self._tracked())
-        return {run_id: status for run_id, status in self._run_status.items() if run_id in tracked}
 
     # ------------------------------------------------------------------------------------------ helpers
 
@@ -771,7 +532,7 @@ class WorkQueueWorkflow:
             return ItemAnswer(accepted=False, code=code, message=message, extra=extra)
         # The move is made before the start is awaited, so no other update can dispatch the item too.
         self._items[dispatched.key] = dispatched
-        await self._start_run(dispatched.key, request.run)
+        await start_run(self, dispatched.key, request.run)
         return self._accepted(self._items[dispatched.key])
 
     @dispatch.validator
@@ -818,7 +579,7 @@ class WorkQueueWorkflow:
             return ItemAnswer(accepted=False, code=code, message=message, extra=extra)
         self._items[routed.key] = routed  # made before the start is awaited, as a dispatch is
         if request.run is not None:
-            await self._start_run(routed.key, request.run)
+            await start_run(self, routed.key, request.run)
         return self._accepted(self._items[routed.key])
 
     @route_next.validator
@@ -1167,7 +928,7 @@ class WorkQueueWorkflow:
         """A run says it reached its decision or ended: the queue reads its tracked runs' progress
         now rather than at its next poll (it believes nothing in the signal, and ignores one from a
         run it does not follow)."""
-        if notice.run_id in self._tracked():
+        if notice.run_id in tracked_runs(self):
             self._progressed = True
 
     # -------------------------------------------------------------------------------------------- query
@@ -1194,7 +955,7 @@ class WorkQueueWorkflow:
             refusals=list(self._refusals),
             runs=self._state.runs,
             history_events=workflow.info().get_current_history_length(),
-            run_status=self._live_run_status(),
+            run_status=live_run_status(self),
             renamed_to=renamed,
             autopilot_grant=self._grant,
             main_writes=list(self._main_writes),

@@ -76,6 +76,7 @@ from workflows.model_job import (
 )
 from workflows.probes import PATCH_PROBE_REQUESTS
 from workflows.queue_archive import PATCH_ARCHIVE_ENDED
+from workflows.queue_following import PATCH_LOCAL_READS
 from workflows.queue_intake import PATCH_BEYOND, PATCH_INTAKE, PATCH_SCHEDULED_INTAKE
 from workflows.queue_spec import PATCH_SPEC
 from workflows.research_team import PATCH_COORDINATED
@@ -91,13 +92,7 @@ from workflows.specialist_run import (
     PATCH_TELLS_QUEUE,
     RUN_V5_LATER,
 )
-from workflows.work_queue import (
-    PATCH_AUTOPILOT,
-    PATCH_ITEM_STATUS,
-    PATCH_LOCAL_READS,
-    PATCH_SWEEP_NAMED,
-    PATCH_TRACK_RUNS,
-)
+from workflows.work_queue import PATCH_AUTOPILOT, PATCH_ITEM_STATUS, PATCH_SWEEP_NAMED, PATCH_TRACK_RUNS
 
 HISTORIES = Path(__file__).resolve().parent.parent / "histories"
 WORKFLOW_IDS = "workflow-ids.json"  # not a history: which id each current recording ran under
