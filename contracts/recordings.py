@@ -166,6 +166,8 @@ def parse_recordings(text: str) -> RecordingsFile:
         data = json.loads(text)
     except ValueError as error:
         raise InvalidRecordings([f"not JSON: {error}"]) from None
+    except RecursionError:
+        raise InvalidRecordings(["not JSON this parser reads: nested too deeply"]) from None
     try:
         parsed = RecordingsFile.model_validate(data)
     except ValidationError as error:

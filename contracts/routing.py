@@ -1,9 +1,15 @@
 """Router output: the ``RouteDecision`` (docs/architecture.md "Operator contract", ``route --json``)."""
 
+from typing import Final
+
 from pydantic import BaseModel, ConfigDict, Field
 
 from contracts.enums import RiskLevel, TaskType, Tier
 from contracts.orchestration import OrchestrationDecision
+from contracts.text_rules import check_one_line
+
+MAX_OVERRIDE_REASON_CHARS: Final = 2000
+"""The longest reason an override may give (it is shown in the route's reasons, one line)."""
 
 
 class Alternative(BaseModel):
@@ -16,12 +22,32 @@ class Alternative(BaseModel):
 
 
 class RouteOverride(BaseModel):
-    """An operator's manual choice of primary profile, recorded with its reason."""
+    """An operator's manual choice of primary profile, recorded with its reason (held at the operator
+    surfaces to :func:`override_reason_problem`)."""
 
     model_config = ConfigDict(frozen=True)
 
     profile: str
     reason: str
+
+
+def override_reason_problem(reason: str) -> tuple[str, str] | None:
+    """Why ``reason`` (already stripped) cannot be an override's reason, as ``(code, message)``:
+    blank (``override_reason_required``), over :data:`MAX_OVERRIDE_REASON_CHARS`
+    (``override_reason_too_long``), or not one line of printable text (``invalid_override_reason``,
+    naming the character and where it is); ``None`` when it can."""
+    if not reason:
+        return "override_reason_required", "an override needs a non-blank reason"
+    if len(reason) > MAX_OVERRIDE_REASON_CHARS:
+        return (
+            "override_reason_too_long",
+            f"the override reason is {len(reason)} characters; the limit is {MAX_OVERRIDE_REASON_CHARS}",
+        )
+    try:
+        check_one_line(reason, "the override reason")
+    except ValueError as error:
+        return "invalid_override_reason", str(error)
+    return None
 
 
 class RouteDecision(BaseModel):

@@ -2,13 +2,14 @@
 
 Every bound is enforced, never applied by cutting: an over-long field is a validation error naming the
 field. Unknown keys are refused. Text follows the rules of :mod:`contracts.text_rules`: ``title``,
-``domain`` and each role are one line (no control, format or separator character); ``description``
-keeps line feeds and tabs and nothing else of those. A refused character is named, never stripped.
+``domain``, each role and each evidence ref are one line (no control, format or separator
+character); ``description`` keeps line feeds and tabs and nothing else of those. A refused character
+is named, never stripped.
 """
 
 from typing import Annotated
 
-from pydantic import BaseModel, ConfigDict, Field, StringConstraints, field_validator
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, StringConstraints, field_validator
 
 from contracts.constants import (
     MAX_DESCRIPTION_CHARS,
@@ -22,6 +23,12 @@ from contracts.enums import RiskFlag, TaskType
 from contracts.text_rules import check_multiline, check_one_line
 
 ShortText = Annotated[str, StringConstraints(min_length=1, max_length=MAX_SHORT_TEXT_CHARS)]
+
+
+def _printable_ref(value: str) -> str:
+    return check_one_line(value, "an evidence ref")
+
+
 EvidenceRef = Annotated[
     str,
     StringConstraints(
@@ -29,6 +36,8 @@ EvidenceRef = Annotated[
         # kind:id — a lower-case kind, a colon, then an id without whitespace.
         pattern=r"^[a-z][a-z0-9_-]{0,31}:\S+$",
     ),
+    # ... nor any control, format (bidi, zero-width) or separator character, which \S lets through.
+    AfterValidator(_printable_ref),
 ]
 RepoAlias = Annotated[str, StringConstraints(pattern=r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$")]
 

@@ -11,13 +11,11 @@ record writes nothing (exit 2).
 
 from __future__ import annotations
 
-import json
-import os
-import stat
 from pathlib import Path
 from typing import TYPE_CHECKING, Final, TypeVar
 
 from contracts.errors import InvalidInput
+from control.inputs import read_bounded
 
 if TYPE_CHECKING:
     from contracts.research import CaseInput, EvidenceAddInput, EvidenceInput
@@ -36,19 +34,10 @@ def read_input(path: Path, model: type[InputT], *, what: str, code: str) -> Inpu
     ``input_too_large``, ``invalid_json``, ``code`` (the JSON is not a valid ``model``: the message
     names each bad field), or an evidence file error (see :func:`read_evidence_file`).
     """
-    from control.inputs import parse_model
+    from control.inputs import parse_json_bytes, parse_model
 
     raw = read_bounded(path, MAX_INPUT_FILE_BYTES, what=f"{what} file", codes="input")
-    try:
-        data = json.loads(raw.decode("utf-8"))
-    except UnicodeDecodeError:
-        raise InvalidInput("invalid_json", f"{what} file {str(path)!r} is not UTF-8 text") from None
-    except json.JSONDecodeError as error:
-        raise InvalidInput(
-            "invalid_json",
-            f"{what} file {str(path)!r} is not valid JSON: {error.msg} at line {error.lineno} "
-            f"column {error.colno}",
-        ) from None
+    data = parse_json_bytes(raw, what=f"{what} file {str(path)!r}")
     parsed = parse_model(model, data, what=what, code=code)
     base = path.parent
     resolved = [_resolved(item, index, base) for index, item in enumerate(parsed.evidence)]
@@ -117,51 +106,3 @@ def _inside(base: Path, relative: str, label: str) -> Path:
             f"{label}: it leads outside the input file's directory; evidence files must be inside it",
         )
     return target
-
-
-_FILE_ERRORS: Final = {
-    "input": ("input_not_found", "input_unreadable", "input_not_a_file", "input_too_large"),
-    "evidence": (
-        "evidence_path_not_found",
-        "evidence_path_unreadable",
-        "evidence_path_not_a_file",
-        "evidence_too_large",
-    ),
-}
-
-
-def read_bounded(path: Path, limit: int, *, what: str, codes: str) -> bytes:
-    """The bytes of the regular file ``path``, refused when over ``limit`` bytes: checked on the open
-    file before reading, and again while reading in case it grew. ``codes`` (``input`` or
-    ``evidence``) picks the error codes of :data:`_FILE_ERRORS`."""
-    not_found, unreadable, not_a_file, too_large = _FILE_ERRORS[codes]
-    shown = str(path)
-    try:
-        # O_NONBLOCK: opening a FIFO must not wait for a writer; it is refused below as not a file.
-        descriptor = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_NOCTTY", 0))
-    except FileNotFoundError:
-        raise InvalidInput(not_found, f"{what} {shown!r} does not exist") from None
-    except OSError as error:
-        raise InvalidInput(unreadable, f"{what} {shown!r}: {error.strerror}") from None
-    try:
-        status = os.fstat(descriptor)
-        if not stat.S_ISREG(status.st_mode):
-            raise InvalidInput(not_a_file, f"{what} {shown!r} is not a regular file")
-        if status.st_size > limit:
-            raise InvalidInput(too_large, f"{what} {shown!r} is {status.st_size} bytes; the limit is {limit}")
-        chunks: list[bytes] = []
-        remaining = limit + 1
-        while remaining > 0:
-            chunk = os.read(descriptor, min(remaining, 1024 * 1024))
-            if not chunk:
-                break
-            chunks.append(chunk)
-            remaining -= len(chunk)
-    except OSError as error:
-        raise InvalidInput(unreadable, f"{what} {shown!r}: {error.strerror}") from None
-    finally:
-        os.close(descriptor)
-    raw = b"".join(chunks)
-    if len(raw) > limit:
-        raise InvalidInput(too_large, f"{what} {shown!r} is over {limit} bytes; the limit is {limit}")
-    return raw

@@ -28,6 +28,7 @@ from fastapi.responses import JSONResponse
 from temporalio.api.common.v1 import Payload
 
 from contracts.errors import InvalidInput
+from control.http_limits import BodyLimit
 from runtime.codec import CodecError, EncryptionCodec
 
 ENV_TOKEN_FILE: Final = "SPECIALISTS_CODEC_SERVER_TOKEN_FILE"
@@ -149,6 +150,8 @@ def parse_payloads(body: bytes) -> list[Payload]:
         raise BadRequest(
             "invalid_json", f"the body is not JSON ({error.msg} at line {error.lineno} column {error.colno})"
         ) from None
+    except RecursionError:
+        raise BadRequest("invalid_json", "the body is nested too deeply to be read") from None
     if not isinstance(data, dict) or set(data) != {"payloads"} or not isinstance(data["payloads"], list):
         raise BadRequest("invalid_request", 'expected {"payloads": [...]} and nothing else')
     payloads = []
@@ -189,6 +192,8 @@ def create_codec_app(codec: EncryptionCodec, token: bytes, *, ui_origin: str) ->
     """The codec server for ``codec``, answering callers that present ``token``, callable from a
     browser page of ``ui_origin`` only."""
     app = FastAPI(title="Specialists codec server", docs_url=None, redoc_url=None, openapi_url=None)
+    # Inside CORS, so a refusal of an over-long body is readable by the UI's page too.
+    app.add_middleware(BodyLimit, limit=MAX_BODY_BYTES)
     app.add_middleware(
         CORSMiddleware,
         allow_origins=[ui_origin],
@@ -211,12 +216,7 @@ def create_codec_app(codec: EncryptionCodec, token: bytes, *, ui_origin: str) ->
                 "send Authorization: Bearer <the codec server's token>",
                 **{"WWW-Authenticate": 'Bearer realm="codec"'},
             )
-        declared = request.headers.get("content-length", "")
-        if declared.isdigit() and int(declared) > MAX_BODY_BYTES:
-            return _error(413, "request_too_large", f"the body is larger than {MAX_BODY_BYTES} bytes")
-        body = await request.body()
-        if len(body) > MAX_BODY_BYTES:
-            return _error(413, "request_too_large", f"the body is larger than {MAX_BODY_BYTES} bytes")
+        body = await request.body()  # at most MAX_BODY_BYTES: BodyLimit refuses more (413)
         try:
             payloads = parse_payloads(body)
         except BadRequest as error:

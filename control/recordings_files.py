@@ -25,7 +25,7 @@ from contracts.recordings import (
     parse_recordings,
     recordings_from_answers,
 )
-from control.case_inputs import read_bounded
+from control.inputs import read_bounded
 
 if TYPE_CHECKING:
     from contracts.runs import RunView

@@ -36,6 +36,8 @@ def parse_repository_config(text: str, *, source: str = "repository configuratio
         data = tomllib.loads(text)
     except tomllib.TOMLDecodeError as error:
         raise InvalidInput("invalid_repository_config", f"{source} is not valid TOML: {error}") from None
+    except RecursionError:
+        raise InvalidInput("invalid_repository_config", f"{source} is nested too deeply to be read") from None
     return repository_config_from_mapping(data, source=source)
 
 

@@ -162,6 +162,14 @@ class Store:
         try:
             with self._configuration(write=True) as (session, trust):
                 written = automation_policy.record_policy(session, trust, policy, signer, self._now())
+                self._event(
+                    session,
+                    "policy_set",
+                    signer,
+                    RecordKind.POLICY,
+                    None,
+                    f"policy set: {_describe_policy(written)}",
+                )
         except StaleDataError:  # the row was removed while it was being signed
             raise OperatorError(
                 "policy_write_unverified",
@@ -190,7 +198,9 @@ class Store:
         test providers with it). Operator surfaces use :meth:`select_registered_models`.
         """
         with self._configuration(write=True) as (session, trust):
-            return model_selection.record_selection(session, trust, selection, signer, self._now())
+            record = model_selection.record_selection(session, trust, selection, signer, self._now())
+            self._selected(session, signer, record)
+            return record
 
     def select_registered_models(self, selection: ModelSelection, signer: Signer) -> ModelSelectionRecord:
         """Record ``selection`` as made by ``signer`` if every model in it is usable: a built-in
@@ -199,7 +209,9 @@ class Store:
         ``configuration_unverified`` or the signer refusals; nothing is written then."""
         with self._configuration(write=True) as (session, trust):
             model_registry.require_selectable(session, trust, selection)
-            return model_selection.record_selection(session, trust, selection, signer, self._now())
+            record = model_selection.record_selection(session, trust, selection, signer, self._now())
+            self._selected(session, signer, record)
+            return record
 
     def model_selection_history(self, limit: int = DEFAULT_HISTORY_LIMIT) -> list[ModelSelectionRecord]:
         """Up to ``limit`` model selections, newest first."""
@@ -234,16 +246,34 @@ class Store:
         """
         model_registry.check_registration(registration)
         with self._configuration(write=True) as (session, trust):
-            return model_registry.register_model(session, trust, registration, signer, self._now())
+            record = model_registry.register_model(session, trust, registration, signer, self._now())
+            self._event(
+                session,
+                "model_registered",
+                signer,
+                RecordKind.MODEL,
+                record.id,
+                f"model {record.id!r} registered (timeout {record.timeout_s} s, ceiling {record.ceiling})",
+            )
+            return record
 
     def register_replay_model(self, model_id: str, recordings: RecordingsFile, signer: Signer) -> ModelRecord:
         """Register the replay model ``model_id`` answering from ``recordings`` as ``signer``; see
         :func:`store.model_registry.register_replay_model` for the rules."""
         model_registry.check_replay_id(model_id)
         with self._configuration(write=True) as (session, trust):
-            return model_registry.register_replay_model(
+            record = model_registry.register_replay_model(
                 session, trust, model_id, recordings, signer, self._now()
             )
+            self._event(
+                session,
+                "model_registered",
+                signer,
+                RecordKind.MODEL,
+                record.id,
+                f"replay model {record.id!r} registered with {len(recordings.recordings)} recordings",
+            )
+            return record
 
     def replay_recordings(self, model_id: str) -> str | None:
         """The verified recordings file of the registered replay model ``model_id``, or ``None``
@@ -312,9 +342,18 @@ class Store:
         if not default_branch:
             raise InvalidInput("unknown_branch", "no default branch was given: check the working tree first")
         with self._configuration(write=True) as (session, trust):
-            return repositories.add_repository(
+            record = repositories.add_repository(
                 session, trust, alias, str(root), default_branch, signer, self._now(), config=config
             )
+            self._event(
+                session,
+                "repository_added",
+                signer,
+                RecordKind.REPOSITORY,
+                alias,
+                f"repository {alias!r} added: {record.path}, branch {record.default_branch!r}",
+            )
+            return record
 
     def update_repository_config(
         self, alias: str, config: RepositoryConfig, signer: Signer
@@ -327,7 +366,16 @@ class Store:
         ``repository_deactivated``; nothing is written then.
         """
         with self._configuration(write=True) as (session, trust):
-            return repositories.update_repository_config(session, trust, alias, config, signer, self._now())
+            record = repositories.update_repository_config(session, trust, alias, config, signer, self._now())
+            self._event(
+                session,
+                "repository_config_updated",
+                signer,
+                RecordKind.REPOSITORY,
+                alias,
+                f"repository {alias!r}: configuration replaced ({record.config.executor.value} executor)",
+            )
+            return record
 
     def deactivate_repository(self, alias: str, signer: Signer) -> RepositoryRecord:
         """Deactivate the repository ``alias`` as ``signer`` (audited); see
@@ -842,13 +890,32 @@ class Store:
             raise NotFound(RefusalCode.UNKNOWN_ACTOR, f"actor {actor_id!r} is not registered")
         return actors.actor_record(trust, state.row)
 
+    def _selected(self, session: Session, signer: Signer, record: ModelSelectionRecord) -> None:
+        chosen = record.selection
+        parts = [f"primary {chosen.primary}"]
+        if chosen.fallbacks:
+            parts.append(f"fallbacks {', '.join(chosen.fallbacks)} ({chosen.fallback_mode.value})")
+        parts.extend(
+            f"{name} {model}"
+            for name, model in (("support", chosen.support), ("advisory", chosen.advisory))
+            if model
+        )
+        self._event(
+            session,
+            "models_selected",
+            signer,
+            RecordKind.MODEL_SELECTION,
+            None,
+            "models selected: " + "; ".join(parts),
+        )
+
     def _event(
         self,
         session: Session,
         kind: str,
         signer: Signer,
         record_kind: RecordKind,
-        record_id: str,
+        record_id: str | None,
         message: str,
     ) -> None:
         configuration_events.record_event(
@@ -913,9 +980,13 @@ def _utc(value: dt.datetime) -> dt.datetime:
     return value.astimezone(dt.UTC)
 
 
+MAX_LIMIT: Final = 100_000
+"""The most rows one listing asks for (a bound the database's integers always hold)."""
+
+
 def _check_limit(limit: int) -> None:
-    if limit < 1:
-        raise InvalidInput("invalid_limit", f"limit must be at least 1, not {limit}")
+    if limit < 1 or limit > MAX_LIMIT:
+        raise InvalidInput("invalid_limit", f"limit must be 1 to {MAX_LIMIT}, not {limit}")
 
 
 def _describe_policy(record: PolicyRecord) -> str:

@@ -263,8 +263,11 @@ def parse_override(profile: str | None, reason: str | None) -> RouteOverride | N
         raise InvalidInput("override_profile_required", "--override-reason needs --override PROFILE")
     if reason is None or not reason.strip():
         raise InvalidInput("override_reason_required", "--override needs a non-blank --override-reason")
-    from contracts.routing import RouteOverride
+    from contracts.routing import RouteOverride, override_reason_problem
 
+    problem = override_reason_problem(reason.strip())
+    if problem is not None:
+        raise InvalidInput(problem[0], f"--override-reason: {problem[1]}")
     return RouteOverride(profile=profile, reason=reason.strip())
 
 

@@ -70,6 +70,9 @@ def exit_unless_successful(view: "RunView") -> None:
 
     if view.status not in ENDED_WITHOUT_SUCCESS:
         return
+    from control.output import visible_controls
+
+    # The message may hold what a model or provider wrote: its control characters are shown, not sent.
     detail = f": {view.error.type}: {view.error.message}" if view.error is not None else ""
-    sys.stderr.write(f"run {view.run_id} ended {view.status.value}{detail}\n")
+    sys.stderr.write(f"run {view.run_id} ended {view.status.value}{visible_controls(detail)}\n")
     raise typer.Exit(RUN_ENDED_WITHOUT_SUCCESS_EXIT_CODE)

@@ -19,6 +19,7 @@ from fastapi.responses import HTMLResponse, JSONResponse, RedirectResponse, Resp
 from fastapi.staticfiles import StaticFiles
 
 from contracts.errors import InvalidInput, OperatorError, Refused
+from control.http_limits import BodyLimit
 from control.web import brief, console, policy, research
 from control.web import queue_board as queue_board_data
 from control.web.console import Deployment
@@ -37,6 +38,9 @@ from control.web.sessions import SESSION_LENGTH, Session, Sessions
 
 STATIC: Final = Path(__file__).resolve().parent / "static"
 MAX_FORM_FIELD: Final = 8192
+MAX_BODY_BYTES: Final = 256 * 1024
+"""The most any request may send (a brief's JSON is at most 64 KiB, a form's field 8 KiB): more is
+refused with 413 before it is read (``control.http_limits.BodyLimit``)."""
 PRESESSION_SECONDS: Final = 600
 ACTIONS: Final = ("approve", "execute", "decide", "cancel", "approve-probe")
 
@@ -57,6 +61,7 @@ def create_app(deployment: Deployment, settings: WebSettings | None = None) -> F
     templates = environment()
     app = FastAPI(title="Mission Control", docs_url=None, redoc_url=None, openapi_url=None)
     app.add_middleware(SecurityHeaders, tls=settings.tls)
+    app.add_middleware(BodyLimit, limit=MAX_BODY_BYTES, headers=HEADERS)  # outermost: before any read
 
     async def unexpected(request: Request, error: Exception) -> Response:
         # Outside the middleware: the headers are set here too. Nothing of the error is shown.
@@ -513,6 +518,9 @@ def create_app(deployment: Deployment, settings: WebSettings | None = None) -> F
             body = await request.json()
         except ValueError:
             return failed(InvalidInput("invalid_json", "the body is not JSON"), session, api=True)
+        except RecursionError:
+            error = InvalidInput("invalid_json", "the body is nested too deeply to be read")
+            return failed(error, session, api=True)
         try:
             parsed, tier, route_override = brief.read_request(body, brief.options(deployment))
             wave = brief.review_wave(body)

@@ -63,7 +63,7 @@ def _decode(text: str, what: str) -> dict[str, object]:
         raise InvalidInput(f"invalid_{what}", f"the {what} is not one this console or the CLI made")
     try:
         data = json.loads(base64.urlsafe_b64decode(text + "=" * (-len(text) % 4)))
-    except (ValueError, binascii.Error):
+    except (ValueError, binascii.Error, RecursionError):
         raise InvalidInput(f"invalid_{what}", f"the {what} is not one this console or the CLI made") from None
     if not isinstance(data, dict):
         raise InvalidInput(f"invalid_{what}", f"the {what} is not one this console or the CLI made")

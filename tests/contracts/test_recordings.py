@@ -187,3 +187,7 @@ def test_task_contains_is_one_non_blank_line() -> None:
     assert any(
         "task_contains" in problem for problem in _problems(_text({**_entry(), "task_contains": "a\nb"}))
     )
+
+
+def test_json_nested_deeper_than_the_parser_reads_is_not_a_recordings_file() -> None:
+    assert _problems("[" * 30_000 + "]" * 30_000) == ["not JSON this parser reads: nested too deeply"]

@@ -60,3 +60,19 @@ def test_out_of_bounds_or_unknown_fields_are_refused_naming_the_field(
 
 def test_title_of_exactly_200_characters_is_accepted() -> None:
     assert len(WorkItem(title="x" * 200).title) == 200
+
+
+@pytest.mark.parametrize(
+    ("ref", "said"),
+    [
+        ("log:\x1b[2J\x1b[31mPWNED\x07", "U+001B at character 5"),
+        ("ticket:\u202eevil", "U+202E at character 8"),
+        ("doc:zero\u200bwidth", "U+200B at character 9"),
+    ],
+)
+def test_an_evidence_ref_with_a_control_format_or_bidi_character_is_refused_naming_it(
+    ref: str, said: str
+) -> None:
+    with pytest.raises(ValidationError) as refused:
+        WorkItem.model_validate({"title": "x", "evidence_refs": ["log:fine", ref]})
+    assert "evidence_refs.1" in str(refused.value) and said in str(refused.value)

@@ -375,3 +375,41 @@ def test_help_exits_0(cli: Cli) -> None:
     assert result.exit_code == 0, result
     for command in ("catalog", "route", "policy", "status", "create", "show", "list"):
         assert command in result.stdout
+
+
+def test_every_protected_configuration_change_is_in_the_configuration_events_newest_first(
+    alice: Cli, tmp_path: Path
+) -> None:
+    tree = make_working_tree(tmp_path / "orders-service")
+    config = tmp_path / "config.toml"
+    config.write_text('executor = "patch"\n', encoding="utf-8")
+    alice.call("policy", "--mode", "guarded", "--actor", "alice", "--json").ok()
+    alice.call("models", "add", "openai:gpt-4.1", "--actor", "alice", "--json").ok()
+    alice.call(
+        "models",
+        "select",
+        "--primary",
+        "replay:demo",
+        "--fallback",
+        "openai:gpt-4.1",
+        "--actor",
+        "alice",
+        "--json",
+    ).ok()
+    alice.call("repos", "add", "orders-service", str(tree), "--actor", "alice", "--json").ok()
+    alice.call(
+        "repos", "update", "orders-service", "--config", str(config), "--actor", "alice", "--json"
+    ).ok()
+    events = alice.call("configuration", "events", "--json").ok()["events"]
+    seen = [(e["kind"], e["actor"], e["record_kind"], e["record_id"]) for e in events]
+    assert seen[:5] == [
+        ("repository_config_updated", "alice", "repository", "orders-service"),
+        ("repository_added", "alice", "repository", "orders-service"),
+        ("models_selected", "alice", "model_selection", None),
+        ("model_registered", "alice", "model", "openai:gpt-4.1"),
+        ("policy_set", "alice", "policy", None),
+    ]
+    messages = [e["message"] for e in events[:5]]
+    assert messages[2] == "models selected: primary replay:demo; fallbacks openai:gpt-4.1 (ordered)"
+    assert messages[4].startswith("policy set: mode guarded")
+    assert f"repository 'orders-service' added: {tree.resolve()}, branch 'main'" == messages[1]

@@ -94,6 +94,9 @@ def test_archived_lists_them_newest_first_with_the_total(archived: tuple[Cli, Qu
     human = cli.call("queue", "archived")
     assert human.exit_code == 0 and rejected.title in human.stdout
     cli.call("queue", "archived", "--limit", "0", "--json").error(2, "invalid_limit")
+    # A limit past any the database holds is refused too, not an integer overflow.
+    huge = cli.call("queue", "archived", "--limit", "99999999999999999999999", "--json")
+    assert "limit must be 1 to 100000" in huge.error(2, "invalid_limit")
 
 
 @pytest.mark.parametrize(

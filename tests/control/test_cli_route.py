@@ -227,3 +227,45 @@ def test_errors_with_json_are_one_object_on_stdout(cli: Cli) -> None:
     )
     assert "unknown-x" in result.error(3, "unknown_profile")
     assert result.stderr == ""
+
+
+def test_an_input_file_that_is_not_a_regular_file_or_too_large_is_refused_before_it_is_read(
+    cli: Cli, tmp_path: Path
+) -> None:
+    # /dev/zero never ends: reading it whole would take all the memory there is.
+    assert "not a regular file" in cli.call("route", "--input-json", "@/dev/zero", "--json").error(
+        2, "input_not_a_file"
+    )
+    sparse = tmp_path / "sparse.json"
+    with sparse.open("wb") as file:
+        file.truncate(1024**3)  # 1 GiB that takes no disk: its size is refused from the open file
+    message = cli.call("route", "--input-json", f"@{sparse}", "--json").error(2, "input_too_large")
+    assert f"is {1024**3} bytes; the limit is 65536" in message
+
+
+def test_json_nested_deeper_than_the_parser_reads_is_refused_as_invalid_json(
+    cli: Cli, tmp_path: Path
+) -> None:
+    deep = tmp_path / "deep.json"
+    deep.write_text("[" * 30_000 + "]" * 30_000)
+    result = cli.call("route", "--input-json", f"@{deep}", "--json")
+    assert "nested too deeply" in result.error(2, "invalid_json")
+    assert "Traceback" not in result.stderr
+
+
+@pytest.mark.parametrize(
+    ("reason", "code", "said"),
+    [
+        ("r" * 2001, "override_reason_too_long", "2001 characters; the limit is 2000"),
+        ("owner asked\x1b[2J", "invalid_override_reason", "U+001B at character 12"),
+        ("owner asked \u202eevil", "invalid_override_reason", "U+202E"),
+        ("two\nlines", "invalid_override_reason", "U+000A"),
+    ],
+)
+def test_an_override_reason_is_one_line_of_printable_text_within_its_limit(
+    cli: Cli, reason: str, code: str, said: str
+) -> None:
+    result = cli.call(
+        "route", "--input-json", ITEM, "--override", "code-reviewer", "--override-reason", reason, "--json"
+    )
+    assert said in result.error(2, code)

@@ -22,7 +22,7 @@ from fastapi.testclient import TestClient
 from temporalio.api.common.v1 import Payload
 
 from control.cli import main
-from control.codec_server import create_codec_app, load_token, payloads_json
+from control.codec_server import MAX_BODY_BYTES, create_codec_app, load_token, payloads_json
 from infra.devserver import DevServer, free_port
 from runtime.codec import load_key_ring
 from runtime.settings import Settings
@@ -135,6 +135,7 @@ ONLY_FIELDS = "payloads[0] must be an object with metadata and data only"
          "payloads[1].metadata.encoding is not valid base64"),
         (b'{"payloads": [{"data": 5}]}', "invalid_payload", "payloads[0].data must be a base64 string"),
         (b'{"payloads": [{"data": "abc"}]}', "invalid_payload", "payloads[0].data is not valid base64"),
+        (b"[" * 30_000 + b"]" * 30_000, "invalid_json", "the body is nested too deeply to be read"),
     ],
 )  # fmt: skip
 def test_a_bad_body_is_400_with_a_specific_message(
@@ -143,6 +144,12 @@ def test_a_bad_body_is_400_with_a_specific_message(
     response = server.post("/decode", content=content, headers=bearer())
     assert response.status_code == 400
     assert response.json() == {"error": {"code": code, "message": message}}
+
+
+def test_a_body_over_the_limit_is_413_and_not_read_past_it(server: TestClient) -> None:
+    response = server.post("/decode", content=b" " * (MAX_BODY_BYTES + 1), headers=bearer())
+    assert response.status_code == 413
+    assert response.json()["error"]["code"] == "request_too_large"
 
 
 async def test_a_payload_under_an_unknown_key_or_tampered_is_422_naming_the_key_id() -> None:

@@ -460,3 +460,10 @@ def test_an_unreadable_config_file_is_refused(tmp_path: Path) -> None:
     path.write_text("", encoding="utf-8")
     path.chmod(0)
     assert "cannot read" in _unreadable(path)
+
+
+def test_a_document_nested_deeper_than_the_parser_reads_is_refused_as_invalid() -> None:
+    with pytest.raises(InvalidInput) as refused:
+        parse_repository_config("a = " + "[" * 5000 + "]" * 5000)
+    assert refused.value.code == "invalid_repository_config"
+    assert "nested too deeply" in refused.value.message

@@ -533,3 +533,22 @@ def test_queue_list_and_the_board_show_a_rejected_proposal_without_the_gaps_nobo
         )
     )
     assert 'data-testid="gaps-ORD-1"' in html and 'data-testid="gaps-ORD-2"' not in html
+
+
+def test_the_wait_of_a_run_that_ended_failed_says_its_error_on_stderr_with_controls_shown_not_sent(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    import typer
+
+    from control.commands.waiting import exit_unless_successful
+
+    hostile = "log:\x1b[2J\x1b[31mPWNED\x1b]8;;http://evil\x07link\u202eevil"
+    view = hostile_view().model_copy(update={"error": RunError(type="model_output_invalid", message=hostile)})
+    with pytest.raises(typer.Exit) as ended:
+        exit_unless_successful(view)
+    assert ended.value.exit_code == 7
+    said = capsys.readouterr().err
+    assert said == (
+        "run SOR-0123456789ABCDEF ended failed: model_output_invalid: "
+        "log:\\x1b[2J\\x1b[31mPWNED\\x1b]8;;http://evil\\x07link\\u202eevil\n"
+    )
