@@ -24,6 +24,13 @@ TOKEN_ENV: Final = "SPECIALISTS_ACTION_TOKEN"
 TOKEN_FILE_ENV: Final = "SPECIALISTS_ACTION_TOKEN_FILE"
 MIN_TOKEN_CHARS: Final = 16
 MAX_TOKEN_BYTES: Final = 4096
+TRUST_ANCHOR_FIX: Final = (
+    f"set {TOKEN_FILE_ENV} to the deployment's action token file (`make demo` writes its own to "
+    f".specialists/action-token in the clone) or {TRUST_ROOT_ENV} to the trust root's key fingerprint "
+    "(printed when the first actor was registered; `specialists actors --json` shows it as `trust_root`, "
+    "but only where one of the two is set already)"
+)
+"""How to give a process a trust anchor, as every message about a missing one says it."""
 
 
 def load_action_token(environ: Mapping[str, str] | None = None) -> bytes | None:

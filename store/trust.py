@@ -48,6 +48,7 @@ from contracts.identity import (
 from contracts.proofs import PROOF_CLOCK_SKEW, SessionDelegation
 from contracts.recordings import recordings_sha256
 from contracts.refusals import RefusalCode
+from store.action_token import TRUST_ANCHOR_FIX
 from store.schema import ActorKeyRow, ActorRow, SessionKeyRow
 
 _ACTORS: Table = ActorRow.__table__  # type: ignore[assignment]
@@ -222,11 +223,11 @@ class ConfigurationUnverified(Refused):
 
 
 def trust_root_not_configured() -> Refused:
+    """The refusal of a process with no trust anchor, saying how to give it one."""
     return Refused(
         RefusalCode.TRUST_ROOT_NOT_CONFIGURED,
-        "signed configuration cannot be verified here: set SPECIALISTS_TRUST_ROOT to the trust root's "
-        "key fingerprint (printed when the first actor was registered; `specialists actors --json` "
-        "shows it) or give this process the deployment's action token",
+        f"signed configuration cannot be verified here, as this process has no trust anchor: "
+        f"{TRUST_ANCHOR_FIX}",
     )
 
 

@@ -162,14 +162,15 @@ def _warn_unverifiable() -> None:
     ``SPECIALISTS_TRUST_ROOT`` or the action token it can verify none."""
     import structlog
 
+    from store.action_token import TRUST_ANCHOR_FIX
+
     structlog.get_logger("specialists").warning(
         "protected_actions_refused",
         code="trust_root_not_configured",
         actions=list(PROTECTED_COMMANDS),
         reason="neither SPECIALISTS_TRUST_ROOT nor an action token (SPECIALISTS_ACTION_TOKEN or "
         "SPECIALISTS_ACTION_TOKEN_FILE) is set, so no actor's key in the store can be verified",
-        fix="start the worker with SPECIALISTS_TRUST_ROOT (the trust_root `specialists actors --json` "
-        "shows) or the deployment's action token",
+        fix=f"start the worker with a trust anchor: {TRUST_ANCHOR_FIX}",
     )
 
 

@@ -250,3 +250,17 @@ def test_without_any_anchor_signed_records_cannot_be_read(database_url: str) -> 
         with pytest.raises(Refused) as raised:
             bare.list_actors()
     assert raised.value.code == "trust_root_not_configured"
+
+
+def test_the_refusal_without_an_anchor_names_both_variables_and_where_the_demo_keeps_its_token(
+    database_url: str,
+) -> None:
+    with open_store(database_url, anchor=TrustAnchor(token=STORE_TOKEN)) as store:
+        bootstrap(store)
+    with open_store(database_url) as bare, pytest.raises(Refused) as raised:
+        bare.list_actors()
+    message = raised.value.message
+    assert "SPECIALISTS_ACTION_TOKEN_FILE" in message and "SPECIALISTS_TRUST_ROOT" in message
+    assert ".specialists/action-token" in message
+    # `actors --json` is refused the same way without an anchor: the hint says so.
+    assert "only where one of the two is set already" in message
