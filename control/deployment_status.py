@@ -3,8 +3,9 @@ directory, whether Temporal answers (within 2 s) and which workers poll the task
 database (its URL with credentials masked, its schema revision against the Alembic head) and how
 many runs the projection shows active.
 
-Each part is a report, never an error: an unreachable Temporal or database is shown as such, so
-``status`` is the command to run when something does not answer.
+Each part is a report, never an error: an unreachable Temporal or database, or configuration this
+process cannot verify (no trust anchor), is shown as such, so ``status`` is the command to run when
+something does not answer.
 """
 
 from __future__ import annotations
@@ -88,16 +89,24 @@ def database_status(settings: Settings) -> tuple[dict[str, Any], SchemaStatus | 
 
 def render_status(console: Console, data: dict[str, Any]) -> None:
     """``status`` for a person: the configuration (:func:`control.views.render_status`; unknown
-    when the store cannot be read), then the deployment."""
+    when it cannot be read, and why), then the deployment."""
     from control import views
     from control.output import safe_text, table
 
+    views.render_status(console, data)
     if data["policy"] is None:
-        reason = data["database"]["error"] or "its schema is not this version's (see below)"
-        console.print(safe_text(f"configuration: unknown, the store cannot be read: {reason}"))
-    else:
-        views.render_status(console, data)
+        console.print(safe_text(f"configuration unknown: {unread_configuration(data)}"))
     console.print(table("deployment", ["", ""], deployment_rows(data)))
+
+
+def unread_configuration(data: dict[str, Any]) -> str:
+    """Why ``status`` shows no configuration: the refusal of its read (no trust anchor here, a record
+    that does not verify), else why the store cannot be read at all."""
+    refused = data.get("configuration_error")
+    if refused is not None:
+        return f"not verified here ({refused['code']}): {refused['message']}"
+    reason = data["database"]["error"] or "its schema is not this version's (see below)"
+    return f"the store cannot be read: {reason}"
 
 
 def _security(temporal: dict[str, Any]) -> str:

@@ -548,15 +548,9 @@ def status_json(
 
 
 def render_status(console: Console, data: dict[str, Any]) -> None:
-    catalog, policy, models = data["catalog"], data["policy"], data["models"]
-    current = models["current"]
-    model_text = (
-        "none selected (use `specialists models select --primary provider:name --actor ID`)"
-        if current is None
-        else f"{current['primary']} (fallbacks: {', '.join(current['fallbacks']) or 'none'}, "
-        f"mode {current['fallback_mode']}, support: {current['support'] or 'none'}, "
-        f"advisory: {current.get('advisory') or 'none'})"
-    )
+    """``status``'s configuration table; a part it could not read (``null`` in ``--json``) is shown
+    as unknown, and why follows the table."""
+    catalog = data["catalog"]
     console.print(
         table(
             "specialists status",
@@ -564,10 +558,36 @@ def render_status(console: Console, data: dict[str, Any]) -> None:
             [
                 ["catalog", f"{catalog['catalog_version']} ({catalog['profiles']} profiles)"],
                 ["catalog sha256", catalog["catalog_sha256"]],
-                ["policy", f"mode {policy['mode']}, ceiling {policy['maximum_automatic_tier']}"],
-                ["models", model_text],
-                ["repositories", str(data["repositories"])],
-                ["actors", str(data["actors"])],
+                ["policy", _policy_text(data["policy"])],
+                ["models", _models_text(data["models"])],
+                ["repositories", _count_text(data["repositories"])],
+                ["actors", _count_text(data["actors"])],
             ],
         )
     )
+
+
+_UNKNOWN = "unknown (see below)"
+
+
+def _policy_text(policy: dict[str, Any] | None) -> str:
+    if policy is None:
+        return _UNKNOWN
+    return f"mode {policy['mode']}, ceiling {policy['maximum_automatic_tier']}"
+
+
+def _models_text(models: dict[str, Any] | None) -> str:
+    if models is None:
+        return _UNKNOWN
+    current = models["current"]
+    if current is None:
+        return "none selected (use `specialists models select --primary provider:name --actor ID`)"
+    return (
+        f"{current['primary']} (fallbacks: {', '.join(current['fallbacks']) or 'none'}, "
+        f"mode {current['fallback_mode']}, support: {current['support'] or 'none'}, "
+        f"advisory: {current.get('advisory') or 'none'})"
+    )
+
+
+def _count_text(count: int | None) -> str:
+    return _UNKNOWN if count is None else str(count)

@@ -89,7 +89,6 @@ def status_command(as_json: JsonFlag = False) -> None:
     from control import deployment_status, views
     from control.output import emit
     from runtime.settings import Settings
-    from store.run_lookup import active_run_count
 
     catalog = load_catalog()
     settings = Settings.from_env()
@@ -97,27 +96,47 @@ def status_command(as_json: JsonFlag = False) -> None:
     # The configuration is read only from a store at this version's schema; otherwise status
     # reports why (unreachable, migration needed, newer) and the configuration as unknown.
     readable = schema is not None and (not schema.exists or (schema.known and not schema.migration_needed))
-    store = open_store(create=False) if readable else None
-    active: int | None = 0 if schema is not None and not schema.exists else None
-    if store is None:
-        policy, selection, repositories, actors = default_policy_record(), None, [], []
-    else:
-        with store:
-            policy = store.get_policy()
-            selection = store.get_model_selection()
-            repositories = store.list_repositories()
-            actors = store.list_actors()
-            active = active_run_count(store)
+    configuration, active, refused = _status_reads() if readable else (None, None, None)
+    policy, selection, repositories, actors = configuration or (default_policy_record(), None, [], [])
     data = views.status_json(catalog, policy, selection, repositories, actors)
-    if not readable:
+    if configuration is None:
         data.update(policy=None, models=None, repositories=None, actors=None)
     data.update(
+        configuration_error=None if refused is None else {"code": refused.code, "message": refused.message},
         state_dir=str(settings.state_dir),
         temporal=run_async(deployment_status.temporal_status(settings)),
         database=database,
         runs={"active": active},
     )
     emit(data, as_json, lambda console: deployment_status.render_status(console, data))
+
+
+def _status_reads() -> tuple[tuple[Any, Any, list[Any], list[Any]] | None, int | None, Refused | None]:
+    """What ``status`` reads from a store at this version's schema: the policy, model selection,
+    repositories and actors (the defaults when there is no store yet), the number of active runs and
+    the refusal that kept the configuration unread. A refused read (no trust anchor here, a record
+    that does not verify) is reported, never raised: the configuration is then ``None`` and the
+    runs, which are not signed, are still counted."""
+    from store.run_lookup import active_run_count
+
+    try:
+        store = open_store(create=False)
+    except Refused as refused:  # the anchor cannot be loaded (an action token file others can read)
+        return None, None, refused
+    if store is None:
+        return (default_policy_record(), None, [], []), 0, None
+    with store:
+        active = active_run_count(store)
+        try:
+            configuration = (
+                store.get_policy(),
+                store.get_model_selection(),
+                store.list_repositories(),
+                store.list_actors(),
+            )
+        except Refused as refused:
+            return None, active, refused
+    return configuration, active, None
 
 
 # ------------------------------------------------------------------------------------------------ actors

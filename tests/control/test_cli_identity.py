@@ -280,9 +280,11 @@ def test_reading_configuration_needs_a_trust_anchor(tmp_path: Path, tree: Path) 
         cli.call(*args, "--json").ok()
     root = cli.call("actors", "--json").ok()["trust_root"]
     bare = cli.without_token()
-    for args in (["status"], ["policy"], ["models"], ["repos"], ["actors"]):
+    for args in (["policy"], ["models"], ["repos"], ["actors"]):
         bare.call(*args, "--json").error(4, "trust_root_not_configured")
     bare.call("list", "--json").ok()  # the run projection is no configuration
+    # status reports the rest and why the configuration is unknown (tests/control/test_cli_status.py)
+    assert bare.call("status", "--json").ok()["configuration_error"]["code"] == "trust_root_not_configured"
     pinned = bare.with_env(SPECIALISTS_TRUST_ROOT=root)
     for args in (["status"], ["policy"], ["models"], ["repos"], ["actors"]):
         pinned.call(*args, "--json").ok()
@@ -300,7 +302,8 @@ def test_another_deployments_token_verifies_nothing_here(tmp_path: Path, tree: P
     cli = _configured(tmp_path)
     before = _status(cli)
     other = cli.with_token(OTHER_TOKEN)
-    other.call("status", "--json").error(4, "configuration_unverified")
+    shown = other.call("status", "--json").ok()  # status reports why, and exits 0
+    assert (shown["actors"], shown["configuration_error"]["code"]) == (None, "configuration_unverified")
     for args in _configuration_changes(tree):
         message = other.call(*args, "--json").error(4, "configuration_unverified")
         assert OTHER_TOKEN not in message and ACTION_TOKEN not in message

@@ -4,8 +4,9 @@ The state directory defaults to an absolute path (``$XDG_STATE_HOME/specialists`
 ``~/.local/state/specialists``), so the CLI finds the same deployment from any working directory.
 ``status`` reports it, Temporal's reachability (within 2 s) and the workers polling the task queue,
 the database with its credentials masked, its schema revision against the Alembic head, and the
-runs the projection shows active. Real components throughout: CLI processes, the shared dev server
-and a worker process, SQLite and (when configured) PostgreSQL.
+runs the projection shows active; configuration this process cannot verify (no trust anchor) is
+reported as unknown with the reason, and the rest as it is. Real components throughout: CLI
+processes, the shared dev server and a worker process, SQLite and (when configured) PostgreSQL.
 """
 
 from __future__ import annotations
@@ -234,6 +235,43 @@ def test_database_credentials_are_masked_and_an_unreachable_database_is_reported
     assert database["reachable"] is False and database["error"]
     for output in (result.stdout, result.stderr, shown.stdout, shown.stderr):
         assert "s3cret-pass" not in output
+
+
+# ---------------------------------------------------------------------------------------- trust anchor
+
+
+def test_without_a_trust_anchor_status_reports_the_deployment_and_why_the_configuration_is_unknown(
+    tmp_path: Path,
+) -> None:
+    cli = Cli.isolated(tmp_path, SPECIALISTS_TEMPORAL_ADDRESS=f"127.0.0.1:{_closed_port()}")
+    root = cli.call("actors", "register", "alice", "--name", "Alice", "--json").ok()["trust_root"]
+    with open_store(f"sqlite:///{cli.database}") as store:  # the run projection is not signed
+        store.project_run(_summary("SOR-0000000000000001", RunStatus.RUNNING), [])
+    bare = cli.without_token()
+
+    status = bare.call("status", "--json").ok()
+
+    assert {key: status[key] for key in ("policy", "models", "repositories", "actors")} == dict.fromkeys(
+        ("policy", "models", "repositories", "actors")
+    )
+    refused = status["configuration_error"]
+    assert refused["code"] == "trust_root_not_configured"
+    assert "SPECIALISTS_ACTION_TOKEN_FILE" in refused["message"]
+    assert "SPECIALISTS_TRUST_ROOT" in refused["message"]
+    assert status["state_dir"] == str(cli.state_dir)
+    assert status["catalog"]["profiles"] == 20
+    assert (status["database"]["reachable"], status["database"]["error"]) == (True, None)
+    assert status["database"]["schema"]["migration_needed"] is False
+    assert status["runs"] == {"active": 1}
+    assert status["temporal"]["reachable"] is False and status["temporal"]["error"]
+
+    shown = bare.call("status")
+    assert shown.exit_code == 0, shown
+    assert "trust_root_not_configured" in shown.stdout and "SPECIALISTS_TRUST_ROOT" in shown.stdout
+    assert "active runs" in shown.stdout
+
+    pinned = bare.with_env(SPECIALISTS_TRUST_ROOT=root).call("status", "--json").ok()
+    assert (pinned["configuration_error"], pinned["actors"]) == (None, 1)
 
 
 def test_make_demo_and_make_dev_keep_their_state_in_the_clone() -> None:

@@ -109,7 +109,10 @@ def test_a_forged_policy_write_raises_no_ceiling_and_is_refused_by_cli_and_worke
     )
     forged = str(newest + 1)
     _refused(cli.call("policy", "--json"), f"policy write {forged!r}")
-    _refused(cli.call("status", "--json"), f"policy write {forged!r}")
+    # status exits 0 and says why the configuration is unknown.
+    shown = cli.call("status", "--json").ok()
+    assert (shown["policy"], shown["configuration_error"]["code"]) == (None, "configuration_unverified")
+    assert f"policy write {forged!r}" in shown["configuration_error"]["message"]
     # The worker's capture refuses it too: the run never runs with the forged policy.
     created = cli.call("create", "--input-json", ITEM, "--automatic", "--actor", "alice", "--json")
     _refused(created, f"policy write {forged!r}")
