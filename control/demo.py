@@ -19,7 +19,9 @@
    the complete item is approved and dispatched; its run's review FAILs round 1, the operator
    re-dispatches it (the FAILed run rejected, the findings carried into the next run's task), round 2
    PASSes to ``human-review`` and the demo operator marks it ``done``.
-7. Prints a summary table and the Temporal UI URL, then stops what it started.
+7. Prints a summary table and the commands to look at it all afterwards (``make dev`` and the Temporal
+   UI, ``specialists list``, Mission Control and its sign-in), each with the variables it needs — the
+   state directory, the trust anchor and the operator's key file — then stops what it started.
 """
 
 from __future__ import annotations
@@ -27,8 +29,9 @@ from __future__ import annotations
 import asyncio
 import os
 import secrets
+import shlex
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any, Final
 
@@ -41,8 +44,8 @@ from contracts.runs import DecisionOutcome, RunInput, RunStatus, RunView
 from contracts.work_item import WorkItem
 from control.demo_queue import QueueStory, run_queue_demo
 from control.demo_views import (
+    afterwards_lines,
     diff_stat_lines,
-    mission_control_lines,
     print_routes,
     print_summary,
     print_team,
@@ -133,13 +136,14 @@ def demo_signer() -> Any:
     return require_signer(DEMO_ACTOR)
 
 
-def _prepare_store(database_url: str, token: bytes, repository: Path) -> None:
+def _prepare_store(database_url: str, token: bytes, repository: Path) -> str:
     """Register the demo operator (the trust root of a fresh demo state, holding the demo's key;
     in a demo state written before per-person keys, it attests what is there), select the replay
-    model, allow-list the demo repository."""
+    model, allow-list the demo repository. Returns the trust root's fingerprint."""
     from contracts.errors import Refused
     from contracts.identity import ActorKey
     from control.keys import write_key_file
+    from control.views import actors_json
     from runtime.git_repository import checked_working_tree
     from store.action_token import load_trust_anchor
     from store.database import open_store
@@ -172,6 +176,30 @@ def _prepare_store(database_url: str, token: bytes, repository: Path) -> None:
         if DEMO_REPOSITORY not in {record.alias for record in store.list_repositories()}:
             root, branch = checked_working_tree(repository, "main")
             store.add_repository(DEMO_REPOSITORY, root, branch, signer)
+        trust_root = actors_json(store.list_actors())["trust_root"]
+    assert isinstance(trust_root, str)  # the demo operator, at least, is registered
+    return trust_root
+
+
+def anchor_setting(trust_root: str, environ: Mapping[str, str] | None = None) -> str:
+    """The trust anchor as the commands the demo prints set it: the action token file the demo used
+    (its own, unless one was configured), else — a token given in ``SPECIALISTS_ACTION_TOKEN`` is a
+    secret the demo never prints — ``trust_root`` pinned as ``SPECIALISTS_TRUST_ROOT``."""
+    from store.action_token import TOKEN_FILE_ENV, TRUST_ROOT_ENV
+
+    env = os.environ if environ is None else environ
+    token_file = env.get(TOKEN_FILE_ENV, "")
+    if token_file:
+        return f"{TOKEN_FILE_ENV}={shlex.quote(str(Path(token_file).resolve()))}"
+    return f"{TRUST_ROOT_ENV}={trust_root}"
+
+
+def cli_command() -> str:
+    """How the commands the demo prints call the CLI: the ``specialists`` beside this interpreter
+    (``.venv/bin/specialists`` under ``make demo``, which a new shell does not have on ``PATH``),
+    else ``specialists``."""
+    beside = Path(sys.executable).parent / "specialists"
+    return shlex.quote(str(beside)) if beside.is_file() else "specialists"
 
 
 async def _run_jobs(
@@ -378,7 +406,7 @@ def main() -> int:
         settings.state_dir.mkdir(parents=True, exist_ok=True)
         token = ensure_action_token(settings.state_dir)
         ensure_demo_key(settings.state_dir)
-        _prepare_store(settings.database_url, token, demo_repository(settings.state_dir))
+        trust_root = _prepare_store(settings.database_url, token, demo_repository(settings.state_dir))
         server = None
         address = load_connection(settings).address  # TEMPORAL_* or a profile may point elsewhere
         if is_reachable(address):
@@ -404,13 +432,9 @@ def main() -> int:
         if view.tier in (Tier.READ_ONLY, Tier.WORKTREE, Tier.PR_READY)
         and view.status is not RunStatus.ACCEPTED
     ]
-    ui_port = settings.temporal_ui_port
-    print(
-        f"Temporal UI: http://127.0.0.1:{ui_port}/namespaces/{settings.namespace}/workflows "
-        "(start the server again with `specialists dev` to browse the demo's runs); "
-        "`specialists list` lists them from the projection."
-    )
-    for line in mission_control_lines(settings.state_dir, DEMO_ACTOR):
+    ui = f"http://127.0.0.1:{settings.temporal_ui_port}/namespaces/{settings.namespace}/workflows"
+    anchor = anchor_setting(trust_root)
+    for line in afterwards_lines(settings.state_dir, DEMO_ACTOR, anchor, cli_command(), ui):
         print(line)
     if team is None or team.status is not TeamStatus.AWAITING_HUMAN_REVIEW:
         status = "did not run" if team is None else f"ended {team.status.value}: {team.error}"

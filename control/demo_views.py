@@ -1,8 +1,10 @@
 """What ``make demo`` prints (:mod:`control.demo`): the route table, the summary of its runs with each
-executed run's change as git computed it, and the research team's stages."""
+executed run's change as git computed it, the research team's stages, and the commands to look at it
+all afterwards."""
 
 from __future__ import annotations
 
+import shlex
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -169,13 +171,23 @@ def print_summary(results: list[tuple[str, RunView]]) -> None:
                 out.print(f"  worktree attempt {location.attempt} is kept in the state directory: {kept}")
 
 
-def mission_control_lines(state_dir: Path, actor: str, port: int = 8400) -> list[str]:
-    """How to look at the demo's runs in Mission Control and sign in as its operator (whose key file
-    the demo made in its state directory)."""
-    env = f"SPECIALISTS_STATE_DIR={state_dir}"
-    key = f"SPECIALISTS_ACTOR_KEY_FILE={state_dir / f'{actor}.key'}"
+def afterwards_lines(
+    state_dir: Path, actor: str, anchor: str, cli: str, temporal_ui: str, port: int = 8400
+) -> list[str]:
+    """How to look at the demo's runs afterwards — the Temporal UI with ``make dev``, the CLI, and
+    Mission Control signed in as the demo's operator — with every variable those commands need: the
+    state directory, the trust anchor (``anchor``, an assignment such as
+    ``SPECIALISTS_ACTION_TOKEN_FILE=...``) and the operator's key file the demo made. ``cli`` is how
+    the CLI is called (its path when it is not on ``PATH``)."""
+    state = shlex.quote(str(state_dir))
+    key = shlex.quote(str(state_dir / f"{actor}.key"))
     return [
-        f"Mission Control: with `make dev` running, `{env} specialists web` serves http://127.0.0.1:{port}/",
-        f"  sign in as {actor}: `{env} {key} specialists web sign-in CODE --actor {actor}` "
-        "with the CODE its sign-in page shows, then paste the token it prints",
+        "afterwards, in each shell you open in the clone (make dev, the CLI and Mission Control all need "
+        "these):",
+        f"  export SPECIALISTS_STATE_DIR={state} {anchor} SPECIALISTS_ACTOR_KEY_FILE={key}",
+        f"  make dev    # the Temporal server again (its UI: {temporal_ui}) and a worker; leave it running",
+        f"  {cli} list    # the demo's runs, from the projection",
+        f"  {cli} web    # in another shell: Mission Control on http://127.0.0.1:{port}/",
+        f"  {cli} web sign-in CODE --actor {actor}    # signs in as {actor}: CODE is what the "
+        "sign-in page shows; paste the token this prints into it",
     ]

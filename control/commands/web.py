@@ -46,6 +46,9 @@ def web_command(
         default_policy=default_policy_record,
     )
     application = create_app(deployment, WebSettings(tls=tls))
+    unanchored = trust_anchor_warning()
+    if unanchored is not None:
+        typer.echo(unanchored, err=True)
     typer.echo(
         f"Mission Control on http://{host}:{port}/ (sign in: `specialists web sign-in CODE --actor ID`)"
     )
@@ -53,6 +56,31 @@ def web_command(
         uvicorn.run(application, host=host, port=port, log_level="warning", access_log=False, log_config=None)
     finally:
         telemetry.shutdown()
+
+
+def trust_anchor_warning() -> str | None:
+    """What the console says at start-up when it cannot verify anyone: with neither the action token
+    nor ``SPECIALISTS_TRUST_ROOT`` (or with one it cannot load) every sign-in and every page reading
+    signed configuration is refused; ``None`` when it has a trust anchor."""
+    from contracts.errors import OperatorError
+    from contracts.refusals import RefusalCode
+    from control.commands.common import trust_anchor
+    from store.action_token import TRUST_ANCHOR_FIX
+
+    try:
+        anchor = trust_anchor()
+    except OperatorError as error:
+        return (
+            f"warning [{error.code}]: the trust anchor cannot be loaded ({error.message}): no sign-in "
+            "can work until it is fixed"
+        )
+    if anchor.root_fingerprint is not None or anchor.token is not None:
+        return None
+    return (
+        f"warning [{RefusalCode.TRUST_ROOT_NOT_CONFIGURED}]: this console has no trust anchor, so no "
+        f"sign-in can work (nor any page that reads signed configuration) until it has one: "
+        f"{TRUST_ANCHOR_FIX}; then start it again"
+    )
 
 
 @app.command("sign-in")

@@ -8,6 +8,7 @@ the end to end run.)"""
 from __future__ import annotations
 
 import json
+import shlex
 from pathlib import Path
 from typing import Any
 
@@ -23,6 +24,7 @@ from contracts.execution import ExecutionRecord
 from contracts.output import JobKind, SpecialistOutput, check_output_for_job
 from control.demo import READ_ONLY_EXAMPLE, demo_repository, example_work_items, worktree_work_item
 from control.demo_views import diff_stat_lines
+from tests.control.cli_harness import ACTION_TOKEN, Cli
 from tests.store.git_repository import git
 
 
@@ -78,14 +80,84 @@ def test_the_diff_stat_of_a_failed_execution_says_why() -> None:
     assert diff_stat_lines(record) == ["no change evidence (execution failed: patch_does_not_apply)"]
 
 
-def test_the_demo_says_how_to_open_mission_control_and_sign_in_as_its_operator(tmp_path: Path) -> None:
-    from control.demo_views import mission_control_lines
+def _exported(lines: list[str]) -> dict[str, str]:
+    (export,) = [line for line in lines if line.strip().startswith("export ")]
+    return dict(word.split("=", 1) for word in shlex.split(export)[1:])
 
-    lines = mission_control_lines(tmp_path, "demo-operator")
-    assert "specialists web` serves http://127.0.0.1:8400/" in lines[0]
-    assert f"SPECIALISTS_STATE_DIR={tmp_path}" in lines[0]
-    assert f"SPECIALISTS_ACTOR_KEY_FILE={tmp_path / 'demo-operator.key'}" in lines[1]
-    assert "specialists web sign-in CODE --actor demo-operator" in lines[1]
+
+def test_the_demo_says_how_to_look_at_its_runs_afterwards_with_every_variable_the_commands_need(
+    tmp_path: Path,
+) -> None:
+    from control.demo_views import afterwards_lines
+
+    token_file = f"SPECIALISTS_ACTION_TOKEN_FILE={tmp_path / 'action-token'}"
+    ui = "http://127.0.0.1:8233/namespaces/default/workflows"
+    cli = "/clone/.venv/bin/specialists"
+    lines = afterwards_lines(tmp_path, "demo-operator", token_file, cli, ui)
+
+    assert _exported(lines) == {
+        "SPECIALISTS_STATE_DIR": str(tmp_path),
+        "SPECIALISTS_ACTION_TOKEN_FILE": str(tmp_path / "action-token"),
+        "SPECIALISTS_ACTOR_KEY_FILE": str(tmp_path / "demo-operator.key"),
+    }
+    commands = [line.split("#")[0].strip() for line in lines if "#" in line]
+    assert commands == [
+        "make dev",
+        f"{cli} list",
+        f"{cli} web",
+        f"{cli} web sign-in CODE --actor demo-operator",
+    ]
+    shown = "\n".join(lines)
+    assert ui in shown and "http://127.0.0.1:8400/" in shown
+
+
+def test_the_anchor_the_demo_prints_is_its_token_file_else_the_trust_root_never_the_token_itself() -> None:
+    from control.demo import anchor_setting
+
+    root = "a" * 64
+    assert anchor_setting(root, {"SPECIALISTS_ACTION_TOKEN_FILE": "/clone/.specialists/action-token"}) == (
+        "SPECIALISTS_ACTION_TOKEN_FILE=/clone/.specialists/action-token"
+    )
+    secret = "a-token-given-in-the-environment"
+    assert anchor_setting(root, {"SPECIALISTS_ACTION_TOKEN": secret}) == f"SPECIALISTS_TRUST_ROOT={root}"
+
+
+def _challenge() -> str:
+    """A sign-in code as Mission Control's sign-in page shows one."""
+    import datetime as dt
+
+    from contracts.identity import ActorKey
+    from control.web.sessions import Challenge
+
+    now = dt.datetime.now(dt.UTC)
+    return Challenge(ActorKey.generate().public_key, now, now + dt.timedelta(hours=8)).code()
+
+
+def test_the_variables_the_demo_prints_are_enough_to_read_its_configuration_and_sign_in_to_mission_control(
+    tmp_path: Path,
+) -> None:
+    from control.demo import anchor_setting
+    from control.demo_views import afterwards_lines
+
+    cli = Cli.isolated(tmp_path)
+    root = cli.call("actors", "register", "demo-operator", "--name", "Demo", "--json").ok()["trust_root"]
+    (tmp_path / "state" / "demo-operator.key").write_bytes(cli.key_file("demo-operator").read_bytes())
+    (tmp_path / "state" / "demo-operator.key").chmod(0o600)
+    token_file = tmp_path / "state" / "action-token"
+    token_file.write_text(ACTION_TOKEN + "\n", encoding="utf-8")
+    token_file.chmod(0o600)
+    bare = cli.without_token().without_key()
+    bare.call("actors", "--json").error(4, "trust_root_not_configured")
+    for anchor in (
+        anchor_setting(root, {"SPECIALISTS_ACTION_TOKEN_FILE": str(token_file)}),
+        anchor_setting(root, {}),
+    ):
+        lines = afterwards_lines(cli.state_dir, "demo-operator", anchor, "specialists", "http://ui")
+        printed = bare.with_env(**_exported(lines))
+        assert [a["id"] for a in printed.call("actors", "--json").ok()["actors"]] == ["demo-operator"]
+        assert printed.call("status", "--json").ok()["configuration_error"] is None
+        signed_in = printed.call("web", "sign-in", _challenge(), "--actor", "demo-operator", "--json")
+        assert signed_in.ok()["token"]
 
 
 def test_the_demo_queue_items_recordings_fail_the_first_review_and_pass_the_re_dispatched_one() -> None:

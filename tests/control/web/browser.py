@@ -41,17 +41,21 @@ def free_port() -> int:
 
 
 @contextlib.contextmanager
-def running_console(cli: Cli, log_path: Path, *, timeout: float = 30.0) -> Iterator[str]:
-    """``specialists web`` on a free loopback port with the CLI's environment; yields its base URL."""
+def running_console(
+    cli: Cli, log_path: Path, *, timeout: float = 30.0, errors: Path | None = None
+) -> Iterator[str]:
+    """``specialists web`` on a free loopback port with the CLI's environment; yields its base URL.
+    Its stdout goes to ``log_path``, and so does its stderr unless ``errors`` names another file."""
     port = free_port()
-    with log_path.open("wb") as log:
+    with log_path.open("wb") as log, contextlib.ExitStack() as files:
+        error_log = subprocess.STDOUT if errors is None else files.enter_context(errors.open("wb"))
         process = subprocess.Popen(
             [sys.executable, "-m", "control.cli", "web", "--port", str(port)],
             cwd=cli.cwd,
             env=cli.env,
             stdin=subprocess.DEVNULL,
             stdout=log,
-            stderr=subprocess.STDOUT,
+            stderr=error_log,
         )
     base = f"http://127.0.0.1:{port}"
     try:
