@@ -1,6 +1,7 @@
 """``make demo``'s fixed parts, without a Temporal server: the worktree run's work item has every
-``replay:demo`` recording its jobs look up, the recorded change applies to the demo repository and
-passes the executor's checks, and the diff stat the demo prints; and the demo's goal queue part on the
+``replay:demo`` recording its jobs look up (every pass of its review wave included), the recorded
+change applies to the demo repository and passes the executor's checks, and the diff stat the demo
+prints; and the demo's goal queue part on the
 shared dev server, through the real ``WorkQueue`` workflow: items added, the gap refusal, dispatch,
 round 1 FAIL, the re-dispatch carrying its findings, round 2 PASS and done. (``make demo`` itself is
 the end to end run.)"""
@@ -73,6 +74,42 @@ def test_the_recorded_change_applies_to_the_demo_repository_and_passes_the_execu
         "added     migrations/0001_orders_customer_created_idx.sql  +3 -0",
     ]
     assert lines[-1].startswith(f"2 files changed (diff sha256 {evidence.diff_sha256[:16]}")
+
+
+def _demo_runs() -> list[tuple[Any, Any]]:
+    """The work item and tier of each demo run that makes model passes."""
+    from contracts.enums import Tier
+
+    shipped = dict(example_work_items())[READ_ONLY_EXAMPLE]
+    fix = worktree_work_item(shipped)
+    return [(shipped, Tier.READ_ONLY), (fix, Tier.WORKTREE), (fix, Tier.PR_READY)]
+
+
+def test_every_review_pass_of_the_demos_runs_has_a_replay_demo_answer_that_holds() -> None:
+    """The read_only run's single review and every pass of the worktree and pr_ready runs' review
+    wave (the reviewer on the overall and data axes, code-reviewer on the code axis) are answered."""
+    from activities.providers.base import CompletionRequest, JobIdentity
+    from activities.providers.replay import ReplayProvider
+    from catalog.orchestration import catalog_reviewers, decide
+
+    catalog = load_catalog()
+    provider = ReplayProvider(DEFAULT_RECORDINGS_DIR)
+    answered = []
+    for item, tier in _demo_runs():
+        decision = route(item, catalog)
+        orchestration = decide(item, decision, tier, reviewers=catalog_reviewers(catalog))
+        profiles = [p.profile for p in orchestration.roster] or [decision.reviewer]
+        for profile in profiles:
+            identity = JobIdentity(profile_id=profile, kind=JobKind.REVIEW, title=item.title, task=item.title)
+            request = CompletionRequest(model_name="demo", instructions="", context="", identity=identity)
+            output = SpecialistOutput.model_validate_json(provider.complete(request))
+            check_output_for_job(
+                output, kind=JobKind.REVIEW, profile_id=profile, evidence_ids=list(item.evidence_refs)
+            )
+            answered.append((tier.value, profile, output.verdict))
+    assert ("worktree", "code-reviewer", "agree") in answered
+    assert ("pr_ready", "code-reviewer", "agree") in answered
+    assert all(verdict == "agree" for _, _, verdict in answered)
 
 
 def test_the_diff_stat_of_a_failed_execution_says_why() -> None:
