@@ -19,9 +19,12 @@
    the complete item is approved and dispatched; its run's review FAILs round 1, the operator
    re-dispatches it (the FAILed run rejected, the findings carried into the next run's task), round 2
    PASSes to ``human-review`` and the demo operator marks it ``done``.
-7. Prints a summary table and the commands to look at it all afterwards (``make dev`` and the Temporal
-   UI, ``specialists list``, Mission Control and its sign-in), each with the variables it needs — the
-   state directory, the trust anchor and the operator's key file — then stops what it started.
+7. Prints a summary table (each run's review: for a review wave, every pass's verdict, and
+   ``agree`` only when every pass agreed) and the commands to look at it all afterwards (``make dev``
+   and the Temporal UI, ``specialists list``, Mission Control and its sign-in), each with the
+   variables it needs — the state directory, the trust anchor and the operator's key file — then
+   stops what it started. It exits 1 when a decided run did not end accepted, the team or the queue
+   item did not finish, or a review pass did not come back.
 """
 
 from __future__ import annotations
@@ -46,6 +49,7 @@ from control.demo_queue import QueueStory, run_queue_demo
 from control.demo_views import (
     afterwards_lines,
     diff_stat_lines,
+    failed_review_passes,
     print_routes,
     print_summary,
     print_team,
@@ -444,8 +448,10 @@ def main() -> int:
         unfinished.append(f"the goal queue's item {ended}")
     if unfinished:
         sys.stderr.write(f"error: the demo's decided runs did not end accepted: {'; '.join(unfinished)}\n")
-        return 1
-    return 0
+    failed = failed_review_passes(results)
+    if failed:
+        sys.stderr.write(f"error: review passes of the demo's runs did not come back: {'; '.join(failed)}\n")
+    return 1 if unfinished or failed else 0
 
 
 if __name__ == "__main__":

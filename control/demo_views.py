@@ -9,12 +9,15 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from catalog.router import route
+from contracts.output import ReviewVerdict
+from contracts.pass_records import PassOutcome
 from control.output import console, table
 
 if TYPE_CHECKING:
     from catalog.loaded import LoadedCatalog
     from contracts.execution import ExecutionRecord
     from contracts.research_teams import TeamView
+    from contracts.review_waves import WavePass
     from contracts.runs import RunView
     from contracts.work_item import WorkItem
 
@@ -114,6 +117,59 @@ def diff_stat_lines(execution: ExecutionRecord) -> list[str]:
     return lines
 
 
+def _pass_label(wave_pass: WavePass) -> str:
+    return f"pass {wave_pass.index} ({wave_pass.profile} on {', '.join(wave_pass.axes)})"
+
+
+def _pass_result(wave_pass: WavePass) -> str:
+    """What one wave pass came back with: its verdict and confidence, or why it did not."""
+    output = wave_pass.output
+    if wave_pass.outcome is PassOutcome.COMPLETED and output is not None and output.verdict is not None:
+        return f"{output.verdict.value} (confidence {output.confidence})"
+    if wave_pass.outcome is None:
+        return "not finished"
+    return f"failed ({wave_pass.error_type or 'no answer'})"
+
+
+def _agrees(wave_pass: WavePass) -> bool:
+    output = wave_pass.output
+    return (
+        wave_pass.outcome is PassOutcome.COMPLETED
+        and output is not None
+        and output.verdict is ReviewVerdict.AGREE
+    )
+
+
+def review_lines(view: RunView) -> list[str]:
+    """The run's independent review in words. A single review: its verdict and confidence. A wave:
+    ``agree`` only when every pass came back agreeing, else how many of its passes agree and what the
+    others did; then one line per pass (its verdict and confidence, or why it failed)."""
+    if view.wave is None:
+        review = view.review
+        if review is None or review.verdict is None:
+            return []
+        return [f"independent review: {review.verdict.value} (confidence {review.confidence})"]
+    passes = view.wave.passes
+    agreeing = sum(1 for wave_pass in passes if _agrees(wave_pass))
+    if agreeing == len(passes):
+        headline = f"independent review: agree (every one of the wave's {len(passes)} passes)"
+    else:
+        headline = f"independent review: NOT agreed: {agreeing} of the wave's {len(passes)} passes agree"
+    return [headline] + [f"  {_pass_label(p)}: {_pass_result(p)}" for p in passes]
+
+
+def failed_review_passes(results: list[tuple[str, RunView]]) -> list[str]:
+    """Every wave pass of the runs that did not come back (``RUN pass N (profile on axes): failed
+    (error)``), for the demo to report as unfinished."""
+    return [
+        f"{view.run_id} {_pass_label(p)}: {_pass_result(p)}"
+        for _, view in results
+        if view.wave is not None
+        for p in view.wave.passes
+        if p.outcome is not PassOutcome.COMPLETED
+    ]
+
+
 def print_summary(results: list[tuple[str, RunView]]) -> None:
     """One row per run, then each analysed run's findings, review and decision, and each executed
     run's diff stat."""
@@ -151,10 +207,8 @@ def print_summary(results: list[tuple[str, RunView]]) -> None:
             out.print(f"{view.run_id} change (computed by git):")
             for line in diff_stat_lines(view.execution) + verification_lines(view.execution):
                 out.print(f"  {line}")
-        if view.review is not None and view.review.verdict is not None:
-            out.print(
-                f"independent review: {view.review.verdict.value} (confidence {view.review.confidence})"
-            )
+        for line in review_lines(view):
+            out.print(line)
         if view.decision is not None:
             note = f": {view.decision.note}" if view.decision.note else ""
             out.print(f"decision: {view.decision.outcome.value} by {view.decision.actor}{note}")

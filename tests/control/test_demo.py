@@ -1,7 +1,7 @@
 """``make demo``'s fixed parts, without a Temporal server: the worktree run's work item has every
 ``replay:demo`` recording its jobs look up (every pass of its review wave included), the recorded
-change applies to the demo repository and passes the executor's checks, and the diff stat the demo
-prints; and the demo's goal queue part on the
+change applies to the demo repository and passes the executor's checks, the diff stat and the review
+summary the demo prints; and the demo's goal queue part on the
 shared dev server, through the real ``WorkQueue`` workflow: items added, the gap refusal, dispatch,
 round 1 FAIL, the re-dispatch carrying its findings, round 2 PASS and done. (``make demo`` itself is
 the end to end run.)"""
@@ -110,6 +110,87 @@ def test_every_review_pass_of_the_demos_runs_has_a_replay_demo_answer_that_holds
     assert ("worktree", "code-reviewer", "agree") in answered
     assert ("pr_ready", "code-reviewer", "agree") in answered
     assert all(verdict == "agree" for _, _, verdict in answered)
+
+
+def _wave_view(*passes: Any) -> Any:
+    import datetime as dt
+
+    from contracts.review_waves import WaveRecord
+    from contracts.runs import RunStatus, RunView
+
+    return RunView(
+        run_id="SOR-DEMOWAVE00000001",
+        status=RunStatus.AWAITING_DECISION,
+        tier=None,
+        automatic=False,
+        route=None,
+        contract=None,
+        contract_sha256=None,
+        result=None,
+        review=passes[0].output,
+        decision=None,
+        request_digest="",
+        created_at=dt.datetime(2026, 12, 2, tzinfo=dt.UTC),
+        audit=[],
+        wave=WaveRecord(passes=list(passes)),
+    )
+
+
+def _pass(index: int, profile: str, axes: list[str], output: Any = None, error: str | None = None) -> Any:
+    from contracts.pass_records import PassOutcome
+    from contracts.review_waves import WavePass
+
+    return WavePass(
+        index=index,
+        profile=profile,
+        axes=axes,
+        questions=[],
+        job_id=f"SOR-DEMOWAVE00000001-review-{index}",
+        outcome=PassOutcome.COMPLETED if output is not None else PassOutcome.FAILED,
+        output=output,
+        error_type=error,
+    )
+
+
+def _review(profile: str) -> SpecialistOutput:
+    title = dict(example_work_items())[READ_ONLY_EXAMPLE].title
+    return SpecialistOutput.model_validate(_recording(profile, "review", title))
+
+
+def test_the_demo_summary_says_agree_for_a_wave_only_when_every_pass_agreed() -> None:
+    from control.demo_views import failed_review_passes, review_lines
+
+    overall = _pass(1, "backend-architect", ["overall", "data"], _review("backend-architect"))
+    code = _pass(2, "code-reviewer", ["code"], _review("code-reviewer"))
+    view = _wave_view(overall, code)
+    assert review_lines(view) == [
+        "independent review: agree (every one of the wave's 2 passes)",
+        "  pass 1 (backend-architect on overall, data): agree (confidence 0.7)",
+        "  pass 2 (code-reviewer on code): agree (confidence 0.74)",
+    ]
+    assert failed_review_passes([("03-slow-query.json", view)]) == []
+
+
+def test_the_demo_summary_names_a_failed_wave_pass_and_does_not_say_agree() -> None:
+    from control.demo_views import failed_review_passes, review_lines
+
+    overall = _pass(1, "backend-architect", ["overall", "data"], _review("backend-architect"))
+    code = _pass(2, "code-reviewer", ["code"], error="replay_no_recording")
+    view = _wave_view(overall, code)
+    lines = review_lines(view)
+    assert lines[0] == "independent review: NOT agreed: 1 of the wave's 2 passes agree"
+    assert lines[2] == "  pass 2 (code-reviewer on code): failed (replay_no_recording)"
+    assert failed_review_passes([("03-slow-query.json", view)]) == [
+        "SOR-DEMOWAVE00000001 pass 2 (code-reviewer on code): failed (replay_no_recording)"
+    ]
+
+
+def test_the_demo_summary_of_a_single_review_is_its_verdict() -> None:
+    from control.demo_views import review_lines
+
+    view = _wave_view(_pass(1, "backend-architect", ["overall"], _review("backend-architect")))
+    single = view.model_copy(update={"wave": None})
+    assert review_lines(single) == ["independent review: agree (confidence 0.7)"]
 
 
 def test_the_diff_stat_of_a_failed_execution_says_why() -> None:
