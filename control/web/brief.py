@@ -3,11 +3,13 @@ previewed (read-only: nothing is written or started) and the run saved or queued
 
 Every field becomes the :class:`~contracts.work_item.WorkItem` the CLI takes, validated by the same
 model, so the same rules refuse the same text (control characters in one-line fields, sizes, the
-``kind:id`` form of evidence refs). The repository must be one of the deployment's active,
-allow-listed repositories and an override one of the reviewed profiles, with its reason; the tier is
-one of the four. Saving creates the run as ``create --tier`` does; queueing a read_only run creates it
-enqueued with the person's session-signed proof, as ``create --enqueue`` does. An edit tier is only
-saved: it waits for its digest-bound approval on its run page.
+``kind:id`` form of evidence refs). A worktree or pr_ready run's repository must be one of the
+deployment's active, allow-listed repositories (a recommend or read_only run may name one that is not
+registered, as ``create`` and ``specialists route`` take it); an override is one of the reviewed
+profiles, with its reason; the tier is one of the four; a JSON brief has no other keys. Saving
+creates the run as ``create --tier`` does; queueing a read_only run creates it enqueued with the
+person's session-signed proof, as ``create --enqueue`` does. An edit tier is only saved: it waits for
+its digest-bound approval on its run page.
 """
 
 from __future__ import annotations
@@ -75,37 +77,97 @@ def request_from_form(fields: Mapping[str, Sequence[str]]) -> dict[str, Any]:
     }
 
 
+REQUEST_KEYS: Final = ("work_item", "tier", "override", "review_wave")
+OVERRIDE_KEYS: Final = ("profile", "reason")
+
+
 def read_request(data: object, offered: Mapping[str, Any]) -> tuple[WorkItem, str, RouteOverride | None]:
     """The work item, tier and override of a brief (:func:`request_from_form`'s shape). Raises
-    :class:`InvalidInput` naming the field (``invalid_work_item``, ``unknown_repository``,
-    ``unknown_profile``, ``override_reason_required``, ``tier_required``)."""
+    :class:`InvalidInput` naming the field (``invalid_work_item``, ``unknown_keys``,
+    ``tier_required``, ``unknown_tier``, ``invalid_override``, ``unknown_profile``,
+    ``override_reason_required``, ``unknown_repository``)."""
+    if not isinstance(data, dict) or not isinstance(data.get("work_item"), dict):
+        raise InvalidInput("invalid_work_item", 'send {"work_item": {...}, "tier": "read_only"}')
+    _refuse_unknown_keys(data, REQUEST_KEYS, code="unknown_keys", what="the brief")
+    item = _work_item(data["work_item"])
+    tier = _tier(data.get("tier"))
+    override = _override(data.get("override"), offered)
+    check_repository(item, tier, offered)
+    return item, tier.value, override
+
+
+SHOWN_KEYS: Final = 10
+"""Most unknown keys a refusal names (then how many more there are)."""
+
+
+def _refuse_unknown_keys(data: Mapping[str, Any], allowed: Sequence[str], *, code: str, what: str) -> None:
+    """Refuse ``data`` with ``code`` when it has a key ``allowed`` does not name, naming them."""
+    unknown = sorted(str(key)[:64] for key in data if key not in allowed)
+    if not unknown:
+        return
+    named = ", ".join(map(repr, unknown[:SHOWN_KEYS]))
+    more = f" and {len(unknown) - SHOWN_KEYS} more" if len(unknown) > SHOWN_KEYS else ""
+    raise InvalidInput(code, f"{what} has unknown keys {named}{more}; allowed: {', '.join(allowed)}")
+
+
+def _work_item(data: object) -> WorkItem:
     from contracts.work_item import WorkItem
     from control.inputs import describe_validation_error
 
-    if not isinstance(data, dict) or not isinstance(data.get("work_item"), dict):
-        raise InvalidInput("invalid_work_item", 'send {"work_item": {...}, "tier": "read_only"}')
     try:
-        item = WorkItem.model_validate(data["work_item"])
+        return WorkItem.model_validate(data)
     except ValidationError as error:
         raise InvalidInput("invalid_work_item", f"work item: {describe_validation_error(error)}") from None
-    if item.repo_alias is not None and item.repo_alias not in offered["repositories"]:
-        raise InvalidInput(
-            "unknown_repository", f"repository {item.repo_alias!r} is not an active allow-listed repository"
-        )
-    tier = data.get("tier")
-    if tier not in TIERS:
+
+
+def _tier(value: object) -> Tier:
+    """The brief's tier: ``tier_required`` when missing or blank, ``unknown_tier`` naming the tiers
+    when it is not one of them."""
+    if value is None or value == "":
         raise InvalidInput("tier_required", f"choose a tier: {', '.join(TIERS)}")
-    asked = data.get("override") or {}
-    profile = str(asked.get("profile") or "").strip() if isinstance(asked, dict) else ""
-    reason = str(asked.get("reason") or "").strip() if isinstance(asked, dict) else ""
-    override = None
-    if profile:
-        if profile not in offered["profiles"]:
-            raise InvalidInput("unknown_profile", f"{profile!r} is not a reviewed profile")
-        if not reason:
-            raise InvalidInput("override_reason_required", "an override needs its reason")
-        override = RouteOverride(profile=profile, reason=reason)
-    return item, str(tier), override
+    if value not in TIERS:
+        shown = repr(value) if isinstance(value, str) else f"of type {type(value).__name__}"
+        raise InvalidInput("unknown_tier", f"unknown tier {shown}; use one of: {', '.join(TIERS)}")
+    return Tier(value)
+
+
+def _override(asked: object, offered: Mapping[str, Any]) -> RouteOverride | None:
+    """The brief's override: ``None`` when absent, null or with a blank profile; an object of string
+    ``profile`` and ``reason`` (each may be null or absent), else ``invalid_override``."""
+    if asked is None:
+        return None
+    if not isinstance(asked, dict):
+        raise InvalidInput("invalid_override", 'override is an object: {"profile": "...", "reason": "..."}')
+    _refuse_unknown_keys(asked, OVERRIDE_KEYS, code="invalid_override", what="override")
+    texts = {}
+    for key in OVERRIDE_KEYS:
+        value = asked.get(key)
+        if value is not None and not isinstance(value, str):
+            raise InvalidInput("invalid_override", f"override {key} is a string, not {type(value).__name__}")
+        texts[key] = (value or "").strip()
+    profile, reason = texts["profile"], texts["reason"]
+    if not profile:
+        return None
+    if profile not in offered["profiles"]:
+        raise InvalidInput("unknown_profile", f"{profile!r} is not a reviewed profile")
+    if not reason:
+        raise InvalidInput("override_reason_required", "an override needs its reason")
+    return RouteOverride(profile=profile, reason=reason)
+
+
+def check_repository(item: WorkItem, tier: Tier, offered: Mapping[str, Any]) -> None:
+    """The repository rule of ``create`` (its contract capture): a worktree or pr_ready run names an
+    active allow-listed repository (``unknown_repository`` otherwise); a recommend or read_only run
+    may name one that is not registered — it is analysed without it, as ``specialists route``
+    previews it."""
+    from contracts.policy import APPROVAL_TIERS
+
+    alias = item.repo_alias
+    if tier in APPROVAL_TIERS and alias is not None and alias not in offered["repositories"]:
+        raise InvalidInput(
+            "unknown_repository",
+            f"repository {alias!r} is not an active allow-listed repository; a {tier.value} run needs one",
+        )
 
 
 def review_wave(data: object) -> bool:

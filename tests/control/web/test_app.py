@@ -6,6 +6,7 @@ JSON twins behind the session, and refusals that name their code."""
 from __future__ import annotations
 
 import datetime as dt
+import json
 import re
 from collections.abc import Iterator
 from pathlib import Path
@@ -332,8 +333,9 @@ def test_the_brief_shows_how_the_run_would_be_reviewed_and_a_wave_the_operator_a
         ({"title": "bell\x07 in a title"}, "invalid_work_item"),
         ({"evidence_refs": "no-kind-here"}, "invalid_work_item"),
         ({"repo_alias": "../../etc"}, "invalid_work_item"),
-        ({"repo_alias": "payments-api"}, "unknown_repository"),  # well formed, not allow-listed
-        ({"tier": "root"}, "tier_required"),
+        ({"repo_alias": "payments-api", "tier": "worktree"}, "unknown_repository"),  # not allow-listed
+        ({"tier": ""}, "tier_required"),
+        ({"tier": "root"}, "unknown_tier"),
         ({"override_profile": "general-orchestrator"}, "override_reason_required"),
         ({"override_profile": "attacker", "override_reason": "x"}, "unknown_profile"),
         ({"action": "run-shell"}, "invalid_form"),
@@ -353,6 +355,72 @@ def test_a_brief_that_breaks_a_rule_is_refused_naming_it(
     answer = client.post("/brief", data=form)
     assert answer.status_code == 400, answer.text
     assert _error_code(answer.text) == code
+
+
+SHIPPED_SLOW_QUERY = Path(__file__).resolve().parents[3] / "examples" / "work-items" / "03-slow-query.json"
+
+
+@pytest.mark.parametrize("tier", ["recommend", "read_only"])
+def test_the_api_previews_a_recommend_or_read_only_run_on_a_repository_that_is_not_registered(
+    client: TestClient, tier: str
+) -> None:
+    _signed_in(client)
+    item = json.loads(SHIPPED_SLOW_QUERY.read_text(encoding="utf-8"))
+    assert item["repo_alias"] == "orders-service"  # not registered here, as in a fresh deployment
+    answer = client.post("/api/route", json={"work_item": item, "tier": tier})
+    assert answer.status_code == 200, answer.text
+    assert answer.json()["route"]["effective_tier"] == tier
+    assert answer.json()["work_item"]["repo_alias"] == "orders-service"
+
+
+@pytest.mark.parametrize("tier", ["worktree", "pr_ready"])
+def test_the_api_refuses_an_edit_tier_on_a_repository_that_is_not_registered(
+    client: TestClient, tier: str
+) -> None:
+    _signed_in(client)
+    item = json.loads(SHIPPED_SLOW_QUERY.read_text(encoding="utf-8"))
+    answer = client.post("/api/route", json={"work_item": item, "tier": tier})
+    assert answer.status_code == 400
+    assert answer.json()["error"]["code"] == "unknown_repository"
+    assert "'orders-service'" in answer.json()["error"]["message"]
+
+
+@pytest.mark.parametrize(
+    ("changes", "code", "named"),
+    [
+        ({"tier": None}, "tier_required", "choose a tier: recommend, read_only, worktree, pr_ready"),
+        ({"tier": "root"}, "unknown_tier", "unknown tier 'root'; use one of: recommend, read_only, worktree"),
+        ({"tier": 2}, "unknown_tier", "unknown tier of type int"),
+        ({"override": "code-reviewer"}, "invalid_override", "override is an object"),
+        ({"override": ["code-reviewer"]}, "invalid_override", "override is an object"),
+        ({"override": {"profile": 7, "reason": "x"}}, "invalid_override", "override profile is a string"),
+        ({"override": {"profile": "code-reviewer", "reason": True}}, "invalid_override", "override reason"),
+        ({"override": {"profile": "code-reviewer", "why": "x"}}, "invalid_override", "unknown keys 'why'"),
+        ({"run": True, "actor": "bob"}, "unknown_keys", "unknown keys 'actor', 'run'; allowed: work_item"),
+    ],
+)
+def test_an_api_brief_with_a_wrong_tier_override_or_key_is_refused_naming_it(
+    client: TestClient, changes: dict[str, Any], code: str, named: str
+) -> None:
+    _signed_in(client)
+    body = {"work_item": {"title": "Audit the slow query"}, "tier": "read_only", **changes}
+    answer = client.post("/api/route", json=body)
+    assert answer.status_code == 400, answer.text
+    assert answer.json()["error"]["code"] == code
+    assert named in answer.json()["error"]["message"]
+
+
+def test_an_api_brief_takes_a_null_or_blank_override_as_none_and_a_complete_one_as_given(
+    client: TestClient,
+) -> None:
+    _signed_in(client)
+    body = {"work_item": {"title": "Audit the slow query", "domain": "database"}, "tier": "read_only"}
+    for override in (None, {}, {"profile": None, "reason": None}, {"profile": " ", "reason": ""}):
+        answer = client.post("/api/route", json={**body, "override": override})
+        assert answer.json()["route"]["primary"] == "database-optimizer", override
+    given = {"profile": "code-reviewer", "reason": "the owner asked"}
+    answer = client.post("/api/route", json={**body, "override": given})
+    assert answer.json()["route"]["primary"] == "code-reviewer"
 
 
 def test_a_previewed_brief_comes_back_as_typed_with_browser_line_breaks_undone(client: TestClient) -> None:
