@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any
 from control.output import safe_text, table
 
 if TYPE_CHECKING:
-    from collections.abc import Sequence
+    from collections.abc import Mapping, Sequence
 
     from rich.console import Console
 
@@ -145,8 +145,11 @@ def orchestration_rows(decision: OrchestrationDecision) -> list[list[str]]:
     return rows
 
 
-def render_route(console: Console, decision: RouteDecision) -> None:
-    """Primary, reviewer, risk, confidence, reasons, alternatives, gaps and tier preview."""
+def render_route(
+    console: Console, decision: RouteDecision, create_refusal: Mapping[str, str] | None = None
+) -> None:
+    """Primary, reviewer, risk, confidence, reasons, alternatives, gaps and tier preview, with the
+    refusal ``create`` would give the previewed run (:func:`control.route_preview.create_refusal`)."""
     rows = [
         ["primary", decision.primary],
         ["reviewer", decision.reviewer],
@@ -160,6 +163,8 @@ def render_route(console: Console, decision: RouteDecision) -> None:
     if decision.effective_tier is not None:
         rows.append(["effective tier", decision.effective_tier.value])
         rows.extend(["tier reason", reason] for reason in decision.tier_reasons or [])
+    if create_refusal is not None:
+        rows.append(["create would refuse", f"{create_refusal['code']}: {create_refusal['message']}"])
     if decision.orchestration is not None:
         rows.extend(orchestration_rows(decision.orchestration))
     rows.extend(["reason", reason] for reason in decision.reasons)

@@ -76,8 +76,8 @@ def route_command(
     advisory: AdvisoryOption = None,
     as_json: JsonFlag = False,
 ) -> None:
-    """Preview the route (and, with a tier, the effective tier and how the run would be reviewed)
-    for a work item. Writes nothing."""
+    """Preview the route (and, with a tier, the effective tier, how the run would be reviewed and
+    what create would refuse of it) for a work item. Writes nothing."""
     from catalog.loader import load_catalog
     from catalog.router import route
     from contracts.work_item import WorkItem
@@ -98,17 +98,21 @@ def route_command(
         )
     catalog = load_catalog()
     decision = route(item, catalog, override=route_override)
+    refusal: dict[str, str] | None = None
     if requested is not None or automatic:
         from catalog.orchestration import catalog_reviewers, decide
         from contracts.policy import effective_tier
+        from control.route_preview import create_refusal
 
+        policy, active = _read_without_writing(item.repo_alias)
         tier_decision = effective_tier(
             requested=requested,
             automatic=automatic,
             risk=decision.risk,
             analysis_only=False,
-            policy=_read_policy_without_writing(),
+            policy=policy,
         )
+        refusal = create_refusal(item.repo_alias, tier_decision.tier, active)
         decision = decision.model_copy(
             update={
                 "effective_tier": tier_decision.tier,
@@ -127,17 +131,24 @@ def route_command(
     def render(console: Any) -> None:
         from control import views  # only the human view needs it
 
-        views.render_route(console, decision)
+        views.render_route(console, decision, refusal)
 
-    emit(decision.to_json_dict(), as_json, render)
+    data = decision.to_json_dict()
+    if decision.effective_tier is not None:
+        from control.route_preview import CREATE_REFUSAL_KEY
+
+        data[CREATE_REFUSAL_KEY] = refusal
+    emit(data, as_json, render)
 
 
-def _read_policy_without_writing() -> "AutomationPolicy":
-    """The stored policy, or the built-in default when no database exists yet (nothing is created)."""
+def _read_without_writing(alias: str | None) -> "tuple[AutomationPolicy, bool | None]":
+    """The stored policy (the built-in default when no database exists yet: nothing is created) and
+    whether the repository registered as ``alias`` is active (``None``: no alias, or not registered)."""
     from contracts.policy import AutomationPolicy
+    from control.route_preview import repository_active
 
     store = open_store(create=False)
     if store is None:
-        return AutomationPolicy()
+        return AutomationPolicy(), None
     with store:
-        return store.get_policy().policy
+        return store.get_policy().policy, repository_active(store, alias)

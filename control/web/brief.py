@@ -186,22 +186,26 @@ def preview(
     override: RouteOverride | None,
     wave: bool = False,
 ) -> dict[str, Any]:
-    """The route the router gives ``item``, the tier the policy would let it run at and how that run
-    would be reviewed (``wave``: the operator asks for a review wave). Writes nothing, starts
-    nothing."""
+    """The route the router gives ``item``, the tier the policy would let it run at, how that run
+    would be reviewed (``wave``: the operator asks for a review wave) and the refusal ``create`` would
+    give it (``route.create_refusal``, :func:`control.route_preview.create_refusal`). Writes nothing,
+    starts nothing."""
     from catalog.loader import load_catalog
     from catalog.orchestration import catalog_reviewers, decide
     from catalog.router import route
     from contracts.policy import effective_tier
+    from control.route_preview import CREATE_REFUSAL_KEY, create_refusal, repository_active
 
     catalog = load_catalog()
     decision = route(item, catalog, override=override)
     store = deployment.store()
+    active: bool | None = None
     if store is None:
         policy = deployment.default_policy().policy
     else:
         with store:
             policy = store.get_policy().policy
+            active = repository_active(store, item.repo_alias)
     tiered = effective_tier(
         requested=Tier(tier), automatic=False, risk=decision.risk, analysis_only=False, policy=policy
     )
@@ -214,7 +218,9 @@ def preview(
             ),
         }
     )
-    return {"route": routed.model_dump(mode="json"), "work_item": item.model_dump(mode="json")}
+    shown = routed.model_dump(mode="json")
+    shown[CREATE_REFUSAL_KEY] = create_refusal(item.repo_alias, tiered.tier, active)
+    return {"route": shown, "work_item": item.model_dump(mode="json")}
 
 
 async def create(

@@ -76,8 +76,9 @@ def test_route_writes_nothing(cli: Cli) -> None:
 
 def test_operator_tier_preview_adds_effective_tier_reasons_and_how_the_run_is_reviewed(cli: Cli) -> None:
     decision = cli.call("route", "--input-json", SLOW_QUERY_ARG, "--tier", "read_only", "--json").ok()
-    assert set(decision) == ROUTE_KEYS | {"effective_tier", "tier_reasons", "orchestration"}
+    assert set(decision) == ROUTE_KEYS | {"effective_tier", "tier_reasons", "orchestration", "create_refusal"}
     assert decision["effective_tier"] == "read_only"
+    assert decision["create_refusal"] is None  # an unregistered repository: analysed without it
     assert decision["tier_reasons"] and all(isinstance(r, str) for r in decision["tier_reasons"])
     # The slow query names a database domain and a role: one consequential domain, one reviewer.
     orchestration = decision["orchestration"]
@@ -119,6 +120,51 @@ def test_an_advisory_pass_asked_for_is_previewed_on_the_advisory_model(cli: Cli)
     ]:
         refused = cli.call("route", "--input-json", SLOW_QUERY_ARG, *args, "--json")
         assert refused.exit_code == 2 and code in refused.stdout, refused.stdout
+
+
+NO_REPOSITORY = json.dumps({"title": "Add the orders report index", "domain": "database"})
+
+
+@pytest.mark.parametrize("tier", ["worktree", "pr_ready"])
+def test_an_edit_tier_preview_of_an_item_without_a_repository_says_create_would_refuse_it(
+    cli: Cli, tier: str
+) -> None:
+    decision = cli.call("route", "--input-json", NO_REPOSITORY, "--tier", tier, "--json").ok()
+    assert decision["effective_tier"] == tier
+    assert decision["create_refusal"]["code"] == "repo_alias_required"
+    assert f"a {tier} run changes code" in decision["create_refusal"]["message"]
+    shown = cli.call("route", "--input-json", NO_REPOSITORY, "--tier", tier)
+    assert shown.exit_code == 0
+    assert "create would refuse" in shown.stdout and "repo_alias_required" in shown.stdout
+    assert not cli.state_dir.exists()
+
+
+def test_a_preview_says_nothing_would_be_refused_where_create_takes_the_run(cli: Cli) -> None:
+    for tier in ("recommend", "read_only"):
+        decision = cli.call("route", "--input-json", NO_REPOSITORY, "--tier", tier, "--json").ok()
+        assert decision["create_refusal"] is None
+        shown = cli.call("route", "--input-json", NO_REPOSITORY, "--tier", tier)
+        assert "create would refuse" not in shown.stdout
+    assert "create_refusal" not in cli.call("route", "--input-json", NO_REPOSITORY, "--json").ok()
+
+
+def test_an_edit_tier_preview_names_a_repository_that_is_not_registered_or_deactivated(
+    cli: Cli, tmp_path: Path
+) -> None:
+    from tests.store.git_repository import make_working_tree
+
+    unregistered = cli.call("route", "--input-json", SLOW_QUERY_ARG, "--tier", "pr_ready", "--json").ok()
+    assert unregistered["create_refusal"]["code"] == "unknown_repository"
+    assert "'orders-service'" in unregistered["create_refusal"]["message"]
+    cli.call("actors", "register", "alice", "--name", "Alice", "--json").ok()
+    tree = make_working_tree(tmp_path / "orders")
+    cli.call("repos", "add", "orders-service", str(tree), "--actor", "alice", "--json").ok()
+    registered = cli.call("route", "--input-json", SLOW_QUERY_ARG, "--tier", "worktree", "--json").ok()
+    assert registered["create_refusal"] is None
+    cli.call("repos", "deactivate", "orders-service", "--actor", "alice", "--json").ok()
+    for tier in ("read_only", "worktree"):
+        deactivated = cli.call("route", "--input-json", SLOW_QUERY_ARG, "--tier", tier, "--json").ok()
+        assert deactivated["create_refusal"]["code"] == "repository_deactivated", tier
 
 
 def test_automatic_preview_uses_the_default_policy_without_a_store(cli: Cli) -> None:

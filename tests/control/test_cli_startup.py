@@ -98,6 +98,7 @@ def test_previews_and_help_load_neither_temporal_nor_providers_nor_the_store(
     "args",
     [
         [*ROUTE, "--tier", "read_only", "--json"],
+        [*ROUTE, "--tier", "worktree", "--json"],  # reads the repository it names, as well
         [*ROUTE, "--automatic", "--json"],
         ["policy", "--json"],
         ["policy"],

@@ -410,6 +410,32 @@ def test_an_api_brief_with_a_wrong_tier_override_or_key_is_refused_naming_it(
     assert named in answer.json()["error"]["message"]
 
 
+@pytest.mark.parametrize("tier", ["worktree", "pr_ready"])
+def test_an_edit_tier_preview_without_a_repository_says_saving_would_be_refused(
+    client: TestClient, tier: str
+) -> None:
+    csrf = _signed_in(client)
+    body = {"work_item": {"title": "Add the orders report index", "domain": "database"}, "tier": tier}
+    route = client.post("/api/route", json=body).json()["route"]
+    assert route["effective_tier"] == tier
+    assert route["create_refusal"]["code"] == "repo_alias_required"
+    assert f"a {tier} run changes code" in route["create_refusal"]["message"]
+    form = {"csrf_token": csrf, "action": "preview", "title": "Add the orders report index", "tier": tier}
+    page = client.post("/brief", data=form)
+    assert page.status_code == 200, page.text
+    assert 'data-testid="preview-create-refusal"' in page.text and "repo_alias_required" in page.text
+
+
+def test_a_preview_that_create_would_take_says_no_refusal(client: TestClient) -> None:
+    csrf = _signed_in(client)
+    item = json.loads(SHIPPED_SLOW_QUERY.read_text(encoding="utf-8"))
+    for tier in ("recommend", "read_only"):
+        route = client.post("/api/route", json={"work_item": item, "tier": tier}).json()["route"]
+        assert route["create_refusal"] is None
+    form = {"csrf_token": csrf, "action": "preview", "title": "Audit the slow query", "tier": "read_only"}
+    assert 'data-testid="preview-create-refusal"' not in client.post("/brief", data=form).text
+
+
 def test_an_api_brief_takes_a_null_or_blank_override_as_none_and_a_complete_one_as_given(
     client: TestClient,
 ) -> None:
