@@ -11,6 +11,7 @@ record writes nothing (exit 2).
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 from typing import TYPE_CHECKING, Final, TypeVar
 
@@ -86,7 +87,10 @@ def _inside(base: Path, relative: str, label: str) -> Path:
 
     Evidence is sent to model providers in full, so a case file may only name files beside it: an
     absolute path, ``..`` out of the directory or a symlink pointing out of it is refused
-    (``evidence_path_outside_input_dir``), as is a path that does not exist (``evidence_path_not_found``).
+    (``evidence_path_outside_input_dir``). Containment is checked first, on the path as far as it
+    resolves, so a path outside is refused as outside whether or not a file is there (the answer
+    never tells what exists outside the directory); only then is a path that does not exist refused
+    (``evidence_path_not_found``).
     """
     if Path(relative).is_absolute():
         raise InvalidInput(
@@ -95,14 +99,24 @@ def _inside(base: Path, relative: str, label: str) -> Path:
         )
     root = base.resolve()
     try:
-        target = (root / relative).resolve(strict=True)
-    except FileNotFoundError:
-        raise InvalidInput("evidence_path_not_found", f"{label}: no such file") from None
-    except (OSError, RuntimeError) as error:
+        target = (root / relative).resolve()  # not strict: every existing symlink is followed
+    except (OSError, RuntimeError) as error:  # a symlink loop, a component that cannot be read
         raise InvalidInput("evidence_path_unreadable", f"{label}: {type(error).__name__}") from None
     if not target.is_relative_to(root):
         raise InvalidInput(
             "evidence_path_outside_input_dir",
             f"{label}: it leads outside the input file's directory; evidence files must be inside it",
         )
+    _require_existing(target, label)
     return target
+
+
+def _require_existing(target: Path, label: str) -> None:
+    """Refuse ``target`` when nothing is there (``evidence_path_not_found``) or it cannot be looked
+    at (``evidence_path_unreadable``); whether it is a regular file is checked when it is read."""
+    try:
+        os.stat(target)
+    except (FileNotFoundError, NotADirectoryError):
+        raise InvalidInput("evidence_path_not_found", f"{label}: no such file") from None
+    except OSError as error:
+        raise InvalidInput("evidence_path_unreadable", f"{label}: {type(error).__name__}") from None

@@ -313,6 +313,39 @@ def test_an_evidence_path_outside_the_input_files_directory_is_refused_and_nothi
     assert [record["sha256"] for record in case["evidence"]] == [hashlib.sha256(b"fine").hexdigest()]
 
 
+def test_an_evidence_path_outside_is_refused_as_outside_whether_or_not_a_file_is_there(
+    alice: Cli, tmp_path: Path
+) -> None:
+    # The answer must not tell which files exist outside the input file's directory.
+    (tmp_path.parent / f"{tmp_path.name}-there.txt").write_text("SECRET", encoding="utf-8")
+    absent = tmp_path.parent / f"{tmp_path.name}-absent.txt"
+    (tmp_path / "dangling-out.txt").symlink_to(absent)
+    (tmp_path / "sub").mkdir()
+    paths = [
+        f"../{tmp_path.name}-there.txt",
+        f"../{tmp_path.name}-absent.txt",
+        f"sub/../../{tmp_path.name}-absent.txt",
+        "dangling-out.txt",
+        "../no-such-directory/passwd",
+    ]
+    messages = []
+    for path in paths:
+        item = {"kind": "code", "path": path, "source_ref": "s"}
+        data = {"subject": SUBJECT, "evidence": [item]}
+        message = refused_input(alice, tmp_path, data, "evidence_path_outside_input_dir", path)
+        messages.append(message.replace(path, "PATH"))
+    assert len(set(messages)) == 1  # word for word the same, a file there or not
+
+
+def test_a_missing_evidence_path_inside_the_directory_is_not_found(alice: Cli, tmp_path: Path) -> None:
+    (tmp_path / "sub").mkdir()
+    (tmp_path / "dangling-in.txt").symlink_to(tmp_path / "sub" / "gone.txt")
+    for path in ("sub/missing.c", "sub/../missing.c", "dangling-in.txt", "nowhere/missing.c"):
+        item = {"kind": "code", "path": path, "source_ref": "s"}
+        data = {"subject": SUBJECT, "evidence": [item]}
+        refused_input(alice, tmp_path, data, "evidence_path_not_found", path)
+
+
 def test_an_empty_evidence_file_is_refused(alice: Cli, tmp_path: Path) -> None:
     (tmp_path / "empty.txt").write_text("  \n", encoding="utf-8")
     item = {"kind": "trace", "path": "empty.txt", "source_ref": "s"}
