@@ -108,6 +108,18 @@ class Sandbox:
                 "(allow_unconfined = true); nothing was run",
             )
 
+    def require_confinement(self, what: str) -> None:
+        """Raise :class:`WorktreeExecutionFailed` ``confinement_unavailable`` when commands cannot be
+        confined, whatever the configuration accepts: ``what`` (a probe) always runs confined."""
+        if not self.confinement.available:
+            raise WorktreeExecutionFailed(
+                ExecutionFailure.CONFINEMENT_UNAVAILABLE,
+                f"{what} always runs confined, whatever the repository configuration says, and commands "
+                f"cannot be confined on this worker ({self.confinement.reason}); install bubblewrap on "
+                "the worker's host (the bubblewrap package: `bwrap` on /usr/local/bin:/usr/bin:/bin, "
+                "with unprivileged user namespaces allowed); nothing was run",
+            )
+
 
 @functools.cache
 def network_isolation_available() -> bool:

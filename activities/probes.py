@@ -146,7 +146,7 @@ class ProbeActivities:
         )
         sandbox = Sandbox.probed(self._bwrap_path, hidden=tuple([*hidden, Path.home()]))
         try:
-            sandbox.require()
+            sandbox.require_confinement("a probe")
         except OperatorError as error:  # never unconfined: nothing is made
             raise failure(
                 error.message, ProbeFailureDetail(evidence=evidence), error_type=error.code

@@ -139,6 +139,21 @@ def test_a_worker_that_cannot_confine_refuses_the_probe_before_any_worktree_is_m
     assert not (tmp_path / "state" / "worktrees").exists()
 
 
+def test_a_probe_refused_for_confinement_says_probes_always_run_confined_and_how_to_get_bubblewrap(
+    setup: tuple[ProbeActivities, str, Path], tmp_path: Path
+) -> None:
+    _, base, _ = setup
+    shared = SharedStore(f"sqlite:///{tmp_path / 'specialists.db'}", STORE_ANCHOR)
+    config = ActivityConfig(database_url="unused", state_dir=tmp_path / "state")
+    activities = ProbeActivities(config, shared, bwrap_path=str(tmp_path / "no-bwrap"))
+    with pytest.raises(ApplicationError) as refused:
+        run(activities, probe(["/bin/true"]), base)
+    message = str(refused.value)
+    assert "a probe always runs confined, whatever the repository configuration says" in message
+    assert "install bubblewrap on the worker's host" in message and "nothing was run" in message
+    assert "allow_unconfined" not in message and "does not accept" not in message
+
+
 @requires_bubblewrap
 def test_a_probes_worktree_is_listed_with_its_run_and_pruned_with_it(
     setup: tuple[ProbeActivities, str, Path], tmp_path: Path
