@@ -393,7 +393,7 @@ class Trust:
         # In force when the session began (or, for a key added moments after its challenge was
         # made, when it was added): not already replaced by a newer key.
         if not self._in_force_at(key, max(row.issued_at, key.added_at)):
-            return f"the key that delegated it was not {row.actor_id!r}'s key in force at its start"
+            return f"the key that delegated it was not the key of {row.actor_id!r} in force at its start"
         if not self._active_at(row.actor_id, row.issued_at):
             return f"{row.actor_id!r} was not an active actor at its start"
         return None
@@ -415,8 +415,8 @@ class Trust:
         key = self._keys[session.actor_key]
         if not self._in_force_at(key, row.signed_at):
             return (
-                f"the key that delegated its session was not {row.signed_by!r}'s key in force when "
-                "it was signed"
+                f"the key that delegated its session was not the key of {row.signed_by!r} in force "
+                "when it was signed"
             )
         if not self._active_at(row.signed_by, row.signed_at):
             return f"its signer {row.signed_by!r} was not an active actor at its signing time"
@@ -559,13 +559,13 @@ class Trust:
         if holder is not None:
             return (
                 "actor_key_mismatch",
-                f"the key {fingerprint[:16]}… is not {actor_id!r}'s key: it belongs to "
-                f"{holder.actor_id!r}; set SPECIALISTS_ACTOR_KEY_FILE to {actor_id!r}'s key file",
+                f"the key {fingerprint[:16]}… is not the key of {actor_id!r}: it belongs to "
+                f"{holder.actor_id!r}; set SPECIALISTS_ACTOR_KEY_FILE to the key file of {actor_id!r}",
             )
         return (
             "actor_key_mismatch",
-            f"the key {fingerprint[:16]}… is not {actor_id!r}'s key (no actor holds it): set "
-            f"SPECIALISTS_ACTOR_KEY_FILE to {actor_id!r}'s key file",
+            f"the key {fingerprint[:16]}… is not the key of {actor_id!r} (no actor holds it): set "
+            f"SPECIALISTS_ACTOR_KEY_FILE to the key file of {actor_id!r}",
         )
 
     def retired_at(self, key: Any) -> dt.datetime | None:

@@ -181,7 +181,8 @@ def test_a_create_that_names_its_creator_needs_their_key_though_the_tier_is_not_
     create = ("create", "--input-json", item, "--tier", "recommend", "--json")
     cli.without_key().call(*create, "--actor", "alice").error(4, "actor_key_missing")
     message = cli.call(*create, "--actor", "bob").error(4, "actor_key_mismatch")  # alice's key
-    assert "belongs to 'alice'" in message
+    assert "is not the key of 'bob': it belongs to 'alice'" in message
+    assert "set SPECIALISTS_ACTOR_KEY_FILE to the key file of 'bob'" in message
     cli.call(*create, "--actor", "zed").error(3, "unknown_actor")
     cli.call(*create, "--actor", " ").error(2, "actor_required")
     cli.call("actors", "deactivate", "bob", "--actor", "alice", "--json").ok()
