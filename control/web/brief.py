@@ -150,8 +150,11 @@ def _override(asked: object, offered: Mapping[str, Any]) -> RouteOverride | None
         return None
     if profile not in offered["profiles"]:
         raise InvalidInput("unknown_profile", f"{profile!r} is not a reviewed profile")
-    if not reason:
-        raise InvalidInput("override_reason_required", "an override needs its reason")
+    from contracts.routing import override_reason_problem
+
+    problem = override_reason_problem(reason)  # blank, too long or not one line of printable text
+    if problem is not None:
+        raise InvalidInput(*problem)
     return RouteOverride(profile=profile, reason=reason)
 
 

@@ -396,6 +396,16 @@ def test_the_api_refuses_an_edit_tier_on_a_repository_that_is_not_registered(
         ({"override": {"profile": 7, "reason": "x"}}, "invalid_override", "override profile is a string"),
         ({"override": {"profile": "code-reviewer", "reason": True}}, "invalid_override", "override reason"),
         ({"override": {"profile": "code-reviewer", "why": "x"}}, "invalid_override", "unknown keys 'why'"),
+        (
+            {"override": {"profile": "code-reviewer", "reason": "r" * 2001}},
+            "override_reason_too_long",
+            "2001 characters; the limit is 2000",
+        ),
+        (
+            {"override": {"profile": "code-reviewer", "reason": "ok\x1b[2J"}},
+            "invalid_override_reason",
+            "U+001B at character 3",
+        ),
         ({"run": True, "actor": "bob"}, "unknown_keys", "unknown keys 'actor', 'run'; allowed: work_item"),
     ],
 )
