@@ -160,7 +160,7 @@ class ExecutionActivities:
         directory exists (failed or not, it is kept), is a ``WorktreeFailureDetail``: the worktree's
         :class:`WorktreeLocation` and, once the agent ran, its :class:`CommandReport`; messages name
         the state directory as ``<state>``; ``attempt_claimed``; ``repository_unavailable`` (the alias
-        is no longer allow-listed); ``invalid_repository_config`` (the captured configuration breaks
+        is not allow-listed); ``invalid_repository_config`` (the captured configuration breaks
         the environment rules); ``execution_failed`` (no state directory, unknown executor); retryable
         ``ServiceUnavailable`` codes when the store or git cannot be reached.
         """
@@ -195,7 +195,8 @@ class ExecutionActivities:
             repository = Path(require_active(self._store.get().get_repository(request.repo_alias)).path)
         except NotFound as error:
             raise ApplicationError(
-                f"repository {request.repo_alias!r} is no longer allow-listed: {error.message}",
+                f"repository {request.repo_alias!r} is not allow-listed (never registered here, or "
+                f"removed): {error.message}",
                 type=ErrorType.REPOSITORY_UNAVAILABLE,
                 non_retryable=True,
             ) from None

@@ -122,7 +122,8 @@ class ProbeActivities:
             record = require_active(self._store.get().get_repository(request.repo_alias))
         except NotFound as error:
             raise ApplicationError(
-                f"repository {request.repo_alias!r} is no longer allow-listed: {error.message}",
+                f"repository {request.repo_alias!r} is not allow-listed (never registered here, or "
+                f"removed): {error.message}",
                 type=ErrorType.REPOSITORY_UNAVAILABLE,
                 non_retryable=True,
             ) from None
