@@ -16,6 +16,7 @@ from temporalio import activity
 from temporalio.service import RPCError, RPCStatusCode
 
 from contracts.output import ReviewVerdict, SpecialistOutput
+from contracts.pass_records import PassOutcome
 from contracts.queue_items import RoundVerdict
 from contracts.queue_messages import QueueQuery, QueueView, RunIds, RunState, RunStates
 from contracts.runs import QueueVerdictCheck, QueueVerdictFound, RunProgress, RunStatus, RunView
@@ -90,13 +91,29 @@ class QueueRunActivities:
         return RunStates(states=list(await asyncio.gather(*(read(run_id) for run_id in request.run_ids))))
 
 
+_MAX_GAPS = 50
+"""As many gaps as a ``SpecialistOutput`` holds."""
+
+
 def _judged_review(view: RunView) -> SpecialistOutput | None:
     """The review the goal queue judges a run by: its review, or for a review wave the first pass
-    that does not agree (any dissent fails the round, its findings carried to the next), else the
-    first completed pass's (docs/architecture.md "Orchestration")."""
-    if view.wave is not None:
-        for wave_pass in view.wave.passes:
-            output = wave_pass.output
-            if output is not None and output.verdict is not ReviewVerdict.AGREE:
-                return output
-    return view.review
+    that does not agree (any dissent fails the round, its findings carried to the next); a wave with
+    a pass that gave no review is judged ``insufficient_evidence`` — the run's review with each such
+    pass named among its gaps — since what that pass was to look at went unreviewed; else the run's
+    review (docs/architecture.md "Orchestration")."""
+    if view.wave is None:
+        return view.review
+    for wave_pass in view.wave.passes:
+        output = wave_pass.output
+        if output is not None and output.verdict is not ReviewVerdict.AGREE:
+            return output
+    unreviewed = [
+        f"pass {p.index} ({p.profile} on {', '.join(p.axes)}) gave no review ({p.error_type or 'failed'})"
+        for p in view.wave.passes
+        if p.outcome is PassOutcome.FAILED
+    ]
+    if not unreviewed or view.review is None:
+        return view.review
+    # What the queue reasons on, not the record: the run keeps every gap its review named.
+    gaps = [*unreviewed, *view.review.gaps][:_MAX_GAPS]
+    return view.review.model_copy(update={"verdict": ReviewVerdict.INSUFFICIENT_EVIDENCE, "gaps": gaps})

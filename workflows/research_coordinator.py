@@ -15,12 +15,13 @@ queue (``contracts.research_coordinator.coordinator_workflow_id``). Handlers onl
 ``run`` grants in cycles: when a request waits, a cycle begins and lasts the cycle length (a durable
 timer); within it the oldest waiting requests are granted as they come — by signalling
 ``advance_granted`` to each team — until 5 have been granted, and the rest wait for the next cycle.
-A lone team is never held back, and no cycle grants more than 5. With nothing waiting the coordinator
-waits without a timer, so an idle coordinator adds nothing to its history. Requests are kept per
-team and stage: a late duplicate of a granted stage is ignored. It continues as new — carrying the
-active teams, the waiting requests, the last stage granted to each team and the recent cycles — once
-its history holds ``continue_as_new_after_events`` events or the server suggests it (never within a
-cycle, so no cycle's bound is reset).
+No cycle grants more than 5, a lone team's included: a team alone waits only from its sixth advance
+in a cycle on (its first five are granted as they come), then for the next cycle. With nothing
+waiting the coordinator waits without a timer, so an idle coordinator adds nothing to its history.
+Requests are kept per team and stage: a late duplicate of a granted stage is ignored. It continues
+as new — carrying the active teams, the waiting requests, the last stage granted to each team and the
+recent cycles — once its history holds ``continue_as_new_after_events`` events or the server
+suggests it (never within a cycle, so no cycle's bound is reset).
 """
 
 from __future__ import annotations

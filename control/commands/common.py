@@ -196,12 +196,15 @@ def parse_tier(value: str | None) -> Tier | None:
 def check_note(value: str, *, option: str, code: str, limit: int) -> str:
     """``value`` of a free-text option kept in an audit trail or an item's events (``--note``,
     ``--reason``): at most ``limit`` characters (else :class:`InvalidInput` ``<code>_too_long``) and
-    text as the operator contract allows it — line feeds and tabs, no other control, format or
-    separator character (else ``invalid_<code>``, naming the character and where it is)."""
+    text as the operator contract allows it — not blank when given, line feeds and tabs, no other
+    control, format or separator character (else ``invalid_<code>``, naming the character and where
+    it is)."""
     from contracts.text_rules import check_multiline
 
     if len(value) > limit:
         raise InvalidInput(f"{code}_too_long", f"{option} is {len(value)} characters; the limit is {limit}")
+    if value and not value.strip():
+        raise InvalidInput(f"invalid_{code}", f"{option} is blank: write why, or leave {option} out")
     try:
         return check_multiline(value, option)
     except ValueError as error:

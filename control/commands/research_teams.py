@@ -26,6 +26,7 @@ from control.commands.common import (
     ActorOption,
     JsonFlag,
     actor_required,
+    check_note,
     client,
     open_store,
     require_actor,
@@ -262,10 +263,7 @@ def adjudicate_command(
     chosen = _parse_outcome(outcome)
     if not 1 <= stage <= 6:
         raise InvalidInput("invalid_stage", f"--stage is {stage}; a team's stages are 1..6")
-    if len(note) > MAX_NOTE_CHARS:
-        raise InvalidInput(
-            "note_too_long", f"--note is {len(note)} characters; the limit is {MAX_NOTE_CHARS}"
-        )
+    note = check_note(note, option="--note", code="note", limit=MAX_NOTE_CHARS)
     actor = require_actor(actor, "adjudicate")
     request = AdjudicateRequest(
         actor=actor,
@@ -326,10 +324,7 @@ def team_cancel_command(
     from control.research_teams import cancel_team, check_team_id
 
     check_team_id(team_id)
-    if len(reason) > MAX_NOTE_CHARS:
-        raise InvalidInput(
-            "reason_too_long", f"--reason is {len(reason)} characters; the limit is {MAX_NOTE_CHARS}"
-        )
+    reason = check_note(reason, option="--reason", code="reason", limit=MAX_NOTE_CHARS)
     actor = require_actor(actor, "team-cancel")
     request = TeamCancelRequest(
         actor=actor,

@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any, Final
 
 from contracts.errors import InvalidInput, NotFound, OperatorError, ServiceUnavailable
 from contracts.runs import DecisionOutcome, RunStatus
+from control.web.notes import form_note
 
 if TYPE_CHECKING:
     from temporalio.client import Client
@@ -28,7 +29,6 @@ if TYPE_CHECKING:
     from store.store import Store
 
 DIGEST_PATTERN: Final = re.compile(r"[0-9a-f]{64}")
-MAX_NOTE_CHARS: Final = 2000
 LIST_LIMIT: Final = 200
 _OUTCOMES: Final = {"accept": DecisionOutcome.ACCEPTED, "reject": DecisionOutcome.REJECTED}
 
@@ -197,7 +197,7 @@ async def decide(deployment: Deployment, session: Session, run_id: str, outcome:
     decided = _OUTCOMES.get(outcome)
     if decided is None:
         raise InvalidInput("decision_required", "the decision is accept or reject")
-    note = _note(note)
+    note = form_note(note)
     proof = session.proof(action="decide", target=run_id)
     await decide_run(
         await deployment.client(), run_id, session.actor, decided, note, proof,
@@ -212,24 +212,8 @@ async def cancel(deployment: Deployment, session: Session, run_id: str, reason: 
     check_run_id(run_id)
     proof = session.proof(action="cancel", target=run_id)
     await cancel_run(
-        await deployment.client(), run_id, session.actor, _note(reason), proof, require_answer=True
+        await deployment.client(), run_id, session.actor, form_note(reason), proof, require_answer=True
     )
-
-
-def _note(text: str) -> str:
-    """A note or reason from a form: its line breaks as a form sends them (CR LF) written as line
-    feeds, then held to the rules ``specialists decide --note`` holds it to."""
-    from contracts.text_rules import check_multiline
-
-    text = text.replace("\r\n", "\n")
-    if len(text) > MAX_NOTE_CHARS:
-        raise InvalidInput(
-            "note_too_long", f"the note is {len(text)} characters; the limit is {MAX_NOTE_CHARS}"
-        )
-    try:
-        return check_multiline(text, "the note")
-    except ValueError as error:
-        raise InvalidInput("invalid_note", str(error)) from None
 
 
 def status_of(error: OperatorError) -> int:

@@ -143,6 +143,8 @@ async def move(
         raise InvalidInput(
             "reason_too_long", f"the reason has {len(reason)} characters; at most {MAX_EVENT_REASON_CHARS}"
         )
+    if reason and not reason.strip():
+        raise InvalidInput("invalid_reason", "the reason is blank: write why, or leave it empty")
     try:
         check_multiline(reason, "the reason")
     except ValueError as error:

@@ -12,12 +12,12 @@ from typing import TYPE_CHECKING, Any, Final
 from contracts.errors import InvalidInput, Refused
 from contracts.refusals import RefusalCode
 from contracts.research_teams import AdjudicationOutcome
+from control.web.notes import form_note
 
 if TYPE_CHECKING:
     from control.web.console import Deployment
     from control.web.sessions import Session
 
-MAX_NOTE_CHARS: Final = 2000
 OUTCOMES: Final = tuple(outcome.value for outcome in AdjudicationOutcome)
 
 
@@ -81,7 +81,7 @@ async def adjudicate(
         chosen = AdjudicationOutcome(outcome)
     except ValueError:
         raise InvalidInput("unknown_outcome", f"the outcome is one of {', '.join(OUTCOMES)}") from None
-    _check_note(note)
+    note = form_note(note)
     client = await deployment.client()
     before = await get_team(client, team_id)
     if before.status.final:
@@ -100,15 +100,8 @@ async def stop(deployment: Deployment, session: Session, team_id: str, reason: s
     from control.research_teams import cancel_team, check_team_id
 
     check_team_id(team_id)
-    _check_note(reason)
+    reason = form_note(reason)
     proof = session.proof(action="team_cancel", target=team_id)
     await cancel_team(
         await deployment.client(), team_id, TeamCancelRequest(actor=session.actor, reason=reason, proof=proof)
     )
-
-
-def _check_note(text: str) -> None:
-    if len(text) > MAX_NOTE_CHARS:
-        raise InvalidInput(
-            "note_too_long", f"the note is {len(text)} characters; the limit is {MAX_NOTE_CHARS}"
-        )

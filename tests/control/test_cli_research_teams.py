@@ -472,6 +472,21 @@ def test_a_malformed_team_id_or_outcome_is_invalid_input(cli: Cli, demo_team: di
     ).error(2, "unknown_outcome")
 
 
+@pytest.mark.parametrize("text", ["ok\x1b[2J", "ok\u202e", "   "])
+def test_an_adjudication_note_or_cancel_reason_with_control_characters_or_only_blanks_is_refused(
+    cli: Cli, demo_team: dict[str, Any], text: str
+) -> None:
+    team = demo_team["team_id"]
+    cli.call(
+        "research", "adjudicate", "--actor", "alice", "--id", team, "--stage", "1", "--outcome", "stop",
+        "--note", text, "--json",
+    ).error(2, "invalid_note")  # fmt: skip
+    cli.call("research", "team-cancel", "--actor", "alice", "--id", team, "--reason", text, "--json").error(
+        2, "invalid_reason"
+    )
+    assert cli.call("research", "team-show", team, "--json").json()["status"] == demo_team["status"]
+
+
 def test_adjudicate_and_team_cancel_without_a_key_are_refused(cli: Cli, demo_team: dict[str, Any]) -> None:
     bare = cli.without_key()
     bare.call(

@@ -249,6 +249,7 @@ def test_request_id_returns_the_same_run_for_the_same_request(cli: Cli) -> None:
         (["SOR-0000000000000000", "--actor", "alice", "--accept", "--note", "ok\x1b[2J"], 2, "invalid_note"),
         (["SOR-0000000000000000", "--actor", "alice", "--accept", "--note", "ok\u202e"], 2, "invalid_note"),
         (["SOR-0000000000000000", "--actor", "alice", "--accept", "--note", "x" * 2001], 2, "note_too_long"),
+        (["SOR-0000000000000000", "--actor", "alice", "--accept", "--note", "   "], 2, "invalid_note"),
     ],
 )
 def test_bad_decide_is_refused(cli: Cli, args: list[str], exit_code: int, code: str) -> None:

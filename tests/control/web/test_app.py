@@ -492,6 +492,18 @@ def test_research_and_queue_pages_need_a_session_and_check_their_ids(client: Tes
         data={"csrf_token": csrf, "stage": "9", "outcome": "stop"},
     )
     assert _error_code(stage.text) == "invalid_stage"
+    for note in ("ok\x1b[2J", "   "):
+        hostile = client.post(
+            "/research/teams/RTM-0000000000000000/adjudicate",
+            data={"csrf_token": csrf, "stage": "1", "outcome": "stop", "note": note},
+        )
+        assert _error_code(hostile.text) == "invalid_note"
+        stop = client.post(
+            "/research/teams/RTM-0000000000000000/stop", data={"csrf_token": csrf, "reason": note}
+        )
+        assert _error_code(stop.text) == "invalid_note"
+        reject = client.post("/queue/ORD-1/reject", data={"csrf_token": csrf, "reason": note})
+        assert _error_code(reject.text) == "invalid_reason"
     no_csrf = client.post("/research/teams/RTM-0000000000000000/stop", data={})
     assert _error_code(no_csrf.text) == "csrf_token_invalid"
 
