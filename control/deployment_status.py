@@ -60,9 +60,11 @@ async def temporal_status(settings: Settings) -> dict[str, Any]:
 
 
 def database_status(settings: Settings) -> tuple[dict[str, Any], SchemaStatus | None]:
-    """``{"url", "reachable", "error", "schema": {"current", "head", "migration_needed"}}`` (the URL
-    with any password as ``***``), and the schema status when the database answered."""
-    from store.database import parse_database_url
+    """``{"url", "reachable", "error", "schema": {"exists", "cannot_be_created", "current", "head",
+    "migration_needed", "newer_than_this_version"}}`` (the URL with any password as ``***``;
+    ``cannot_be_created`` says why no store can be made at a SQLite path that has none), and the
+    schema status when the database answered."""
+    from store.database import parse_database_url, sqlite_create_problem
     from store.engine import render_url
     from store.schema_status import schema_status
 
@@ -79,6 +81,7 @@ def database_status(settings: Settings) -> tuple[dict[str, Any], SchemaStatus | 
     report["reachable"] = True
     report["schema"] = {
         "exists": schema.exists,
+        "cannot_be_created": None if schema.exists else sqlite_create_problem(settings.database_url),
         "current": schema.current,
         "head": schema.head,
         "migration_needed": schema.migration_needed,
@@ -142,6 +145,8 @@ def deployment_rows(data: dict[str, Any]) -> list[list[str]]:
     schema = database["schema"]
     if not database["reachable"]:
         rows.append(["schema", f"unknown: {database['error']}"])
+    elif not schema["exists"] and schema.get("cannot_be_created"):
+        rows.append(["schema", f"no store yet, and none can be created there: {schema['cannot_be_created']}"])
     elif not schema["exists"]:
         rows.append(
             ["schema", f"no store yet (created by the first configuration change; head {schema['head']})"]

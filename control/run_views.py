@@ -206,7 +206,12 @@ def list_json(runs: list[RunSummary]) -> dict[str, Any]:
     return {"runs": [summary_json(run) for run in runs]}
 
 
-def render_list(console: Console, runs: list[RunSummary]) -> None:
+def render_list(console: Console, runs: list[RunSummary], *, no_store: str | None = None) -> None:
+    """The runs as a table; ``no_store`` is the store URL when there is no store there yet (said, so a
+    mistyped ``SPECIALISTS_DATABASE_URL`` or state directory shows)."""
+    if no_store is not None:
+        console.print(safe_text(f"no runs: no store yet at {no_store} (nothing has been configured there)"))
+        return
     if not runs:
         console.print("no runs")
         return

@@ -17,6 +17,7 @@ from control.commands.common import (
     JsonFlag,
     RunArgument,
     client,
+    database_url,
     emit_run,
     open_store,
     parse_tier,
@@ -141,9 +142,20 @@ def list_command(
             ) from None
     requested_tier = parse_tier(tier)
     store = open_store(create=False)
-    runs = (
-        []
-        if store is None
-        else with_store(store, lambda s: s.list_runs(status=status, tier=requested_tier, limit=limit))
-    )
+    if store is None:  # nothing configured yet: no run was ever projected here
+        emit(
+            run_views.list_json([]),
+            as_json,
+            lambda console: run_views.render_list(console, [], no_store=_shown_database_url()),
+        )
+        return
+    runs = with_store(store, lambda s: s.list_runs(status=status, tier=requested_tier, limit=limit))
     emit(run_views.list_json(runs), as_json, lambda console: run_views.render_list(console, runs))
+
+
+def _shown_database_url() -> str:
+    """The configured store URL as it may be shown (no password)."""
+    from store.database import parse_database_url
+    from store.engine import render_url
+
+    return render_url(parse_database_url(database_url()))

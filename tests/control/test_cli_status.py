@@ -222,6 +222,24 @@ def test_a_database_behind_the_migrations_is_reported_as_needing_one(tmp_path: P
     assert "migration needed" in shown and "0005" in shown
 
 
+def test_a_store_path_where_no_store_can_be_created_is_reported_and_list_names_the_store_it_found_none_at(
+    tmp_path: Path,
+) -> None:
+    blocker = tmp_path / "a-file"
+    blocker.write_text("")
+    url = f"sqlite:///{blocker / 'state' / 'specialists.db'}"
+    cli = Cli.isolated(tmp_path, SPECIALISTS_DATABASE_URL=url)
+
+    schema = cli.call("status", "--json").ok()["database"]["schema"]
+    shown = cli.call("status").stdout
+    listed = cli.call("list")
+
+    assert (schema["exists"], schema["cannot_be_created"]) == (False, f"{blocker} is not a directory")
+    assert "none can be created there" in shown
+    assert listed.exit_code == 0 and f"no store yet at {url}" in listed.stdout, str(listed)
+    assert cli.call("list", "--json").ok() == {"runs": []}
+
+
 def test_database_credentials_are_masked_and_an_unreachable_database_is_reported(tmp_path: Path) -> None:
     port = _closed_port()
     url = f"postgresql+psycopg://operator:s3cret-pass@127.0.0.1:{port}/specialists"
