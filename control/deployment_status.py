@@ -165,4 +165,10 @@ def deployment_rows(data: dict[str, Any]) -> list[list[str]]:
         rows.append(["schema", f"{schema['current']} (head, current)"])
     active = data["runs"]["active"]
     rows.append(["active runs", "unknown" if active is None else str(active)])
+    problems = data["worker_settings"]
+    if problems:
+        refused = "; ".join(problem["message"] for problem in problems)
+        rows.append(["worker settings", f"a worker started here would refuse them: {refused}"])
+    else:
+        rows.append(["worker settings", "valid (as a worker started here reads them)"])
     return rows

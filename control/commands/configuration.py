@@ -4,6 +4,7 @@ deactivate actors; rotate one's key) and ``specialists configuration`` (attest r
 valid signature; the configuration audit log). Reading never creates the store; a change is signed
 with the actor's key (docs/architecture.md "Protected actions", "Configuration")."""
 
+import os
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -88,6 +89,7 @@ def status_command(as_json: JsonFlag = False) -> None:
     from catalog.loader import load_catalog
     from control import deployment_status, views
     from control.output import emit
+    from runtime.setting_checks import worker_setting_problems
     from runtime.settings import Settings
 
     catalog = load_catalog()
@@ -107,6 +109,7 @@ def status_command(as_json: JsonFlag = False) -> None:
         temporal=run_async(deployment_status.temporal_status(settings)),
         database=database,
         runs={"active": active},
+        worker_settings=worker_setting_problems(os.environ),
     )
     emit(data, as_json, lambda console: deployment_status.render_status(console, data))
 

@@ -27,7 +27,7 @@ from store.database import open_store
 from tests.control.cli_harness import Cli, running_worker, wait_until
 
 CONFIGURATION_KEYS = {"catalog", "policy", "models", "repositories", "actors"}
-DEPLOYMENT_KEYS = {"state_dir", "temporal", "database", "runs"}
+DEPLOYMENT_KEYS = {"state_dir", "temporal", "database", "runs", "worker_settings"}
 
 
 def _at_home(root: Path, cwd: Path, **extra: str) -> Cli:
@@ -238,6 +238,32 @@ def test_a_store_path_where_no_store_can_be_created_is_reported_and_list_names_t
     assert "none can be created there" in shown
     assert listed.exit_code == 0 and f"no store yet at {url}" in listed.stdout, str(listed)
     assert cli.call("list", "--json").ok() == {"runs": []}
+
+
+def test_status_reports_each_worker_setting_a_worker_would_refuse_and_still_exits_0(tmp_path: Path) -> None:
+    (tmp_path / "valid").mkdir()
+    (tmp_path / "broken").mkdir()
+    valid = Cli.isolated(tmp_path / "valid")
+    broken = Cli.isolated(
+        tmp_path / "broken",
+        SPECIALISTS_LOG_LEVEL="loud",
+        SPECIALISTS_TEAM_CYCLE_SECONDS="0",
+        SPECIALISTS_CLASS_CEILINGS="core=many",
+        SPECIALISTS_BUILD_ID="b1",
+    )
+
+    assert valid.call("status", "--json").ok()["worker_settings"] == []
+    problems = broken.call("status", "--json").ok()["worker_settings"]
+    shown = broken.call("status")
+
+    assert [problem["code"] for problem in problems] == ["invalid_setting"] * 4
+    named = " ".join(problem["message"] for problem in problems)
+    for variable in (
+        "SPECIALISTS_LOG_LEVEL", "SPECIALISTS_TEAM_CYCLE_SECONDS", "SPECIALISTS_CLASS_CEILINGS",
+        "SPECIALISTS_DEPLOYMENT_NAME",
+    ):  # fmt: skip
+        assert variable in named
+    assert shown.exit_code == 0 and "would refuse them" in shown.stdout
 
 
 def test_database_credentials_are_masked_and_an_unreachable_database_is_reported(tmp_path: Path) -> None:
