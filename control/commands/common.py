@@ -9,7 +9,6 @@ never calls them never loads them.
 from __future__ import annotations
 
 import gc
-import re
 import sys
 from collections.abc import Callable, Coroutine
 from typing import TYPE_CHECKING, Annotated, Any, TypeVar
@@ -214,17 +213,13 @@ def check_note(value: str, *, option: str, code: str, limit: int) -> str:
 def require_digest(value: str | None, *, option: str, shown_by: str, code: str) -> str:
     """``value`` when it is a sha256 digest as the project writes it (64 lowercase hex digits); else
     :class:`InvalidInput` ``code`` saying what is wrong with it (missing, its length, capitals or
-    other characters) and where the digest is shown."""
-    if value is not None and re.fullmatch(r"[0-9a-f]{64}", value):
+    other characters: :func:`control.digests.digest_problem`) and where the digest is shown."""
+    from control.digests import digest_problem
+
+    given = digest_problem(value)
+    if given is None:
+        assert value is not None
         return value
-    if value is None:
-        given = ""
-    elif len(value) != 64:
-        given = f" (got {len(value)} characters)"
-    elif re.fullmatch(r"[0-9a-fA-F]{64}", value):
-        given = " (got capital letters: digests are written in lowercase)"
-    else:
-        given = " (got characters other than 0-9 and a-f)"
     raise InvalidInput(
         code, f"give {option} H: all 64 lowercase hex digits of the digest {shown_by} displays{given}"
     )

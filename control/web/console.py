@@ -11,7 +11,6 @@ proof the signed-in person's session key signs.
 from __future__ import annotations
 
 import asyncio
-import re
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Final
@@ -28,7 +27,6 @@ if TYPE_CHECKING:
     from control.web.sessions import Session
     from store.store import Store
 
-DIGEST_PATTERN: Final = re.compile(r"[0-9a-f]{64}")
 LIST_LIMIT: Final = 200
 _OUTCOMES: Final = {"accept": DecisionOutcome.ACCEPTED, "reject": DecisionOutcome.REJECTED}
 
@@ -148,8 +146,7 @@ async def approve(deployment: Deployment, session: Session, run_id: str, digest:
     from control.runs import UPDATE_ANSWER_SECONDS, approve_run, check_run_id
 
     check_run_id(run_id)
-    if not DIGEST_PATTERN.fullmatch(digest):
-        raise InvalidInput("contract_digest_required", "the approval names no contract digest")
+    _require_digest(digest, code="contract_digest_required", what="the approval", digest_of="contract")
     proof = session.proof(action="approve", target=run_id, digest=digest)
     await approve_run(
         await deployment.client(), run_id, session.actor, digest, proof, answer_within=UPDATE_ANSWER_SECONDS
@@ -162,8 +159,7 @@ async def execute(deployment: Deployment, session: Session, run_id: str, digest:
     from control.runs import UPDATE_ANSWER_SECONDS, check_run_id, execute_run
 
     check_run_id(run_id)
-    if not DIGEST_PATTERN.fullmatch(digest):
-        raise InvalidInput("contract_digest_required", "the execution names no contract digest")
+    _require_digest(digest, code="contract_digest_required", what="the execution", digest_of="contract")
     proof = session.proof(action="execute", target=run_id, digest=digest)
     await execute_run(
         await deployment.client(), run_id, session.actor, proof, answer_within=UPDATE_ANSWER_SECONDS
@@ -180,8 +176,7 @@ async def approve_probe(
     check_run_id(run_id)
     if not index.isascii() or not index.isdigit() or not 1 <= int(index) <= 5:
         raise InvalidInput("invalid_probe_index", "the approval names no probe number from 1 to 5")
-    if not DIGEST_PATTERN.fullmatch(digest):
-        raise InvalidInput("probe_digest_required", "the approval names no probe digest")
+    _require_digest(digest, code="probe_digest_required", what="the approval", digest_of="probe")
     proof = session.proof(action="approve_probe", target=run_id, digest=digest)
     await approve_probe_run(
         await deployment.client(), run_id, session.actor, int(index), digest, proof,
@@ -214,6 +209,17 @@ async def cancel(deployment: Deployment, session: Session, run_id: str, reason: 
     await cancel_run(
         await deployment.client(), run_id, session.actor, form_note(reason), proof, require_answer=True
     )
+
+
+def _require_digest(digest: str, *, code: str, what: str, digest_of: str) -> None:
+    """A digest from a form, held to the rule the CLI holds ``--contract-sha256`` to."""
+    from control.digests import digest_problem
+
+    given = digest_problem(digest)
+    if given is not None:
+        raise InvalidInput(
+            code, f"{what} names no {digest_of} digest: 64 lowercase hex digits are needed{given}"
+        )
 
 
 def status_of(error: OperatorError) -> int:

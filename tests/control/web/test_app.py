@@ -208,6 +208,12 @@ def test_a_run_id_that_is_not_one_is_refused_before_anything_is_asked(client: Te
         "/runs/SOR-0123456789ABCDEF/approve", data={"csrf_token": csrf, "contract_sha256": "x"}
     )
     assert _error_code(bad_digest.text) == "contract_digest_required"
+    assert "got 1 characters" in bad_digest.text  # says what is wrong with the digest given
+    capitals = client.post(
+        "/runs/SOR-0123456789ABCDEF/approve-probe",
+        data={"csrf_token": csrf, "index": "1", "probe_sha256": "A" * 64},
+    )
+    assert _error_code(capitals.text) == "probe_digest_required" and "capital letters" in capitals.text
 
 
 def test_the_overview_and_runs_answer_from_the_store_and_say_when_temporal_does_not(
