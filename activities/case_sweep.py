@@ -17,6 +17,7 @@ from temporalio import activity
 from temporalio.service import RPCError, RPCStatusCode
 
 from activities.store_access import SharedStore
+from contracts.constants import MAX_DESCRIPTION_CHARS, MAX_EVIDENCE_REFS
 from contracts.errors import OperatorError
 from contracts.ids import run_id_for_request
 from contracts.output import SpecialistOutput
@@ -34,7 +35,6 @@ from contracts.schedules import (
     sweep_run_request_id,
 )
 from contracts.temporal_names import ActivityName, RunMessage
-from contracts.work_item import MAX_DESCRIPTION_CHARS, MAX_EVIDENCE_REFS
 
 QUERY_TIMEOUT = dt.timedelta(seconds=5)
 POLL_SECONDS = 1.0

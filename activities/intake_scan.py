@@ -20,6 +20,7 @@ index refresh: ``GIT_OPTIONAL_LOCKS=0``).
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from pathlib import Path
 
 from temporalio import activity
@@ -71,7 +72,7 @@ class _Collector:
             self.skipped.append(IntakeSkip(path=path, reason=reason, detail=detail))
 
     def add(
-        self, sub_kind: IntakeSubKind, path: str, line: int | None, text: str, refs: list[str | None]
+        self, sub_kind: IntakeSubKind, path: str, line: int | None, text: str, refs: Sequence[str | None]
     ) -> None:
         if any(ref is None for ref in refs):
             self.skip(
@@ -235,19 +236,19 @@ def _read_files(git: Git, commit: str, found: _Collector) -> int:
     budget = MAX_SCAN_BYTES
     for entry in listing:
         meta, _, raw_path = entry.partition(b"\t")
-        mode, kind, oid, size = meta.split()
+        mode, kind, raw_oid, raw_size = meta.split()
         path = _decode(raw_path)
-        if kind != b"blob" or mode == b"120000":
+        if kind != b"blob" or mode == b"120000":  # only a blob has a size (a submodule's is "-")
             found.skip(path, SkipReason.NOT_A_FILE, f"{kind.decode()} of mode {mode.decode()}")
         elif len(wanted) >= found.bounds.max_files:
             found.skip(path, SkipReason.OVER_MAX_FILES, f"more than {found.bounds.max_files} files")
-        elif int(size) > found.bounds.max_file_bytes:
-            found.skip(path, SkipReason.TOO_LARGE, f"{int(size)} bytes > {found.bounds.max_file_bytes}")
-        elif int(size) > budget:
+        elif int(raw_size) > found.bounds.max_file_bytes:
+            found.skip(path, SkipReason.TOO_LARGE, f"{int(raw_size)} bytes > {found.bounds.max_file_bytes}")
+        elif int(raw_size) > budget:
             found.skip(path, SkipReason.TOO_LARGE, f"the scan's budget of {MAX_SCAN_BYTES} bytes is spent")
         else:
-            budget -= int(size)
-            wanted.append((path, oid.decode()))
+            budget -= int(raw_size)
+            wanted.append((path, raw_oid.decode()))
     if not wanted:
         return 0
     stdin = "".join(f"{oid}\n" for _, oid in wanted).encode()

@@ -129,8 +129,9 @@ def _empty_tests(text: str) -> list[int]:
         return []
     lines = []
     for node in ast.walk(tree):
-        is_test = isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef) and node.name.startswith("test")
-        if is_test and all(_does_nothing(statement) for statement in node.body):
+        if not isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef) or not node.name.startswith("test"):
+            continue
+        if all(_does_nothing(statement) for statement in node.body):
             lines.append(node.lineno)
     return lines
 

@@ -287,14 +287,14 @@ class ModelActivities:
             # Expected when replaying: this line says it all (the key looked for), and the failure
             # is marked expected so the worker does not log it again with a traceback.
             usage = CallUsage(latency_ms=_elapsed_ms(started), effort_requested=request.effort)
-            profile, job, title = error.key
+            replay_profile, replay_job, replay_title = error.key
             log.warning(
                 "model_call_failed",
                 error_type=error.error_type,
                 replay_model=error.model,
-                replay_profile=profile,
-                replay_job=job,
-                replay_title=title,
+                replay_profile=replay_profile,
+                replay_job=replay_job,
+                replay_title=replay_title,
             )
             raise _fail(error.error_type, error.message, usage, expected=True) from None
         except ProviderError as error:

@@ -35,7 +35,7 @@ async def temporal_status(settings: Settings) -> dict[str, Any]:
 
     try:
         connection = load_connection(settings)
-        error = None
+        error: str | None = None
     except OperatorError as invalid:  # reported, not raised: `status` is what to run when stuck
         connection = Connection(address=settings.temporal_address, namespace=settings.namespace)
         error = invalid.message
@@ -52,8 +52,8 @@ async def temporal_status(settings: Settings) -> dict[str, Any]:
         client = await connect(settings, timeout=STATUS_TIMEOUT_SECONDS)
         report["reachable"] = True
         pollers = [poller for poller in await task_queue_pollers(client, settings.task_queue) if poller.fresh]
-    except OperatorError as error:
-        report["error"] = error.message
+    except OperatorError as unreachable:
+        report["error"] = unreachable.message
         return report
     report["workers"] = {"count": len(pollers), "identities": [poller.identity for poller in pollers]}
     return report

@@ -16,7 +16,7 @@ import logging
 import os
 import sys
 from collections.abc import Mapping, MutableMapping
-from typing import IO, Any, Final
+from typing import Any, Final, TextIO
 
 import structlog
 
@@ -78,7 +78,7 @@ class _OurHandler(logging.StreamHandler):  # type: ignore[type-arg]
 def configure_logging(
     level: int | None = None,
     *,
-    stream: IO[str] | None = None,
+    stream: TextIO | None = None,
     environ: Mapping[str, str] | None = None,
 ) -> None:
     """Send structlog's and the standard library's logs to ``stream`` (standard error) as one kind of

@@ -150,13 +150,13 @@ def attest(
         if kind is RecordKind.ACTOR_KEY:
             continue
         for stored in session.scalars(select(table).order_by(order)):
-            reason = shown.get((kind, record_id(kind, stored)))
-            if reason is not None:
+            shown_reason = shown.get((kind, record_id(kind, stored)))
+            if shown_reason is not None:
                 signed.append(
                     UnverifiedRecord(
                         kind=kind.value,
                         id=record_id(kind, stored),
-                        reason=reason,
+                        reason=shown_reason,
                         summary=summary(kind, stored),
                     )
                 )

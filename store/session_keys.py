@@ -29,6 +29,7 @@ def record_session(session: Session, trust: Trust, delegation: SessionDelegation
     mismatch = trust.key_mismatch(state, delegation.actor_key)
     if mismatch is not None:
         raise Refused(*mismatch)
+    assert state.current_key is not None  # no mismatch: the actor has a key in force, and it is that one
     problem = delegation_problem(delegation, state.current_key.public_key)
     if problem is not None:
         raise Refused(RefusalCode.PROOF_INVALID, problem)

@@ -323,6 +323,7 @@ def configuration_attest_command(
             emit(data, as_json, lambda console: views.render_attestation(console, data))
             return
         written: list[Path] = []
+        token: bytes | None
         try:
             if bootstrap:
                 token = require_action_token()

@@ -260,10 +260,10 @@ def dispatch_command(
     from control.output import emit
     from control.queue_views import item_json, render_item
 
-    item = answer.item
-    assert item is not None
-    data = item_json(item, run_id=request.run.run_id)
-    emit(data, as_json, lambda console: render_item(console, item))
+    dispatched = answer.item
+    assert dispatched is not None
+    data = item_json(dispatched, run_id=request.run.run_id)
+    emit(data, as_json, lambda console: render_item(console, dispatched))
 
 
 @app.command("route-next")
