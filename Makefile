@@ -29,8 +29,11 @@ lint: $(STAMP)
 	$(BIN)/ruff format --check .
 	$(BIN)/lint-imports --no-cache
 
+# Every package of the service (strict; the configuration is pyproject.toml [tool.mypy]).
+PACKAGES := contracts catalog store runtime infra workflows activities worker control
+
 typecheck: $(STAMP)
-	$(BIN)/mypy contracts catalog
+	$(BIN)/mypy $(PACKAGES)
 
 unit: $(STAMP)
 	$(BIN)/pytest -q --durations=25
