@@ -14,10 +14,34 @@ def refusal(error: OperatorError, detail: FailureDetail | None = None) -> Applic
     """An ``ApplicationError`` whose ``type`` is the operator error's code, with ``detail`` as its one
     detail when given (e.g. :class:`contracts.refusal_detail.RefusalDetail`).
 
-    Non-retryable, except an unreachable service (the database), which Temporal may retry.
+    Non-retryable, except an unreachable service (the database), which Temporal may retry. A
+    refusal — bad input, something not found or not allowed — is what the system is for, not a
+    fault: it is logged here in one ``activity_refused`` line (its code and message) and marked
+    expected, so the worker does not log it again as a warning with a traceback. An unreachable
+    service stays a warning.
     """
+    unavailable = isinstance(error, ServiceUnavailable)
+    if not unavailable:
+        _log_refusal(error)
     return failure(
-        error.message, detail, error_type=error.code, non_retryable=not isinstance(error, ServiceUnavailable)
+        error.message, detail, error_type=error.code, non_retryable=not unavailable, expected=not unavailable
+    )
+
+
+def _log_refusal(error: OperatorError) -> None:
+    import structlog
+    from temporalio import activity
+
+    context = {}
+    if activity.in_activity():
+        info = activity.info()
+        context = {
+            "activity": info.activity_type,
+            "workflow_id": info.workflow_id,
+            "attempt": info.attempt,
+        }
+    structlog.get_logger("specialists").info(
+        "activity_refused", code=error.code, message=error.message, **context
     )
 
 

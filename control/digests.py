@@ -12,8 +12,8 @@ DIGEST_PATTERN: Final = re.compile(r"[0-9a-f]{64}")
 
 def digest_problem(value: str | None) -> str | None:
     """``None`` when ``value`` is a sha256 digest as the project writes it; else what is wrong with
-    it, as a clause to append: ``""`` when none was given (``None``), else its length, its capitals or its other
-    characters (`` (got 12 characters)``)."""
+    it, as a clause to append: ``""`` when none was given (``None``), else its length, its capitals
+    or its other characters (`` (got 12 characters)``)."""
     if value is not None and DIGEST_PATTERN.fullmatch(value):
         return None
     if value is None:
