@@ -16,6 +16,7 @@ from control.commands.common import (
     JsonFlag,
     RunArgument,
     client,
+    open_store,
     require_actor,
     require_digest,
     run_async,
@@ -65,9 +66,11 @@ def approve_probe_command(
 ) -> None:
     """Approve one probe request of a run awaiting its decision: exactly the probe whose digest you name
     (protected). The run runs it confined and records what it did."""
+    from contracts.runs import RunStatus
     from control.actions import proof_for
     from control.output import emit
     from control.probe_views import probes_json, render_probes
+    from control.run_repository import require_waiting_run_repository
     from control.runs import UPDATE_ANSWER_SECONDS, approve_probe_run, check_run_id
 
     check_run_id(run_id)
@@ -80,8 +83,12 @@ def approve_probe_command(
     proof = proof_for(run_id=run_id, action="approve_probe", actor=actor, digest=probe_sha256)
 
     async def go() -> Any:
+        temporal = await client()
+        await require_waiting_run_repository(
+            temporal, lambda: open_store(create=False), run_id, RunStatus.AWAITING_DECISION, "approve-probe"
+        )
         return await approve_probe_run(
-            await client(), run_id, actor, index, probe_sha256, proof, answer_within=UPDATE_ANSWER_SECONDS
+            temporal, run_id, actor, index, probe_sha256, proof, answer_within=UPDATE_ANSWER_SECONDS
         )
 
     view = run_async(go())

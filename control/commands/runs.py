@@ -34,6 +34,7 @@ from control.commands.common import (
     check_note,
     client,
     emit_run,
+    open_store,
     parse_advisory,
     parse_override,
     parse_tier,
@@ -248,7 +249,9 @@ def approve_command(
     as_json: JsonFlag = False,
 ) -> None:
     """Approve a worktree or pr_ready run: exactly the contract whose digest you name (protected)."""
+    from contracts.runs import RunStatus
     from control.actions import proof_for
+    from control.run_repository import require_waiting_run_repository
     from control.runs import UPDATE_ANSWER_SECONDS, approve_run, check_run_id
 
     check_run_id(run_id)
@@ -260,6 +263,9 @@ def approve_command(
 
     async def go() -> Any:
         temporal = await client()
+        await require_waiting_run_repository(
+            temporal, lambda: open_store(create=False), run_id, RunStatus.AWAITING_APPROVAL, "approve"
+        )
         return await approve_run(
             temporal, run_id, actor, contract_sha256, proof, answer_within=UPDATE_ANSWER_SECONDS
         )
@@ -285,6 +291,7 @@ def execute_command(
     from contracts.refusals import RefusalCode
     from contracts.runs import RunStatus
     from control.actions import proof_for
+    from control.run_repository import require_run_repository
     from control.runs import (
         UPDATE_ANSWER_SECONDS,
         check_run_id,
@@ -317,6 +324,7 @@ def execute_command(
                 f"run {run_id} is {view.status.value}; only an approved run executes"
                 + (hint if view.status is RunStatus.AWAITING_APPROVAL else ""),
             )
+        require_run_repository(open_store(create=False), view, "execute")
         proof = proof_for(run_id=run_id, action="execute", actor=actor, digest=view.contract_sha256)
         await execute_run(temporal, run_id, actor, proof, answer_within=UPDATE_ANSWER_SECONDS)
         if wait:

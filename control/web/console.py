@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any, Final
 
 from contracts.errors import InvalidInput, NotFound, OperatorError, ServiceUnavailable
 from contracts.runs import DecisionOutcome, RunStatus
+from control.run_repository import require_waiting_run_repository
 from control.web.notes import form_note
 
 if TYPE_CHECKING:
@@ -147,10 +148,12 @@ async def approve(deployment: Deployment, session: Session, run_id: str, digest:
 
     check_run_id(run_id)
     _require_digest(digest, code="contract_digest_required", what="the approval", digest_of="contract")
-    proof = session.proof(action="approve", target=run_id, digest=digest)
-    await approve_run(
-        await deployment.client(), run_id, session.actor, digest, proof, answer_within=UPDATE_ANSWER_SECONDS
+    client = await deployment.client()
+    await require_waiting_run_repository(
+        client, deployment.store, run_id, RunStatus.AWAITING_APPROVAL, "approve"
     )
+    proof = session.proof(action="approve", target=run_id, digest=digest)
+    await approve_run(client, run_id, session.actor, digest, proof, answer_within=UPDATE_ANSWER_SECONDS)
 
 
 async def execute(deployment: Deployment, session: Session, run_id: str, digest: str) -> None:
@@ -160,10 +163,10 @@ async def execute(deployment: Deployment, session: Session, run_id: str, digest:
 
     check_run_id(run_id)
     _require_digest(digest, code="contract_digest_required", what="the execution", digest_of="contract")
+    client = await deployment.client()
+    await require_waiting_run_repository(client, deployment.store, run_id, RunStatus.APPROVED, "execute")
     proof = session.proof(action="execute", target=run_id, digest=digest)
-    await execute_run(
-        await deployment.client(), run_id, session.actor, proof, answer_within=UPDATE_ANSWER_SECONDS
-    )
+    await execute_run(client, run_id, session.actor, proof, answer_within=UPDATE_ANSWER_SECONDS)
 
 
 async def approve_probe(
@@ -177,11 +180,14 @@ async def approve_probe(
     if not index.isascii() or not index.isdigit() or not 1 <= int(index) <= 5:
         raise InvalidInput("invalid_probe_index", "the approval names no probe number from 1 to 5")
     _require_digest(digest, code="probe_digest_required", what="the approval", digest_of="probe")
+    client = await deployment.client()
+    await require_waiting_run_repository(
+        client, deployment.store, run_id, RunStatus.AWAITING_DECISION, "approve-probe"
+    )
     proof = session.proof(action="approve_probe", target=run_id, digest=digest)
     await approve_probe_run(
-        await deployment.client(), run_id, session.actor, int(index), digest, proof,
-        answer_within=UPDATE_ANSWER_SECONDS,
-    )  # fmt: skip
+        client, run_id, session.actor, int(index), digest, proof, answer_within=UPDATE_ANSWER_SECONDS
+    )
 
 
 async def decide(deployment: Deployment, session: Session, run_id: str, outcome: str, note: str) -> None:

@@ -225,6 +225,35 @@ def test_approve_records_the_digest_refuses_a_second_approval_and_cancel_ends_it
     )
 
 
+def test_approve_and_execute_in_a_repository_deactivated_since_capture_are_refused_before_anything_is_sent(
+    deployment: Deployment, tmp_path: Path
+) -> None:
+    cli, alias = deployment.cli, f"archive-{uuid.uuid4().hex[:8]}"
+    cli.call(
+        "repos", "add", alias, str(make_working_tree(tmp_path / "archive")), "--actor", "alice", "--json"
+    ).ok()
+    waiting = deployment.create(repo_alias=alias)
+    approved = deployment.create(repo_alias=alias)
+    cli.call(
+        "approve", approved["run_id"], "--actor", "alice", "--contract-sha256", approved["contract_sha256"],
+        "--json",
+    ).ok()  # fmt: skip
+    before = {run["run_id"]: deployment.show(run["run_id"]) for run in (waiting, approved)}
+    cli.call("repos", "deactivate", alias, "--actor", "alice", "--json").ok()
+
+    refused = cli.call(
+        "approve", waiting["run_id"], "--actor", "alice", "--contract-sha256", waiting["contract_sha256"],
+        "--json",
+    ).error(4, "repository_deactivated")  # fmt: skip
+    cli.call("execute", approved["run_id"], "--actor", "alice", "--json").error(4, "repository_deactivated")
+
+    assert alias in refused
+    for run_id, shown in before.items():  # nothing reached either run: no refusal in its audit trail
+        after = deployment.show(run_id)
+        assert (after["status"], after["audit"]) == (shown["status"], shown["audit"])
+        cli.call("cancel", run_id, "--actor", "alice", "--json").ok()
+
+
 def test_approval_of_another_digest_is_refused_and_not_recorded(
     deployment: Deployment, waiting: dict[str, Any]
 ) -> None:

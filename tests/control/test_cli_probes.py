@@ -52,11 +52,11 @@ def cli(temporal_dev_server: DevServer, tmp_path_factory: pytest.TempPathFactory
         yield cli
 
 
-def _awaiting(cli: Cli) -> dict[str, Any]:
+def _awaiting(cli: Cli, **changes: Any) -> dict[str, Any]:
     created = cli.call(
         "create",
         "--input-json",
-        json.dumps(WORK_ITEM),
+        json.dumps({**WORK_ITEM, **changes}),
         "--tier",
         "read_only",
         "--enqueue",
@@ -123,3 +123,18 @@ def test_an_operator_lists_approves_and_reads_a_probe_and_refusals_keep_their_ex
     assert kinds.count("action_refused") == 2  # the stale digest and the unknown probe reached the run
     assert {"probes_requested", "probe_approved", "probe_started", "probe_completed"} <= set(kinds)
     cli.call("decide", run_id, "--accept", "--actor", "alice", "--json").ok()
+
+
+def test_a_probe_in_a_repository_not_allow_listed_here_is_refused_before_anything_is_sent(cli: Cli) -> None:
+    alias = f"never-registered-{uuid.uuid4().hex[:8]}"
+    run = _awaiting(cli, repo_alias=alias)  # a read_only run is analysed without its repository
+    (probe,) = cli.call("probes", run["run_id"], "--json").ok()["probes"]
+
+    message = cli.call(
+        "approve-probe", run["run_id"], "1", "--probe-sha256", probe["sha256"], "--actor", "alice", "--json"
+    ).error(3, "unknown_repository")
+
+    assert alias in message and "not allow-listed" in message
+    shown = cli.call("show", run["run_id"], "--json").ok()
+    assert shown["probes"][0]["status"] == "requested" and shown["audit"] == run["audit"]
+    cli.call("decide", run["run_id"], "--reject", "--actor", "alice", "--json").ok()
