@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from contracts.audit import AuditKind
 from contracts.pass_records import ApprovalControl, PassControls
 from control.output import safe_text, table, utc
 from control.views import orchestration_rows
@@ -101,6 +102,9 @@ def render_run(console: Console, view: RunView, extra: dict[str, Any]) -> None:
         ["tier", view.tier.value if view.tier else "-"],
         ["automatic", "yes" if view.automatic else "no"],
     ]
+    title = _created_title(view.audit)
+    if title is not None:
+        rows.append(["title", title])
     if extra.get("deduplicated"):
         rows.append(["deduplicated", "yes: this request id already had this run"])
     if view.route is not None:
@@ -110,6 +114,11 @@ def render_run(console: Console, view: RunView, extra: dict[str, Any]) -> None:
             ["risk", view.route.risk.value],
             ["evidence gaps", "; ".join(view.route.evidence_gaps) or "-"],
         ]
+        if view.route.override is not None:
+            rows.append(["override", f"{view.route.override.profile}: {view.route.override.reason}"])
+        rows.extend(["route reason", reason] for reason in view.route.reasons)
+    if view.contract is not None:
+        rows.append(["evidence", ", ".join(view.contract.evidence_refs) or "-"])
     if view.contract_sha256:
         rows.append(["contract sha256", view.contract_sha256])
     if view.contract is not None and view.contract.model is not None:
@@ -125,6 +134,9 @@ def render_run(console: Console, view: RunView, extra: dict[str, Any]) -> None:
     if view.error is not None:
         rows.append(["error", f"{view.error.type}: {view.error.message}"])
     console.print(table(f"run {view.run_id}", ["", ""], rows))
+    if view.contract is not None:
+        task_title = "task (the contract's, as the specialist is given it)"
+        console.print(table(task_title, [""], [[view.contract.task]]))
     for label, output in (("result", view.result), ("review", view.review)):
         if output is None:
             continue
@@ -189,6 +201,16 @@ def render_run(console: Console, view: RunView, extra: dict[str, Any]) -> None:
                 safe_text(f"sha256 {record.sha256}; guidance sha256 {pack.profile_guidance_sha256}")
             )
             console.print(safe_text(render_pack(pack)))
+
+
+def _created_title(audit: list[AuditEvent]) -> str | None:
+    """The work item's title, as the run's ``run_created`` audit event records it (a run refused at
+    capture has no contract, so this is the one place its title is kept)."""
+    for event in audit:
+        if event.kind == AuditKind.RUN_CREATED:
+            title = event.data.get("title")
+            return title if isinstance(title, str) else None
+    return None
 
 
 def _short(data: dict[str, Any]) -> str:

@@ -1,0 +1,129 @@
+"""What ``show`` prints of a run (``control.run_views.render_run``), on views made here (no server):
+what the run was asked to do — its title, the task its contract gives the specialist, the evidence
+refs — and why it was routed where it was, as Mission Control's run page shows them."""
+
+from __future__ import annotations
+
+import datetime as dt
+import io
+
+import pytest
+from rich.console import Console
+
+from catalog.capture import capture
+from catalog.loaded import LoadedCatalog
+from catalog.loader import load_catalog
+from contracts.audit import AuditKind
+from contracts.config import PolicyRecord
+from contracts.enums import Tier
+from contracts.models import ModelSelection, ModelSelectionRecord
+from contracts.policy import AutomationPolicy
+from contracts.runs import AuditEvent, CapturedContract, RunError, RunStatus, RunView
+from control import run_views
+from tests.workflows.harness import SLOW_QUERY, example, run_input
+
+AT = dt.datetime(2026, 11, 1, 9, 30, tzinfo=dt.UTC)
+RUN_ID = "SOR-0123456789ABCDEF"
+
+
+@pytest.fixture(scope="module")
+def catalog() -> LoadedCatalog:
+    return load_catalog()
+
+
+def captured(catalog: LoadedCatalog) -> CapturedContract:
+    item = example(SLOW_QUERY).model_copy(update={"description": "Line one.\nLine two of the task."})
+    return capture(
+        run_input(item, tier=Tier.READ_ONLY, run_id=RUN_ID),
+        catalog,
+        PolicyRecord(policy=AutomationPolicy()),
+        ModelSelectionRecord(
+            selection=ModelSelection(primary="replay:demo"), selected_by="alice", selected_at=AT
+        ),
+        read_only_budget_seconds=1800,
+        edit_budget_seconds=3600,
+        approval_window_seconds=3600,
+        base_commit=None,
+    )
+
+
+def created(title: str) -> AuditEvent:
+    return AuditEvent(seq=1, at=AT, kind=AuditKind.RUN_CREATED, actor="alice", data={"title": title})
+
+
+def rendered(view: RunView) -> str:
+    buffer = io.StringIO()
+    run_views.render_run(Console(file=buffer, width=250, force_terminal=False, color_system=None), view, {})
+    return buffer.getvalue()
+
+
+def test_show_prints_the_title_the_task_and_the_evidence_refs_the_contract_gives_the_specialist(
+    catalog: LoadedCatalog,
+) -> None:
+    capture_ = captured(catalog)
+    view = RunView(
+        run_id=RUN_ID,
+        status=RunStatus.AWAITING_DECISION,
+        tier=Tier.READ_ONLY,
+        automatic=False,
+        route=capture_.route,
+        contract=capture_.contract,
+        contract_sha256=capture_.contract_sha256,
+        result=None,
+        review=None,
+        decision=None,
+        request_digest="0" * 64,
+        created_at=AT,
+        audit=[created(example(SLOW_QUERY).title)],
+    )
+    out = rendered(view)
+    assert f"title           │ {example(SLOW_QUERY).title}" in out
+    assert "task (the contract's, as the specialist is given it)" in out
+    assert "Line two of the task." in out
+    assert ", ".join(capture_.contract.evidence_refs) in out
+    assert capture_.contract.evidence_refs
+
+
+def test_show_prints_why_the_run_was_routed_to_its_primary(catalog: LoadedCatalog) -> None:
+    capture_ = captured(catalog)
+    view = RunView(
+        run_id=RUN_ID,
+        status=RunStatus.AWAITING_DECISION,
+        tier=Tier.READ_ONLY,
+        automatic=False,
+        route=capture_.route,
+        contract=capture_.contract,
+        contract_sha256=capture_.contract_sha256,
+        result=None,
+        review=None,
+        decision=None,
+        request_digest="0" * 64,
+        created_at=AT,
+        audit=[],
+    )
+    out = rendered(view)
+    assert capture_.route.reasons
+    for reason in capture_.route.reasons:
+        assert f"route reason    │ {reason}" in out
+
+
+def test_show_of_a_run_refused_at_capture_still_names_its_title() -> None:
+    view = RunView(
+        run_id=RUN_ID,
+        status=RunStatus.FAILED,
+        tier=Tier.WORKTREE,
+        automatic=False,
+        route=None,
+        contract=None,
+        contract_sha256=None,
+        result=None,
+        review=None,
+        decision=None,
+        error=RunError(type="repo_alias_required", message="the work item needs the repo_alias"),
+        request_digest="0" * 64,
+        created_at=AT,
+        audit=[created("Fix the flaky release gate")],
+    )
+    out = rendered(view)
+    assert "title     │ Fix the flaky release gate" in out
+    assert "task (the contract's" not in out
