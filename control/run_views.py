@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from contracts.audit import AuditKind
+from contracts.enums import Tier
 from contracts.pass_records import ApprovalControl, PassControls
 from control.output import safe_text, table, utc
 from control.views import orchestration_rows
@@ -193,7 +194,7 @@ def render_run(console: Console, view: RunView, extra: dict[str, Any]) -> None:
         from contracts.pack_text import render_pack
 
         if not view.context_packs:
-            console.print(safe_text("context packs: none yet (a pack is shown once its model job has ended)"))
+            console.print(safe_text(f"context packs: {_no_packs(view)}"))
         for record in view.context_packs:
             pack = record.pack
             console.print(safe_text(f"\ncontext pack of the {pack.job_kind.value} job ({pack.profile_id})"))
@@ -201,6 +202,16 @@ def render_run(console: Console, view: RunView, extra: dict[str, Any]) -> None:
                 safe_text(f"sha256 {record.sha256}; guidance sha256 {pack.profile_guidance_sha256}")
             )
             console.print(safe_text(render_pack(pack)))
+
+
+def _no_packs(view: RunView) -> str:
+    """Why ``show --pack`` has no pack to show: a recommend run never makes a model job, a run that
+    has ended will make none more, any other may still."""
+    if view.tier is Tier.RECOMMEND:
+        return "none (a recommend run makes no model job)"
+    if view.status.terminal:
+        return f"none (the run ended {view.status.value} before any model job finished)"
+    return "none yet (a pack is shown once its model job has ended)"
 
 
 def _created_title(audit: list[AuditEvent]) -> str | None:

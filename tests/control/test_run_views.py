@@ -127,3 +127,45 @@ def test_show_of_a_run_refused_at_capture_still_names_its_title() -> None:
     out = rendered(view)
     assert "title     │ Fix the flaky release gate" in out
     assert "task (the contract's" not in out
+
+
+def bare_view(status: RunStatus, tier: Tier) -> RunView:
+    return RunView(
+        run_id=RUN_ID,
+        status=status,
+        tier=tier,
+        automatic=False,
+        route=None,
+        contract=None,
+        contract_sha256=None,
+        result=None,
+        review=None,
+        decision=None,
+        request_digest="0" * 64,
+        created_at=AT,
+        audit=[],
+    )
+
+
+def rendered_with_packs(view: RunView) -> str:
+    buffer = io.StringIO()
+    console = Console(file=buffer, width=250, force_terminal=False, color_system=None)
+    run_views.render_run(console, view, {"context_packs": []})
+    return buffer.getvalue()
+
+
+def test_show_pack_of_a_recommend_run_says_it_makes_no_model_job_rather_than_none_yet() -> None:
+    out = rendered_with_packs(bare_view(RunStatus.RECOMMENDED, Tier.RECOMMEND))
+    assert "context packs: none (a recommend run makes no model job)" in out
+    assert "none yet" not in out
+
+
+def test_show_pack_of_a_run_that_ended_without_a_model_job_says_it_ended() -> None:
+    out = rendered_with_packs(bare_view(RunStatus.FAILED, Tier.WORKTREE))
+    assert "context packs: none (the run ended failed before any model job finished)" in out
+    assert "none yet" not in out
+
+
+def test_show_pack_of_a_run_still_going_says_none_yet() -> None:
+    out = rendered_with_packs(bare_view(RunStatus.RUNNING, Tier.READ_ONLY))
+    assert "context packs: none yet (a pack is shown once its model job has ended)" in out
