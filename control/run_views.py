@@ -239,9 +239,12 @@ def list_json(runs: list[RunSummary]) -> dict[str, Any]:
     return {"runs": [summary_json(run) for run in runs]}
 
 
-def render_list(console: Console, runs: list[RunSummary], *, no_store: str | None = None) -> None:
+def render_list(
+    console: Console, runs: list[RunSummary], *, no_store: str | None = None, more: bool = False
+) -> None:
     """The runs as a table; ``no_store`` is the store URL when there is no store there yet (said, so a
-    mistyped ``SPECIALISTS_DATABASE_URL`` or state directory shows)."""
+    mistyped ``SPECIALISTS_DATABASE_URL`` or state directory shows); ``more`` when more runs match
+    than are listed (said, with how to see them)."""
     if no_store is not None:
         console.print(safe_text(f"no runs: no store yet at {no_store} (nothing has been configured there)"))
         return
@@ -267,6 +270,13 @@ def render_list(console: Console, runs: list[RunSummary], *, no_store: str | Non
             ],
         )
     )
+    if more:
+        console.print(
+            safe_text(
+                f"only the newest {len(runs)} are listed: more runs match "
+                "(--limit N lists up to 1000; --status and --tier narrow the list)"
+            )
+        )
 
 
 def projection_json(summary: RunSummary, events: list[AuditEvent], reason: OperatorError) -> dict[str, Any]:

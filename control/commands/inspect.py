@@ -149,8 +149,11 @@ def list_command(
             lambda console: run_views.render_list(console, [], no_store=_shown_database_url()),
         )
         return
-    runs = with_store(store, lambda s: s.list_runs(status=status, tier=requested_tier, limit=limit))
-    emit(run_views.list_json(runs), as_json, lambda console: run_views.render_list(console, runs))
+    # One more than asked: the human view says when more runs match than it lists.
+    found = with_store(store, lambda s: s.list_runs(status=status, tier=requested_tier, limit=limit + 1))
+    runs = found[:limit]
+    more = len(found) > limit
+    emit(run_views.list_json(runs), as_json, lambda console: run_views.render_list(console, runs, more=more))
 
 
 def _shown_database_url() -> str:
