@@ -28,6 +28,7 @@ import json
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from contracts.enums import Tier
 from control import run_views
 from control.output import safe_text, table
 from control.probe_views import render_probes
@@ -103,7 +104,11 @@ def render_run(
         console.print(
             safe_text(
                 f"follows {view.follows}, the goal queue's previous run of this item "
-                f"(`specialists show {view.follows} --recovery` says where its worktree is kept)"
+                + (
+                    f"(`specialists show {view.follows} --recovery` says where its worktree is kept)"
+                    if view.tier in (Tier.WORKTREE, Tier.PR_READY)
+                    else f"(`specialists show {view.follows}` shows it)"
+                )
             )
         )
     render_contract_repository_config(console, view)

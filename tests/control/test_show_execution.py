@@ -322,3 +322,20 @@ def test_an_execution_record_without_verification_fields_still_decodes() -> None
     old = {"actor": "alice", "executor": "patch", "patch_sha256": "e" * 64}
     record = ExecutionRecord.model_validate(old)
     assert record.verification == [] and record.pr_patch is None
+
+
+PREVIOUS = "SOR-FEDCBA9876543210"
+
+
+def test_a_worktree_run_that_follows_another_points_to_its_worktree_with_recovery() -> None:
+    out = show(executed_view().model_copy(update={"follows": PREVIOUS}))
+    assert f"follows {PREVIOUS}, the goal queue's previous run of this item" in out
+    assert f"`specialists show {PREVIOUS} --recovery` says where its worktree is kept" in out
+
+
+def test_a_read_only_run_that_follows_another_promises_no_worktree_of_it() -> None:
+    view = executed_view().model_copy(update={"follows": PREVIOUS, "tier": Tier.READ_ONLY, "execution": None})
+    out = show(view)
+    assert f"the goal queue's previous run of this item (`specialists show {PREVIOUS}` shows it)" in out
+    assert "--recovery" not in out
+    assert "where its worktree is kept" not in out
