@@ -141,7 +141,8 @@ def render_run(console: Console, view: RunView, extra: dict[str, Any]) -> None:
     for label, output in (("result", view.result), ("review", view.review)):
         if output is None:
             continue
-        title = f"{label}: confidence {output.confidence:.2f} ({output.confidence_band.value})"
+        shown = _wave_review_label(view) if label == "review" and view.wave is not None else label
+        title = f"{shown}: confidence {output.confidence:.2f} ({output.confidence_band.value})"
         if output.verdict is not None:
             title += f", verdict {output.verdict.value}"
         console.print(
@@ -202,6 +203,15 @@ def render_run(console: Console, view: RunView, extra: dict[str, Any]) -> None:
                 safe_text(f"sha256 {record.sha256}; guidance sha256 {pack.profile_guidance_sha256}")
             )
             console.print(safe_text(render_pack(pack)))
+
+
+def _wave_review_label(view: RunView) -> str:
+    """What the ``review`` of a wave run is: one pass's review (the first that came back), not the
+    wave's verdict — each pass's verdict is in the wave's table."""
+    assert view.wave is not None
+    first = next((p for p in view.wave.passes if p.output is not None and p.output == view.review), None)
+    which = f"pass {first.index}, {first.profile}" if first is not None else "one pass"
+    return f"review ({which}, of the wave's {len(view.wave.passes)}: every pass under 'review wave')"
 
 
 def _no_packs(view: RunView) -> str:

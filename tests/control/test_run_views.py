@@ -15,9 +15,11 @@ from catalog.loaded import LoadedCatalog
 from catalog.loader import load_catalog
 from contracts.audit import AuditKind
 from contracts.config import PolicyRecord
-from contracts.enums import Tier
+from contracts.enums import RiskLevel, Tier
 from contracts.models import ModelSelection, ModelSelectionRecord
+from contracts.output import ClosureStatus, ConfidenceBand, Finding, ReviewVerdict, SpecialistOutput
 from contracts.policy import AutomationPolicy
+from contracts.review_waves import PassOutcome, WavePass, WaveRecord
 from contracts.runs import AuditEvent, CapturedContract, RunError, RunStatus, RunView
 from control import run_views
 from tests.workflows.harness import SLOW_QUERY, example, run_input
@@ -169,3 +171,49 @@ def test_show_pack_of_a_run_that_ended_without_a_model_job_says_it_ended() -> No
 def test_show_pack_of_a_run_still_going_says_none_yet() -> None:
     out = rendered_with_packs(bare_view(RunStatus.RUNNING, Tier.READ_ONLY))
     assert "context packs: none yet (a pack is shown once its model job has ended)" in out
+
+
+def review(verdict: ReviewVerdict, title: str) -> SpecialistOutput:
+    return SpecialistOutput(
+        role="reviewer",
+        axis="overall",
+        inspected_evidence=["log:1"],
+        findings=[Finding(severity=RiskLevel.MEDIUM, title=title, evidence_refs=["log:1"], detail="d")],
+        confidence=0.7,
+        confidence_band=ConfidenceBand.MEDIUM,
+        gaps=[],
+        closure=ClosureStatus.PARTIAL,
+        recommended_next_action="decide",
+        verdict=verdict,
+    )
+
+
+def test_the_review_of_a_wave_run_is_labelled_as_one_pass_not_the_waves_verdict() -> None:
+    agreeing = review(ReviewVerdict.AGREE, "holds")
+    dissenting = review(ReviewVerdict.DISAGREE, "does not hold")
+    wave = WaveRecord(
+        passes=[
+            WavePass(
+                index=1, profile="backend-architect", axes=["overall"], questions=["q"], job_id="j-1",
+                pack_sha256="0" * 64, pack_bytes=10, outcome=PassOutcome.COMPLETED, output=agreeing,
+            ),
+            WavePass(
+                index=2, profile="code-reviewer", axes=["code"], questions=["q"], job_id="j-2",
+                pack_sha256="1" * 64, pack_bytes=9, outcome=PassOutcome.COMPLETED, output=dissenting,
+            ),
+        ],
+        max_in_flight=2,
+    )  # fmt: skip
+    view = bare_view(RunStatus.AWAITING_DECISION, Tier.READ_ONLY).model_copy(
+        update={"review": agreeing, "wave": wave}
+    )
+    out = " ".join(rendered(view).split())  # a table's title wraps at the table's width
+    assert "review (pass 1, backend-architect, of the wave's 2: every pass under 'review wave')" in out
+    assert "review: confidence" not in out
+
+
+def test_the_review_of_a_single_review_run_keeps_its_plain_label() -> None:
+    view = bare_view(RunStatus.AWAITING_DECISION, Tier.READ_ONLY).model_copy(
+        update={"review": review(ReviewVerdict.AGREE, "holds")}
+    )
+    assert "review: confidence 0.70 (medium), verdict agree" in " ".join(rendered(view).split())
