@@ -33,7 +33,7 @@ from temporalio.service import RPCError, RPCStatusCode
 
 from contracts.audit import AuditKind
 from contracts.errors import InvalidInput, NotFound, OperatorError, Refused, ServiceUnavailable
-from contracts.ids import is_run_id
+from contracts.ids import CASE_PREFIX, TEAM_PREFIX, is_run_id
 from contracts.proofs import ActionProof
 from contracts.refusal_detail import operator_error
 from contracts.refusals import AUTHORISATION_REFUSALS, RefusalCode
@@ -104,7 +104,13 @@ def request_digest(run_input: RunInput) -> str:
 def check_run_id(run_id: str) -> None:
     """Raises :class:`InvalidInput` (``invalid_run_id``) unless ``run_id`` is ``SOR-`` + 16."""
     if not is_run_id(run_id):
-        raise InvalidInput("invalid_run_id", f"{run_id!r} is not a run id (SOR- followed by 16 of 0-9A-Z)")
+        shown = repr(run_id) if len(run_id) <= 60 else f"{run_id[:40]!r}… ({len(run_id)} characters)"
+        message = f"{shown} is not a run id (SOR- followed by 16 of 0-9A-Z)"
+        if run_id.upper().startswith(TEAM_PREFIX):
+            message += "; a research team (RTM-…) is shown by `specialists research team-show`"
+        elif run_id.upper().startswith(CASE_PREFIX):
+            message += "; a research case (RSC-…) is shown by `specialists research case-show`"
+        raise InvalidInput("invalid_run_id", message)
 
 
 async def create_run(client: Client, run_input: RunInput, *, task_queue: str) -> tuple[RunView, bool]:
