@@ -124,7 +124,7 @@ def render_execution(console: Console, view: RunView, *, diff: bool = False, rec
         if recovery or diff:
             console.print(safe_text("execution: none (this run has not been executed)"))
         return
-    console.print(table("execution", ["", ""], _execution_rows(execution, recovery)))
+    console.print(table("execution", ["", ""], _execution_rows(execution, recovery, diff)))
     evidence = execution.evidence
     if evidence is not None:
         console.print(
@@ -163,7 +163,7 @@ def render_execution(console: Console, view: RunView, *, diff: bool = False, rec
         _render_location(console, execution.location)
 
 
-def _execution_rows(execution: ExecutionRecord, recovery: bool) -> list[list[str]]:
+def _execution_rows(execution: ExecutionRecord, recovery: bool, diff: bool) -> list[list[str]]:
     rows = [["executed by", execution.actor], ["executor", execution.executor]]
     evidence = execution.evidence
     if execution.failure_type is not None:
@@ -175,8 +175,7 @@ def _execution_rows(execution: ExecutionRecord, recovery: bool) -> list[list[str
             ["diff size", f"{evidence.diff_bytes} bytes"],
             [
                 "diff",
-                ("inline" if evidence.diff is not None else "stored by reference")
-                + ": `show --diff` prints it",
+                _diff_row(evidence.diff is not None, diff),
             ],
         ]
     elif execution.failure_type is None:
@@ -191,6 +190,14 @@ def _execution_rows(execution: ExecutionRecord, recovery: bool) -> list[list[str
     if not recovery and execution.location is not None:
         rows.append(["worktree", RECOVERY_HINT])
     return rows
+
+
+def _diff_row(inline: bool, diff: bool) -> str:
+    """Where the diff is and where this ``show`` puts it: below with ``--diff`` (an inline diff in
+    full, one stored by reference described), else the flag that prints it."""
+    if not diff:
+        return ("inline" if inline else "stored by reference") + ": `show --diff` prints it"
+    return "inline: printed below" if inline else "stored by reference: described below"
 
 
 def _command_rows(execution: ExecutionRecord) -> list[list[str]]:

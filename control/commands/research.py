@@ -7,8 +7,9 @@ from control.commands import research_cases, research_teams
 
 app = typer.Typer(
     help=(
-        "Research cases and their evidence (create, show, add, deactivate, list), and research teams "
-        "over them (start, list, show, results, adjudicate, cancel, coordinator)."
+        "Research cases and their evidence (case-create, case-show, case-status, cases, evidence-add, "
+        "evidence-deactivate), and research teams over them (team-start, teams, team-show, "
+        "team-results, adjudicate, team-cancel, coordinator)."
     ),
     no_args_is_help=True,
 )

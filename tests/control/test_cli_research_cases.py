@@ -550,6 +550,21 @@ def test_the_research_commands_are_listed_in_help(cli: Cli) -> None:
         assert command in result.stdout
 
 
+def test_the_research_group_s_summary_names_exactly_its_commands() -> None:
+    import re
+
+    import typer.main
+
+    from control.commands.research import app
+
+    group = typer.main.get_command(app)
+    assert isinstance(group, typer.main.TyperGroup)
+    summary = app.info.help
+    assert isinstance(summary, str)
+    named = {name for part in re.findall(r"\(([^)]*)\)", summary) for name in part.split(", ")}
+    assert named == set(group.commands)
+
+
 # ----------------------------------------------------------------------------------------------- status
 
 

@@ -196,6 +196,7 @@ def test_the_diff_is_printed_only_with_diff() -> None:
     assert show_run.run_json(view)["execution"]["evidence"]["diff"] is None
     out = show(view, diff=True)
     assert f"diff (sha256 {'d' * 64}, {len(DIFF)} bytes):" in out and "+new" in out
+    assert "inline: printed below" in out and "`show --diff` prints it" in show(view)
     assert show_run.run_json(view, diff=True)["execution"]["evidence"]["diff"] == DIFF
 
 
@@ -208,6 +209,8 @@ def test_a_diff_stored_by_reference_is_described_by_sha256_and_size_and_its_path
     assert "diff: 300000 bytes, stored by reference in the attempt's evidence directory" in out
     assert f"sha256 {'d' * 64}" in out and path not in out
     assert "stored by reference: `show --diff` prints it" in show(view)
+    assert "stored by reference: described below" in show(view, diff=True)  # not a hint to do what it does
+    assert "`show --diff` prints it" not in show(view, diff=True)
     assert path not in show(view) and path not in show_json(view)
     assert show_run.run_json(view, diff=True)["execution"]["evidence"]["diff_path"] is None
     assert f"stored by reference in {path}" in " ".join(show(view, diff=True, recovery=True).split())
