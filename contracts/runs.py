@@ -559,9 +559,9 @@ class RunView(BaseModel):
     context_packs: list[ContextPackRecord] = []
     execution: ExecutionRecord | None = None
     follows: str | None = None
+    """The goal queue's previous run of the same item, which this run re-dispatches or recovers."""
     wave: WaveRecord | None = None
     passes: list[PassRecord] = []
-    """The goal queue's previous run of the same item, which this run re-dispatches or recovers."""
     probes: list[ProbeRecord] = []
     """The analysis's probe requests and what became of each (operator-run evidence, kept apart from
     ``result`` and ``review``: docs/architecture.md "Probe requests")."""

@@ -36,7 +36,15 @@ from typing import TYPE_CHECKING, Any
 
 from contracts.queue_approval import spec_completeness
 from contracts.queue_dispatch import tracked_run
-from contracts.queue_items import SCOPE_HEADINGS, SCOPE_SECTIONS, QueueItem, QueueSettings, QueueStatus
+from contracts.queue_items import (
+    SCOPE_HEADINGS,
+    SCOPE_SECTIONS,
+    DispatchedRun,
+    QueueItem,
+    QueueSettings,
+    QueueStatus,
+    RunOutcome,
+)
 from contracts.queue_priority import dispatch_order, occupancy, priority
 from control.output import safe_text, table
 
@@ -307,8 +315,10 @@ def render_item(
     scope = [[SCOPE_HEADINGS[name], item.scope.section(name) or "-"] for name in SCOPE_SECTIONS]
     console.print(table("scope", ["section", "text"], scope))
     if item.runs:
+        verdicts = {r.run_id: r.verdict.value for r in item.rounds}
         runs = [
-            [run.run_id, str(run.cycle), run.kind.value, run.outcome.value, iso(run.at)] for run in item.runs
+            [run.run_id, str(run.cycle), run.kind.value, _run_outcome(run, verdicts), iso(run.at)]
+            for run in item.runs
         ]
         console.print(table("runs", ["run", "cycle", "kind", "outcome", "at"], runs))
     if item.rounds:
@@ -319,6 +329,15 @@ def render_item(
         console.print(table("review rounds", ["cycle", "round", "run", "verdict", "score", "at"], rounds))
     events = [[str(e.seq), iso(e.at), e.kind.value, _text(e.actor), _event_text(e.data)] for e in item.events]
     console.print(table("events", ["seq", "at", "kind", "actor", "data"], events))
+
+
+def _run_outcome(run: DispatchedRun, verdicts: dict[str, str]) -> str:
+    """A run's outcome for the item, with its round's verdict when it was reviewed (a ``fail`` round's
+    run is the one the queue rejected and followed with another)."""
+    verdict = verdicts.get(run.run_id)
+    if run.outcome is RunOutcome.REVIEWED and verdict is not None:
+        return f"{run.outcome.value}: round verdict {verdict}"
+    return run.outcome.value
 
 
 def _event_text(data: dict[str, Any]) -> str:
@@ -349,9 +368,15 @@ def render_listing(console: Console, data: dict[str, Any]) -> None:
         for item in data["items"]
     ]
     columns = ["key", "status", "priority", "risk", "tier", "repository", "spec", "title"]
-    console.print(table("goal queue", columns, rows))
+    total = sum(data["counts"].values())
+    if rows:
+        console.print(table("goal queue", columns, rows))
+    elif total:
+        console.print(
+            safe_text(f"no item matches (--status and --since narrow the list; {total} in the queue)")
+        )
     counts = ", ".join(f"{status} {n}" for status, n in data["counts"].items() if n)
-    console.print(safe_text(f"counts: {counts or 'no items'}"))
+    console.print(safe_text(f"counts (the whole queue): {counts or 'no items'}"))
     if data["archived_count"]:
         console.print(safe_text(f"archived: {data['archived_count']} (specialists queue archived)"))
     autopilot = "on" if data["autopilot"] else "off"

@@ -262,6 +262,9 @@ def test_list_shows_counts_the_fleet_line_and_the_keys_ready_to_dispatch(cli: Cl
     assert later["items"] == [] and later["counts"] == listing["counts"]
     human = cli.call("queue", "list")
     assert human.exit_code == 0 and "ready to dispatch" in human.stdout and high in human.stdout
+    assert "counts (the whole queue):" in human.stdout
+    none_later = cli.call("queue", "list", "--since", "2999-01-01T00:00:00Z").stdout
+    assert "no item matches" in none_later and "goal queue" not in none_later  # no empty table
 
 
 def test_capacity_and_autopilot_change_the_settings_and_show_in_events(cli: Cli) -> None:
