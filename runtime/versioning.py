@@ -174,12 +174,21 @@ async def ramp(
     return await describe(client, name)
 
 
+_CONCURRENT_CHANGE: Final = (
+    RPCStatusCode.FAILED_PRECONDITION,
+    RPCStatusCode.ABORTED,
+    RPCStatusCode.RESOURCE_EXHAUSTED,
+)
+"""How the server refuses a change to a deployment while another worker's change to it is under way."""
+
+
 async def promote_if_first(
     client: Client, version: WorkerDeploymentVersion, *, identity: str, attempts: int = 50
 ) -> bool:
     """Make ``version`` current when its deployment has no current version yet (a deployment's first
     workers, which would otherwise get no work); later versions are promoted by an operator.
-    Waits for the server to know the version (its first poll) for up to ``attempts`` × 0.2 s."""
+    Waits for the server to know the version (its first poll) for up to ``attempts`` × 0.2 s; several
+    first workers starting together settle on one of them without any failing."""
     for _ in range(attempts):
         view = await describe(client, version.deployment_name)
         if view.current_build_id is not None:
@@ -195,10 +204,12 @@ async def promote_if_first(
                     )
                 )
             except RPCError as error:
-                if error.status in (RPCStatusCode.FAILED_PRECONDITION, RPCStatusCode.ABORTED):
-                    continue  # another first worker promoted meanwhile: read again
-                raise _unavailable(error) from None
-            return True
+                # Another first worker promoted meanwhile, or is promoting right now (the server
+                # throttles concurrent changes to one deployment): read again.
+                if error.status not in _CONCURRENT_CHANGE:
+                    raise _unavailable(error) from None
+            else:
+                return True
         await asyncio.sleep(0.2)
     raise ServiceUnavailable(
         "version_not_registered",

@@ -9,15 +9,27 @@ import contextlib
 import json
 import uuid
 from pathlib import Path
+from types import SimpleNamespace
+from typing import Any
 
 import pytest
+from temporalio.api.deployment.v1 import RoutingConfig, WorkerDeploymentInfo, WorkerDeploymentVersion
 from temporalio.api.enums.v1 import EventType, VersioningBehavior
+from temporalio.api.workflowservice.v1 import DescribeWorkerDeploymentResponse
 from temporalio.client import Client
+from temporalio.common import WorkerDeploymentVersion as Version
+from temporalio.service import RPCError, RPCStatusCode
 
 from contracts.errors import InvalidInput
 from contracts.queue_messages import queue_workflow_id
 from infra.devserver import DevServer
-from runtime.versioning import ENV_BUILD_ID, ENV_DEPLOYMENT_NAME, deployment_name, deployment_version
+from runtime.versioning import (
+    ENV_BUILD_ID,
+    ENV_DEPLOYMENT_NAME,
+    deployment_name,
+    deployment_version,
+    promote_if_first,
+)
 from tests.control.cli_harness import SLOW_QUERY, Cli, running_worker
 
 
@@ -46,6 +58,56 @@ def test_the_operator_commands_need_the_deployment_name() -> None:
     with pytest.raises(InvalidInput, match=ENV_DEPLOYMENT_NAME) as refused:
         deployment_name({})
     assert refused.value.code == "deployment_not_configured"
+
+
+class _RacingDeploymentService:
+    """A deployment with no current version yet whose first promotion is refused the way the server
+    refuses a change while another first worker's change is under way; that worker's promotion then
+    shows in the next describe."""
+
+    def __init__(self, refusal: RPCStatusCode) -> None:
+        self.refusal = refusal
+        self.current = ""
+        self.promotions = 0
+
+    async def describe_worker_deployment(self, request: object) -> DescribeWorkerDeploymentResponse:
+        summary = WorkerDeploymentInfo.WorkerDeploymentVersionSummary(
+            deployment_version=WorkerDeploymentVersion(deployment_name="specialists", build_id="v1")
+        )
+        routing = RoutingConfig(
+            current_deployment_version=WorkerDeploymentVersion(
+                deployment_name="specialists", build_id=self.current
+            )
+        )
+        return DescribeWorkerDeploymentResponse(
+            worker_deployment_info=WorkerDeploymentInfo(
+                name="specialists", version_summaries=[summary], routing_config=routing
+            )
+        )
+
+    async def set_worker_deployment_current_version(self, request: object) -> None:
+        self.promotions += 1
+        self.current = "v1"  # the other first worker's promotion
+        raise RPCError(
+            "too many requests issued to Worker Deployment 'specialists'. Please try again later",
+            self.refusal,
+            b"",
+        )
+
+
+@pytest.mark.parametrize(
+    "refusal",
+    [RPCStatusCode.RESOURCE_EXHAUSTED, RPCStatusCode.FAILED_PRECONDITION, RPCStatusCode.ABORTED],
+)
+def test_first_workers_starting_together_settle_on_one_current_version_without_failing(
+    refusal: RPCStatusCode,
+) -> None:
+    service = _RacingDeploymentService(refusal)
+    client: Any = SimpleNamespace(namespace="default", workflow_service=service)
+    promoted = asyncio.run(
+        promote_if_first(client, Version(deployment_name="specialists", build_id="v1"), identity="w2")
+    )
+    assert (promoted, service.promotions, service.current) == (False, 1, "v1")
 
 
 def _task_build_ids(address: str, workflow_id: str) -> tuple[list[str], int]:
