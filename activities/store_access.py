@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import contextlib
 import threading
 from typing import TYPE_CHECKING
 
@@ -58,15 +57,6 @@ class SharedStore:
             if text is not None:
                 self._recordings[model_id] = text
         return text
-
-    def warm(self) -> None:
-        """Open the store now (from a background thread) so the first activity finds it ready.
-
-        A failure is left for the first activity to report.
-        """
-        # The activity that needs the store reports any error; warming only saves time.
-        with contextlib.suppress(Exception):
-            self.get()
 
     def close(self) -> None:
         """Release the store's connections (it reopens on next use)."""

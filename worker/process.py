@@ -8,6 +8,7 @@ import contextlib
 import os
 import signal
 import sys
+from collections.abc import Callable
 from dataclasses import replace
 from typing import Any, Final
 
@@ -89,8 +90,7 @@ async def run_worker(stop: asyncio.Event | None = None) -> None:
         async with worker, host_worker:
             # Polling has started; open the store meanwhile so a resumed run's first activity is
             # quick. Ready (for a readiness probe) once the store is open.
-            warming = loop.run_in_executor(None, store.warm)
-            warming.add_done_callback(lambda done: health.set_ready(done.exception() is None))
+            opening = asyncio.ensure_future(open_store_until_ready(store.get, health, stop))
             if version is not None and await promote_if_first(client, version, identity=client.identity):
                 _log_first_version(version.deployment_name, version.build_id)
             print(
@@ -107,9 +107,44 @@ async def run_worker(stop: asyncio.Event | None = None) -> None:
             )
             await stop.wait()
             health.set_ready(False)  # draining: take no new work from a load balancer's view
-            await warming
+            await opening
         beating.cancel()
     telemetry.shutdown()  # the spans still buffered go to the collector
+
+
+STORE_RETRY_S: Final = 5.0
+"""How often a worker whose store cannot be opened tries again (it is not ready meanwhile)."""
+
+
+async def open_store_until_ready(
+    open_store: Callable[[], object], health: Health, stop: asyncio.Event, *, retry_s: float = STORE_RETRY_S
+) -> None:
+    """Open the store (``open_store``, in a thread), then mark the worker ready. A store that cannot
+    be opened (the database unreachable, the state directory unusable…) leaves the worker not ready:
+    it is logged once (``store_unavailable``, with the reason, a database password shown as ``***``)
+    and tried again every ``retry_s`` until it opens (``store_available``) or ``stop`` is set."""
+    import structlog
+
+    log = structlog.get_logger("specialists")
+    loop = asyncio.get_running_loop()
+    failing = False
+    while not stop.is_set():
+        try:
+            await loop.run_in_executor(None, open_store)
+        except Exception as error:
+            if not failing:
+                code = error.code if isinstance(error, OperatorError) else type(error).__name__
+                message = error.message if isinstance(error, OperatorError) else str(error)
+                log.warning("store_unavailable", code=code, message=message, retry_s=retry_s)
+                failing = True
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(stop.wait(), retry_s)
+            continue
+        if failing:
+            log.info("store_available")
+        if not stop.is_set():
+            health.set_ready(True)
+        return
 
 
 def _log_first_version(deployment: str, build_id: str) -> None:

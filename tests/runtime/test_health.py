@@ -66,3 +66,24 @@ def test_a_worker_process_is_live_and_ready_once_it_polls(
     with running_worker(cli.env, tmp_path / "worker.log"):
         assert _get(port, "/healthz")[0] == 200
         assert wait_until(lambda: _get(port, "/readyz")[0] == 200)
+
+
+def test_a_worker_process_whose_store_cannot_be_opened_is_live_but_not_ready_and_says_why(
+    temporal_dev_server: DevServer, tmp_path: Path
+) -> None:
+    port = free_port()
+    password = "db-password-never-logged"
+    cli = Cli.isolated(tmp_path).with_env(
+        SPECIALISTS_TEMPORAL_ADDRESS=temporal_dev_server.address,
+        SPECIALISTS_HEALTH_ADDRESS=f"127.0.0.1:{port}",
+        SPECIALISTS_DATABASE_URL=f"postgresql+psycopg://postgres:{password}@127.0.0.1:{free_port()}/none",
+    )
+    log = tmp_path / "worker.log"
+    with running_worker(cli.env, log):
+        assert wait_until(lambda: "store_unavailable" in log.read_text(encoding="utf-8"))
+        assert _get(port, "/healthz")[0] == 200
+        assert _get(port, "/readyz") == (503, {"ready": False})
+    (line,) = [json.loads(text) for text in log.read_text().splitlines() if "store_unavailable" in text]
+    assert (line["level"], line["code"]) == ("warning", "database_unreachable")
+    assert "postgres:***@127.0.0.1" in line["message"]
+    assert password not in log.read_text(encoding="utf-8")
