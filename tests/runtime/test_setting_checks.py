@@ -3,6 +3,10 @@ by the parser the worker runs; an empty environment is the defaults, which a wor
 
 from __future__ import annotations
 
+import base64
+from pathlib import Path
+
+from runtime.codec import KeyRing, key_ring_json
 from runtime.setting_checks import worker_setting_problems
 
 
@@ -26,3 +30,26 @@ def test_each_refused_setting_is_named_once_with_its_variable() -> None:
         ["HEALTH_ADDRESS", "METRICS_ADDRESS", "TRACING", "READ_ONLY_BUDGET_SECONDS"], messages, strict=True
     ):
         assert f"SPECIALISTS_{variable}" in message
+
+
+def test_a_payload_keys_file_the_worker_would_refuse_is_named_without_its_keys(tmp_path: Path) -> None:
+    missing = tmp_path / "absent.json"
+    readable = tmp_path / "readable.json"
+    readable.write_text(key_ring_json(KeyRing(current="k1", keys={"k1": b"\x07" * 32})), encoding="utf-8")
+    readable.chmod(0o644)
+    garbage = tmp_path / "garbage.json"
+    garbage.write_text("not json", encoding="utf-8")
+    garbage.chmod(0o600)
+    shown = []
+    for path, code in [
+        (missing, "codec_keys_unreadable"),
+        (readable, "codec_keys_insecure"),
+        (garbage, "codec_keys_malformed"),
+    ]:
+        (problem,) = worker_setting_problems({"SPECIALISTS_CODEC_KEYS_FILE": str(path)})
+        assert problem["code"] == code
+        assert "SPECIALISTS_CODEC_KEYS_FILE" in problem["message"] and str(path) in problem["message"]
+        shown.append(problem["message"])
+    assert base64.b64encode(b"\x07" * 32).decode() not in " ".join(shown)
+    readable.chmod(0o600)
+    assert worker_setting_problems({"SPECIALISTS_CODEC_KEYS_FILE": str(readable)}) == []
