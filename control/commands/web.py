@@ -34,9 +34,14 @@ def web_command(
     from control.commands.common import client, default_policy_record, open_store, task_queue
     from control.web.app import WebSettings, create_app
     from control.web.console import Deployment
+    from runtime.codec import payload_codec
     from runtime.logs import configure_logging
+    from runtime.settings import Settings
     from runtime.telemetry import install as install_telemetry
 
+    # Every page that asks Temporal needs the payload keys: a keys file that cannot be used is refused
+    # now (exit 2, naming SPECIALISTS_CODEC_KEYS_FILE), as the worker refuses it, not page by page.
+    payload_codec(Settings.from_env())
     configure_logging()  # uvicorn's and the SDK's lines as the worker's: JSON, SPECIALISTS_LOG_LEVEL
     telemetry = install_telemetry(service="specialist-orchestrator-web")
     deployment = Deployment(

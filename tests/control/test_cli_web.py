@@ -1,10 +1,12 @@
 """``specialists web`` at start-up (docs/architecture.md "Mission Control"): a console that has no
 trust anchor — neither the action token nor ``SPECIALISTS_TRUST_ROOT`` — can verify nobody, so it
 says on stderr that no sign-in can work until it has one, naming both variables; with either it
-says nothing of the kind. The console runs as a process; no Temporal server is needed."""
+says nothing of the kind; a payload keys file it cannot use stops it before it listens. The console
+runs as a process; no Temporal server is needed."""
 
 from __future__ import annotations
 
+import socket
 from pathlib import Path
 
 from tests.control.cli_harness import Cli
@@ -41,3 +43,17 @@ def test_a_console_with_the_token_or_the_pinned_trust_root_gives_no_such_warning
         stdout, stderr = _started(anchored, tmp_path / name)
         assert "Mission Control on http://127.0.0.1:" in stdout
         assert "trust_root_not_configured" not in stderr, stderr
+
+
+def test_a_console_refuses_to_start_with_a_payload_keys_file_it_cannot_use(tmp_path: Path) -> None:
+    missing = tmp_path / "absent-keys.json"
+    cli = Cli.isolated(tmp_path, SPECIALISTS_CODEC_KEYS_FILE=str(missing))
+
+    with socket.socket() as taken:  # were it not refused first, it would fail to listen, not hang
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        result = cli.call("web", "--port", str(taken.getsockname()[1]))
+
+    assert result.exit_code == 2
+    assert "codec_keys_unreadable" in result.stderr and "SPECIALISTS_CODEC_KEYS_FILE" in result.stderr
+    assert "Mission Control on" not in result.stdout
