@@ -264,3 +264,25 @@ def test_the_image_runs_as_a_user_with_git_and_bubblewrap_and_installs_from_the_
         "workflows",
     }
     assert copied == packages, "the image copies exactly the packages the wheel holds"
+
+
+def test_every_setting_the_project_reads_is_in_the_configuration_table() -> None:
+    packages = (
+        "activities",
+        "catalog",
+        "contracts",
+        "control",
+        "runtime",
+        "store",
+        "worker",
+        "workflows",
+        "infra",
+    )
+    read = {
+        name
+        for package in packages
+        for source in (ROOT / package).rglob("*.py")
+        for name in re.findall(r"[\"'](SPECIALISTS_[A-Z0-9_]+)[\"']", source.read_text(encoding="utf-8"))
+    }
+    assert "SPECIALISTS_CLASS_CEILINGS" in read
+    assert sorted(read - _documented()) == []
