@@ -109,12 +109,29 @@ def status_command(as_json: JsonFlag = False) -> None:
         temporal=run_async(deployment_status.temporal_status(settings)),
         database=database,
         runs={"active": active},
-        worker_settings=worker_setting_problems(os.environ),
+        worker_settings=worker_setting_problems(os.environ) + _trust_setting_problems(),
     )
     emit(data, as_json, lambda console: deployment_status.render_status(console, data))
 
 
-def _status_reads() -> tuple[tuple[Any, Any, list[Any], list[Any]] | None, int | None, Refused | None]:
+def _trust_setting_problems() -> list[dict[str, str]]:
+    """The action token and trust root settings as a worker loads them at start (it refuses a
+    malformed or unreadable one): each problem as ``{"code", "message"}``, never the secret."""
+    from contracts.errors import OperatorError
+    from store.action_token import load_action_token, load_trust_root
+
+    problems: list[dict[str, str]] = []
+    for load in (load_action_token, load_trust_root):
+        try:
+            load()
+        except OperatorError as error:
+            problems.append({"code": error.code, "message": error.message})
+    return problems
+
+
+def _status_reads() -> tuple[
+    tuple[Any, Any, list[Any], list[Any]] | None, int | None, Refused | InvalidInput | None
+]:
     """What ``status`` reads from a store at this version's schema: the policy, model selection,
     repositories and actors (the defaults when there is no store yet), the number of active runs and
     the refusal that kept the configuration unread. A refused read (no trust anchor here, a record
@@ -124,7 +141,9 @@ def _status_reads() -> tuple[tuple[Any, Any, list[Any], list[Any]] | None, int |
 
     try:
         store = open_store(create=False)
-    except Refused as refused:  # the anchor cannot be loaded (an action token file others can read)
+    except (Refused, InvalidInput) as refused:
+        # The anchor cannot be loaded (an action token file others can read, a malformed trust root
+        # or token): reported like any unverifiable configuration, so status still says the rest.
         return None, None, refused
     if store is None:
         return (default_policy_record(), None, [], []), 0, None

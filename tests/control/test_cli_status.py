@@ -266,6 +266,22 @@ def test_status_reports_each_worker_setting_a_worker_would_refuse_and_still_exit
     assert shown.exit_code == 0 and "would refuse them" in shown.stdout
 
 
+def test_a_malformed_trust_root_or_action_token_is_reported_and_status_still_exits_0(tmp_path: Path) -> None:
+    short_token = "short-tok"
+    cli = Cli.isolated(tmp_path, SPECIALISTS_TRUST_ROOT="zz", SPECIALISTS_ACTION_TOKEN=short_token)
+
+    result = cli.call("status", "--json")
+    status = result.ok()
+
+    assert status["policy"] is None and status["configuration_error"]["code"] == "invalid_setting"
+    assert {problem["code"] for problem in status["worker_settings"]} == {
+        "invalid_setting",
+        "action_token_invalid",
+    }
+    assert set(status) >= CONFIGURATION_KEYS | DEPLOYMENT_KEYS  # the rest is still reported
+    assert short_token not in result.stdout + result.stderr
+
+
 def test_database_credentials_are_masked_and_an_unreachable_database_is_reported(tmp_path: Path) -> None:
     port = _closed_port()
     url = f"postgresql+psycopg://operator:s3cret-pass@127.0.0.1:{port}/specialists"
