@@ -84,17 +84,19 @@ def _keys_file(path: Path | None) -> Path:
 
 
 def _write(path: Path, text: str) -> None:
-    """Replace ``path`` with ``text`` atomically; the new file has mode 0600 from its creation."""
+    """Replace ``path`` with ``text`` atomically; the new file has mode 0600 from its creation, and a
+    missing directory for it is made (the last one mode 0700: it holds keys)."""
     from contracts.errors import InvalidInput
-    from runtime.settings import ENV_CODEC_KEYS_FILE
 
     temporary = path.with_name(f".{path.name}.{os.getpid()}.tmp")
     try:
+        path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
         descriptor = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
     except OSError as error:
+        # mkdir says "File exists" when a file stands where the directory should be: say what it is.
+        why = "Not a directory" if isinstance(error, FileExistsError) else error.strerror
         raise InvalidInput(
-            "codec_keys_unwritable",
-            f"{ENV_CODEC_KEYS_FILE}={str(path)!r}: cannot write there ({error.strerror})",
+            "codec_keys_unwritable", f"cannot write the payload keys file {str(path)!r} ({why})"
         ) from None
     try:
         with os.fdopen(descriptor, "w", encoding="utf-8") as handle:

@@ -305,11 +305,15 @@ def test_codec_key_add_use_and_list_manage_the_file_and_never_print_a_key(
     assert run("add", "2026-01")[0] == 2  # codec_key_duplicate
     assert run("use", "2027-01")[0] == 3  # codec_key_unknown
     assert run("add", "bad id")[0] == 2  # codec_key_id_invalid
-    assert run("add", "k", "--file", str(tmp_path / "absent" / "keys.json")) == (
+    fresh = tmp_path / "absent" / "keys.json"  # a fresh host: the directory is made, for keys only
+    assert run("add", "k", "--file", str(fresh))[1]["ids"] == ["k"]
+    assert (fresh.parent.stat().st_mode & 0o777, fresh.stat().st_mode & 0o777) == (0o700, 0o600)
+    blocked = tmp_path / "a-file" / "keys.json"
+    blocked.parent.write_text("")
+    assert run("add", "k", "--file", str(blocked)) == (
         2,
         {"error": {"code": "codec_keys_unwritable", "message": (
-            f"SPECIALISTS_CODEC_KEYS_FILE={str(tmp_path / 'absent' / 'keys.json')!r}: cannot write there "
-            "(No such file or directory)"
+            f"cannot write the payload keys file {str(blocked)!r} (Not a directory)"
         )}},
     )  # fmt: skip
     keys = [base64.b64encode(key).decode() for key in load_key_ring(path).keys.values()]
