@@ -35,7 +35,7 @@ from contracts.deployment_versions import (
     check_build_id,
     check_deployment_name,
 )
-from contracts.errors import InvalidInput, NotFound, ServiceUnavailable
+from contracts.errors import InvalidInput, NotFound, Refused, ServiceUnavailable
 
 ENV_DEPLOYMENT_NAME: Final = "SPECIALISTS_DEPLOYMENT_NAME"
 ENV_BUILD_ID: Final = "SPECIALISTS_BUILD_ID"
@@ -248,8 +248,22 @@ def _unavailable(error: RPCError) -> ServiceUnavailable:
 async def release(client: Client, name: str, build_id: str, *, identity: str) -> list[str]:
     """Let every open workflow pinned to ``build_id`` move to the current version at its next step
     (an auto-upgrade override), so that version's workers can be stopped before it drained — their
-    code replays on the new version through ``workflow.patched()``. Returns the workflow ids moved."""
+    code replays on the new version through ``workflow.patched()``. Returns the workflow ids moved.
+    Refuses, moving nothing, the current version (``version_is_current``: its runs are where they would
+    move to) and one the deployment does not know (``unknown_version``)."""
     check_build_id(build_id, variable="BUILD_ID")
+    view = await describe(client, name)
+    if view.current_build_id == build_id:
+        raise Refused(
+            "version_is_current",
+            f"{build_id!r} is deployment {name!r}'s current version: its runs already take its code; "
+            "release the version a promotion replaced",
+        )
+    if build_id not in {version.build_id for version in view.versions}:
+        known = ", ".join(version.build_id for version in view.versions) or "none"
+        raise NotFound(
+            "unknown_version", f"deployment {name!r} has no version {build_id!r} (its versions: {known})"
+        )
     query = (
         f"TemporalWorkerDeploymentVersion = '{name}:{build_id}' "
         "AND TemporalWorkflowVersioningBehavior = 'Pinned' AND ExecutionStatus = 'Running'"

@@ -172,6 +172,8 @@ def test_a_promoted_version_takes_new_runs_while_a_started_run_finishes_on_its_o
             )
             promoted = cli.call("versions", "promote", "v2", "--actor", "alice", "--json").ok()
             assert promoted["current_build_id"] == "v2"
+            cli.call("versions", "release", "v2", "--actor", "alice", "--json").error(4, "version_is_current")
+            cli.call("versions", "release", "v9", "--actor", "alice", "--json").error(3, "unknown_version")
             assert {version["build_id"] for version in promoted["versions"]} == {"v1", "v2"}
 
             second = _awaiting_decision(cli)
@@ -213,6 +215,8 @@ def test_a_released_run_moves_to_the_current_version_and_finishes_after_its_work
         with running_worker(dict(cli.env, SPECIALISTS_BUILD_ID="v2"), tmp_path / "worker-v2.log"):
             promoted = cli.call("versions", "promote", "v2", "--actor", "alice", "--json").ok()
             assert promoted["current_build_id"] == "v2"
+            cli.call("versions", "release", "v2", "--actor", "alice", "--json").error(4, "version_is_current")
+            cli.call("versions", "release", "v9", "--actor", "alice", "--json").error(3, "unknown_version")
             released = cli.call("versions", "release", "v1", "--actor", "alice", "--json").ok()
             assert released["released"] == [run_id]
             old.close()  # v1's workers stop; the run carries on on v2
