@@ -77,6 +77,7 @@ async def run_worker(stop: asyncio.Event | None = None) -> None:
     )
     if token is None and trust_root is None:
         _warn_unverifiable()
+    _warn_unusable_state_dir()
     stop = stop or asyncio.Event()
     loop = asyncio.get_running_loop()
     for signum in (signal.SIGINT, signal.SIGTERM):
@@ -145,6 +146,19 @@ async def open_store_until_ready(
         if not stop.is_set():
             health.set_ready(True)
         return
+
+
+def _warn_unusable_state_dir() -> None:
+    """One warning at start when the state directory cannot be used (worktree runs and probes would
+    fail on this worker; everything else still runs, so the worker starts)."""
+    from runtime.setting_checks import require_usable_state_dir
+
+    try:
+        require_usable_state_dir(os.environ)
+    except InvalidInput as error:
+        import structlog
+
+        structlog.get_logger("specialists").warning("state_dir_unusable", message=error.message)
 
 
 def _log_first_version(deployment: str, build_id: str) -> None:

@@ -53,3 +53,18 @@ def test_a_payload_keys_file_the_worker_would_refuse_is_named_without_its_keys(t
     assert base64.b64encode(b"\x07" * 32).decode() not in " ".join(shown)
     readable.chmod(0o600)
     assert worker_setting_problems({"SPECIALISTS_CODEC_KEYS_FILE": str(readable)}) == []
+
+
+def test_a_state_directory_under_a_file_is_reported_and_a_fresh_one_is_not(tmp_path: Path) -> None:
+    blocker = tmp_path / "a-file"
+    blocker.write_text("")
+
+    problems = worker_setting_problems({"SPECIALISTS_STATE_DIR": str(blocker / "state")})
+
+    assert [problem["code"] for problem in problems] == ["state_dir_unusable"]
+    assert (
+        "SPECIALISTS_STATE_DIR" in problems[0]["message"]
+        and f"{blocker} is not a directory" in problems[0]["message"]
+    )
+    assert worker_setting_problems({"SPECIALISTS_STATE_DIR": str(tmp_path / "new" / "state")}) == []
+    assert not (tmp_path / "new").exists()  # checked, not made
