@@ -15,7 +15,7 @@ import datetime as dt
 from temporalio import activity
 from temporalio.service import RPCError, RPCStatusCode
 
-from contracts.output import ReviewVerdict, SpecialistOutput
+from contracts.output import MAX_GAPS, ReviewVerdict, SpecialistOutput
 from contracts.pass_records import PassOutcome
 from contracts.queue_items import RoundVerdict
 from contracts.queue_messages import QueueQuery, QueueView, RunIds, RunState, RunStates
@@ -91,10 +91,6 @@ class QueueRunActivities:
         return RunStates(states=list(await asyncio.gather(*(read(run_id) for run_id in request.run_ids))))
 
 
-_MAX_GAPS = 50
-"""As many gaps as a ``SpecialistOutput`` holds."""
-
-
 def _judged_review(view: RunView) -> SpecialistOutput | None:
     """The review the goal queue judges a run by: its review, or for a review wave the first pass
     that does not agree (any dissent fails the round, its findings carried to the next); a wave with
@@ -115,5 +111,5 @@ def _judged_review(view: RunView) -> SpecialistOutput | None:
     if not unreviewed or view.review is None:
         return view.review
     # What the queue reasons on, not the record: the run keeps every gap its review named.
-    gaps = [*unreviewed, *view.review.gaps][:_MAX_GAPS]
+    gaps = [*unreviewed, *view.review.gaps][:MAX_GAPS]
     return view.review.model_copy(update={"verdict": ReviewVerdict.INSUFFICIENT_EVIDENCE, "gaps": gaps})

@@ -16,6 +16,8 @@ from pydantic import BaseModel, ConfigDict, Field, StringConstraints, model_vali
 from contracts.enums import RiskLevel
 from contracts.probes import MAX_PROBES, ProbeRequest
 
+MAX_GAPS: Final = 50
+"""The most gaps one output names."""
 MAX_RESULT_BYTES: Final = 48 * 1024
 MAX_REQUEST_BYTES: Final = 60 * 1024
 
@@ -111,7 +113,7 @@ class SpecialistOutput(BaseModel):
     findings: Annotated[list[Finding], Field(max_length=50)]
     confidence: float = Field(ge=0.0, le=1.0)
     confidence_band: ConfidenceBand
-    gaps: Annotated[list[ShortLine], Field(max_length=50)] = []
+    gaps: Annotated[list[ShortLine], Field(max_length=MAX_GAPS)] = []
     closure: ClosureStatus
     recommended_next_action: ShortLine
     verdict: ReviewVerdict | None = None

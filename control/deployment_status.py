@@ -64,12 +64,11 @@ def database_status(settings: Settings) -> tuple[dict[str, Any], SchemaStatus | 
     "migration_needed", "newer_than_this_version"}}`` (the URL with any password as ``***``;
     ``cannot_be_created`` says why no store can be made at a SQLite path that has none), and the
     schema status when the database answered."""
-    from store.database import parse_database_url, sqlite_create_problem
-    from store.engine import render_url
+    from store.database import shown_database_url
     from store.schema_status import schema_status
 
     try:
-        shown = render_url(parse_database_url(settings.database_url))
+        shown = shown_database_url(settings.database_url)
     except OperatorError:
         shown = "(not a database URL)"
     report: dict[str, Any] = {"url": shown, "reachable": False, "error": None, "schema": None}
@@ -88,6 +87,26 @@ def database_status(settings: Settings) -> tuple[dict[str, Any], SchemaStatus | 
         "newer_than_this_version": schema.exists and not schema.known,
     }
     return report, schema
+
+
+def sqlite_create_problem(url: str) -> str | None:
+    """Why the SQLite store at ``url`` could not be created by the first configuration change (a
+    directory is where its file should be, or its directory could not be written:
+    :func:`runtime.setting_checks.directory_problem`), or ``None`` when it could — or the URL is not a
+    SQLite file. Reads the file system; creates nothing."""
+    from pathlib import Path
+
+    from runtime.setting_checks import directory_problem
+    from store.database import parse_database_url
+    from store.engine import is_memory_sqlite
+
+    parsed = parse_database_url(url)
+    if parsed.get_backend_name() != "sqlite" or is_memory_sqlite(parsed) or parsed.database is None:
+        return None
+    path = Path(parsed.database)
+    if path.exists():
+        return None if path.is_file() else f"{path} exists and is not a file"
+    return directory_problem(path.parent)
 
 
 def render_status(console: Console, data: dict[str, Any]) -> None:

@@ -55,16 +55,10 @@ async def require_waiting_run_repository(
     ``action`` is taken in); a run in another status, or finished, is left to the workflow's own
     refusal, which says why. Refuses ``no_worker`` (exit 5) when no worker polls the running run's
     task queue and ``unknown_run`` (exit 3), as the action itself would."""
-    from control.runs import get_view, run_task_queue
-    from control.temporal import require_worker
+    from control.runs import get_view, require_run_worker
 
-    found = await run_task_queue(client, run_id)
-    if found is None:
-        raise NotFound("unknown_run", f"no run {run_id}")
-    queue, running = found
-    if not running:
+    if not await require_run_worker(client, run_id):
         return
-    await require_worker(client, queue)
     view = await get_view(client, run_id)
     if view.status is waiting:
         require_run_repository(store_opener(), view, action)

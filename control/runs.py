@@ -228,16 +228,18 @@ async def run_task_queue(client: Client, run_id: str) -> tuple[str, bool] | None
     return description.task_queue, description.status == WorkflowExecutionStatus.RUNNING
 
 
-async def require_run_worker(client: Client, run_id: str) -> None:
+async def require_run_worker(client: Client, run_id: str) -> bool:
     """Refuse, before anything is sent, an action on a running run whose task queue no worker polls
     (``no_worker``, exit 5, naming the queue and the fix); ``unknown_run`` (exit 3) for a run
-    Temporal does not know. A finished run needs no worker here: the action is refused as finished."""
+    Temporal does not know. A finished run needs no worker here: the action is refused as finished.
+    Returns whether the run is still running."""
     found = await run_task_queue(client, run_id)
     if found is None:
         raise NotFound("unknown_run", f"no run {run_id}")
     queue, running = found
     if running:
         await require_worker(client, queue)
+    return running
 
 
 async def query_view(client: Client, run_id: str, *, within: float = ANSWER_SECONDS) -> RunView:

@@ -6,7 +6,9 @@ worker itself runs."""
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable, Mapping
+from pathlib import Path
 from typing import Any
 
 from contracts.errors import InvalidInput
@@ -21,7 +23,7 @@ def worker_setting_problems(environ: Mapping[str, str]) -> list[dict[str, str]]:
     from contracts.model_classes import parse_class_ceilings
     from runtime.health import health_address
     from runtime.logs import log_level
-    from runtime.settings import ENV_CLASS_CEILINGS, RunBudgets
+    from runtime.settings import ENV_CLASS_CEILINGS, RunBudgets, state_dir_from_env
     from runtime.telemetry import metrics_address, tracing_mode
     from runtime.versioning import deployment_version
 
@@ -34,7 +36,7 @@ def worker_setting_problems(environ: Mapping[str, str]) -> list[dict[str, str]]:
         lambda: RunBudgets.from_env(environ),
         lambda: parse_class_ceilings(environ.get(ENV_CLASS_CEILINGS, ""), variable=ENV_CLASS_CEILINGS),
         lambda: _codec_keys(environ),
-        lambda: require_usable_state_dir(environ),
+        lambda: require_usable_state_dir(state_dir_from_env(environ)),
     ]
     problems: list[dict[str, str]] = []
     for check in checks:
@@ -45,34 +47,32 @@ def worker_setting_problems(environ: Mapping[str, str]) -> list[dict[str, str]]:
     return problems
 
 
-def require_usable_state_dir(environ: Mapping[str, str]) -> None:
-    """The state directory (``SPECIALISTS_STATE_DIR``, else the default) as a worker uses it for
-    worktrees and probes: a directory it may write, or one it may make. Raises :class:`InvalidInput`
-    ``state_dir_unusable`` naming the variable and why — a file stands in its path, or its nearest
-    existing directory is not writable. Reads the file system; makes nothing."""
-    import os
-    from pathlib import Path
-
-    from contracts.constants import default_state_dir
-    from runtime.settings import ENV_STATE_DIR
-
-    text = (environ.get(ENV_STATE_DIR) or "").strip() or default_state_dir(environ)
-    if "\x00" in text:
-        return  # Settings.from_env refuses it, naming the variable
-    path = Path(text).expanduser().absolute()
-    existing = path
+def directory_problem(directory: Path) -> str | None:
+    """Why ``directory`` could not be used to write files in — the nearest of it and its ancestors that
+    exists is not a directory, or is not one this user may write — or ``None`` when it could (it
+    exists, or can be made). Reads the file system; makes nothing."""
+    existing = directory
     while not existing.exists() and existing != existing.parent:
         existing = existing.parent
     if not existing.is_dir():
-        why = f"{existing} is not a directory"
-    elif not os.access(existing, os.W_OK | os.X_OK):
-        why = f"{existing} is not writable by this user"
-    else:
-        return
-    raise InvalidInput(
-        "state_dir_unusable",
-        f"{ENV_STATE_DIR}={str(path)!r} cannot be used ({why}): worktree runs and probes would fail",
-    )
+        return f"{existing} is not a directory"
+    if not os.access(existing, os.W_OK | os.X_OK):
+        return f"{existing} is not writable by this user"
+    return None
+
+
+def require_usable_state_dir(state_dir: Path) -> None:
+    """The state directory as a worker uses it for worktrees and probes: a directory it may write, or
+    one it may make (:func:`directory_problem`). Raises :class:`InvalidInput` ``state_dir_unusable``
+    naming the variable and why."""
+    from runtime.settings import ENV_STATE_DIR
+
+    why = directory_problem(state_dir)
+    if why is not None:
+        raise InvalidInput(
+            "state_dir_unusable",
+            f"{ENV_STATE_DIR}={str(state_dir)!r} cannot be used ({why}): worktree runs and probes would fail",
+        )
 
 
 def _codec_keys(environ: Mapping[str, str]) -> None:

@@ -142,12 +142,7 @@ class Settings:
             else DEFAULT_TEMPORAL_UI_PORT
         )
 
-        # The default is absolute (XDG state home), so every working directory sees the same
-        # deployment; a relative SPECIALISTS_STATE_DIR is taken relative to the working directory.
-        state_text = (env.get(ENV_STATE_DIR) or "").strip() or default_state_dir(env)
-        if "\x00" in state_text:
-            raise InvalidInput("invalid_setting", f"{ENV_STATE_DIR} contains a NUL character")
-        state_dir = Path(state_text).expanduser().resolve()
+        state_dir = state_dir_from_env(env)
 
         database_url = (env.get(ENV_DATABASE_URL) or "").strip()
         if not database_url:
@@ -190,6 +185,17 @@ class Settings:
     def temporal_db_path(self) -> Path:
         """The embedded dev server's SQLite file."""
         return self.state_dir / TEMPORAL_DB_FILENAME
+
+
+def state_dir_from_env(env: Mapping[str, str]) -> Path:
+    """``SPECIALISTS_STATE_DIR`` as an absolute path, else the default state directory. The default
+    is absolute (XDG state home), so every working directory sees the same deployment; a relative
+    value is taken relative to the working directory. A NUL character is an :class:`InvalidInput`
+    naming the variable."""
+    state_text = (env.get(ENV_STATE_DIR) or "").strip() or default_state_dir(env)
+    if "\x00" in state_text:
+        raise InvalidInput("invalid_setting", f"{ENV_STATE_DIR} contains a NUL character")
+    return Path(state_text).expanduser().resolve()
 
 
 def _optional_path(env: Mapping[str, str], variable: str) -> Path | None:

@@ -86,6 +86,12 @@ def open_store(url: str, *, create: bool = True, anchor: TrustAnchor | None = No
     return Store(engine, url=parsed, anchor=anchor)
 
 
+def shown_database_url(url: str) -> str:
+    """``url`` as it may be shown: parsed and checked (:func:`parse_database_url`), any password as
+    ``***``."""
+    return render_url(parse_database_url(url))
+
+
 def parse_database_url(url: str) -> URL:
     """Parse and check a store URL; ``postgresql://`` means ``postgresql+psycopg://``."""
     try:
@@ -127,26 +133,6 @@ def _prepare_sqlite(url: URL, *, create: bool) -> None:
         raise ServiceUnavailable(
             "database_unreachable", f"cannot create the state directory {path.parent}: {exc}"
         ) from exc
-
-
-def sqlite_create_problem(url: str) -> str | None:
-    """Why the SQLite store at ``url`` could not be created by the first configuration change (its
-    directory's nearest existing ancestor is not a directory this process may write), or ``None``
-    when it could — or the URL is not a SQLite file. Reads the file system; creates nothing."""
-    parsed = parse_database_url(url)
-    if parsed.get_backend_name() != "sqlite" or is_memory_sqlite(parsed) or parsed.database is None:
-        return None
-    path = Path(parsed.database)
-    if path.exists():
-        return None if path.is_file() else f"{path} exists and is not a file"
-    ancestor = path.parent
-    while not ancestor.exists() and ancestor != ancestor.parent:
-        ancestor = ancestor.parent
-    if not ancestor.is_dir():
-        return f"{ancestor} is not a directory"
-    if not os.access(ancestor, os.W_OK | os.X_OK):
-        return f"{ancestor} is not writable by this user"
-    return None
 
 
 def _check_schema_revision(engine: Engine, url: URL) -> None:

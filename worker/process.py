@@ -10,6 +10,7 @@ import signal
 import sys
 from collections.abc import Callable
 from dataclasses import replace
+from pathlib import Path
 from typing import Any, Final
 
 from activities.config import ActivityConfig
@@ -77,7 +78,7 @@ async def run_worker(stop: asyncio.Event | None = None) -> None:
     )
     if token is None and trust_root is None:
         _warn_unverifiable()
-    _warn_unusable_state_dir()
+    _warn_unusable_state_dir(settings.state_dir)
     stop = stop or asyncio.Event()
     loop = asyncio.get_running_loop()
     for signum in (signal.SIGINT, signal.SIGTERM):
@@ -148,13 +149,13 @@ async def open_store_until_ready(
         return
 
 
-def _warn_unusable_state_dir() -> None:
+def _warn_unusable_state_dir(state_dir: Path) -> None:
     """One warning at start when the state directory cannot be used (worktree runs and probes would
     fail on this worker; everything else still runs, so the worker starts)."""
     from runtime.setting_checks import require_usable_state_dir
 
     try:
-        require_usable_state_dir(os.environ)
+        require_usable_state_dir(state_dir)
     except InvalidInput as error:
         import structlog
 

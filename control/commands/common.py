@@ -192,24 +192,6 @@ def parse_tier(value: str | None) -> Tier | None:
         raise InvalidInput("unknown_tier", f"unknown tier {value!r}; use one of: {allowed}") from None
 
 
-def check_note(value: str, *, option: str, code: str, limit: int) -> str:
-    """``value`` of a free-text option kept in an audit trail or an item's events (``--note``,
-    ``--reason``): at most ``limit`` characters (else :class:`InvalidInput` ``<code>_too_long``) and
-    text as the operator contract allows it — not blank when given, line feeds and tabs, no other
-    control, format or separator character (else ``invalid_<code>``, naming the character and where
-    it is)."""
-    from contracts.text_rules import check_multiline
-
-    if len(value) > limit:
-        raise InvalidInput(f"{code}_too_long", f"{option} is {len(value)} characters; the limit is {limit}")
-    if value and not value.strip():
-        raise InvalidInput(f"invalid_{code}", f"{option} is blank: write why, or leave {option} out")
-    try:
-        return check_multiline(value, option)
-    except ValueError as error:
-        raise InvalidInput(f"invalid_{code}", str(error)) from None
-
-
 def require_digest(value: str | None, *, option: str, shown_by: str, code: str) -> str:
     """``value`` when it is a sha256 digest as the project writes it (64 lowercase hex digits); else
     :class:`InvalidInput` ``code`` saying what is wrong with it (missing, its length, capitals or

@@ -158,7 +158,6 @@ def list_command(
 
 def _shown_database_url() -> str:
     """The configured store URL as it may be shown (no password)."""
-    from store.database import parse_database_url
-    from store.engine import render_url
+    from store.database import shown_database_url
 
-    return render_url(parse_database_url(database_url()))
+    return shown_database_url(database_url())

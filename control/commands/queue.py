@@ -22,7 +22,6 @@ from contracts.errors import InvalidInput
 from control.commands.common import (
     ActorOption,
     JsonFlag,
-    check_note,
     open_configuration_store,
     require_actor,
     run_async,
@@ -42,6 +41,7 @@ from control.commands.queue_reading import reading
 from control.commands.queue_settings import settings
 from control.commands.queue_shipping import shipping
 from control.commands.queue_spec import spec
+from control.notes import check_note
 
 if TYPE_CHECKING:
     from contracts.queue_messages import ItemAnswer

@@ -26,13 +26,13 @@ from control.commands.common import (
     ActorOption,
     JsonFlag,
     actor_required,
-    check_note,
     client,
     open_store,
     require_actor,
     run_async,
     task_queue,
 )
+from control.notes import check_note
 
 if TYPE_CHECKING:
     from contracts.research_teams import AdjudicationOutcome, TeamView

@@ -31,7 +31,6 @@ from control.commands.common import (
     actor_registered,
     actor_required,
     actor_signer,
-    check_note,
     client,
     emit_run,
     open_store,
@@ -45,6 +44,7 @@ from control.commands.common import (
     task_queue,
 )
 from control.commands.waiting import TimeoutOption, check_timeout, exit_unless_successful, unanswered, waited
+from control.notes import check_note
 
 app = typer.Typer()
 

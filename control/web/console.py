@@ -17,8 +17,8 @@ from typing import TYPE_CHECKING, Any, Final
 
 from contracts.errors import InvalidInput, NotFound, OperatorError, ServiceUnavailable
 from contracts.runs import DecisionOutcome, RunStatus
+from control.notes import form_note
 from control.run_repository import require_waiting_run_repository
-from control.web.notes import form_note
 
 if TYPE_CHECKING:
     from temporalio.client import Client

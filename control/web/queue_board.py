@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any, Final
 from contracts.errors import InvalidInput, NotFound
 from contracts.queue_items import ITEM_KEY_PATTERN, MAX_EVENT_REASON_CHARS, QueueStatus
 from contracts.queue_transitions import Mover, QueueMove, allowed_moves
-from contracts.text_rules import check_multiline
+from control.notes import form_note
 
 if TYPE_CHECKING:
     from contracts.proofs import ActionProof
@@ -138,17 +138,9 @@ async def move(
     check_key(key)
     if name not in MOVES:
         raise InvalidInput("invalid_move", f"{name!r} is not a move the board makes")
-    reason = (fields.get("reason", "") or fields.get("note", "")).replace("\r\n", "\n")  # a form's CR LF
-    if len(reason) > MAX_EVENT_REASON_CHARS:
-        raise InvalidInput(
-            "reason_too_long", f"the reason has {len(reason)} characters; at most {MAX_EVENT_REASON_CHARS}"
-        )
-    if reason and not reason.strip():
-        raise InvalidInput("invalid_reason", "the reason is blank: write why, or leave it empty")
-    try:
-        check_multiline(reason, "the reason")
-    except ValueError as error:
-        raise InvalidInput("invalid_reason", str(error)) from None
+    reason = form_note(
+        fields.get("reason", "") or fields.get("note", ""), code="reason", limit=MAX_EVENT_REASON_CHARS
+    )
 
     def sign(target: str, action: str, digest: str) -> ActionProof:
         return session.proof(action=action, target=target, digest=digest)

@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any, Final
 from contracts.errors import InvalidInput, Refused
 from contracts.refusals import RefusalCode
 from contracts.research_teams import AdjudicationOutcome
-from control.web.notes import form_note
+from control.notes import form_note
 
 if TYPE_CHECKING:
     from control.web.console import Deployment

@@ -170,24 +170,3 @@ def test_in_memory_store_works_for_one_process() -> None:
         assert store.actor_exists("alice")
     with pytest.raises(StoreMissing):
         open_store("sqlite://", create=False)
-
-
-def test_a_sqlite_store_that_could_be_created_has_no_create_problem(tmp_path: Path) -> None:
-    from store.database import sqlite_create_problem
-
-    assert sqlite_create_problem(f"sqlite:///{tmp_path / 'new' / 'deeper' / 'specialists.db'}") is None
-    assert sqlite_create_problem(UNREACHABLE_POSTGRESQL) is None  # not a file: nothing to say here
-
-
-def test_a_sqlite_path_under_a_file_or_naming_a_directory_says_why_no_store_can_be_created(
-    tmp_path: Path,
-) -> None:
-    from store.database import sqlite_create_problem
-
-    blocker = tmp_path / "a-file"
-    blocker.write_text("")
-    assert sqlite_create_problem(f"sqlite:///{blocker / 'state' / 'specialists.db'}") == (
-        f"{blocker} is not a directory"
-    )
-    assert sqlite_create_problem(f"sqlite:///{tmp_path}") == f"{tmp_path} exists and is not a file"
-    assert not (blocker.is_dir() or (tmp_path / "state").exists())  # nothing was created
